@@ -1,0 +1,42 @@
+# The two commands a new user needs: `make run` and `make test`. Everything else is optional.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SNAKEMAKE := $(VENV)/bin/snakemake
+CORES ?= 8
+STAMP := $(VENV)/.specsim-installed
+SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
+
+.PHONY: setup run test test-fast lint bench report readme-figures clean
+
+setup: $(STAMP)
+
+# A fresh venv with the pinned dependencies (requirements.lock), then the package itself
+# (non-editable: tests and the workflow run against the installed package).
+$(STAMP): $(SOURCES)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation .
+	touch $(STAMP)
+
+run: setup  ## fresh machine -> every table and figure under results/
+	$(SNAKEMAKE) --cores $(CORES)
+
+test: setup  ## unit, property and end-to-end tests, lint
+	$(PY) -m pytest
+
+test-fast: setup
+	$(PY) -m pytest -m "not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/snakefmt --check Snakefile workflow
+	$(SNAKEMAKE) --lint
+
+report: run  ## browsable HTML report of every figure, with captions
+	$(SNAKEMAKE) --report results/report.html
+
+clean:
+	rm -rf results/shards results/exact results/tables results/figures results/points.parquet \
+	  results/grid.json results/checks.ok logs benchmarks/out

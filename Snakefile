@@ -1,0 +1,24 @@
+# specsim: speculative decoding, exact theory beside Monte Carlo, from one DAG.
+#   config.yaml -> grid -> simulate (shards) + exact -> collect -> tables -> figures -> checks
+from snakemake.utils import min_version
+
+min_version("8.0")
+
+
+configfile: "config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/simulate.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/checks.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        all_targets(),

@@ -1,0 +1,250 @@
+"""From a validated config to the simulation grid: studies -> de-duplicated points -> shards.
+
+A *point* is one (model, draft knob, alpha, gamma, temperature, rule, measure). Its identity is
+the canonical JSON of those values with the model's full definition (not its name), so a point
+shared by several studies is simulated once and its seed -- derived from the root seed and the
+identity via ``numpy.random.SeedSequence`` -- never depends on sharding, ordering or ``--cores``.
+The draft cost ``c`` is not part of a point: it only enters at aggregation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from specsim.models import ModelSpec, calibration_weights, random_table, temper
+
+MEASURES = ("long_run", "equivalence")
+EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
+
+
+class ConfigError(ValueError):
+    """A config value that cannot be used; the message names the key, the value and the fix."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One simulation point. ``alpha`` is None for the seeds' own drafts; ``knob`` overrides
+    the draft's blend weight / temperature / logit noise when a study sweeps it."""
+
+    model: str
+    spec: ModelSpec
+    alpha: float | None
+    gamma: int
+    temperature: float
+    rule: str
+    measure: str
+    knob: float | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "model": self.spec.to_dict(),
+            "alpha": self.alpha,
+            "gamma": self.gamma,
+            "temperature": self.temperature,
+            "rule": self.rule,
+            "measure": self.measure,
+        }
+
+    @property
+    def point_id(self) -> str:
+        return digest(self.identity())[:16]
+
+    def seed(self, root: int) -> np.random.SeedSequence:
+        """SeedSequence from the root seed and the point's identity (four 32-bit words)."""
+        words = [int(self.point_id[i : i + 8], 16) for i in range(0, 16, 8)]
+        return np.random.SeedSequence(entropy=root, spawn_key=tuple(words))
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "point_id": self.point_id,
+            "model": self.model,
+            "family": self.spec.family,
+            "draft": self.spec.draft,
+            "knob": self.knob,
+            "alpha": self.alpha,
+            "gamma": self.gamma,
+            "temperature": self.temperature,
+            "rule": self.rule,
+            "measure": self.measure,
+            "spec": self.spec.to_dict(),
+        }
+
+
+def digest(obj: Any) -> str:
+    """sha256 of the canonical JSON of ``obj``."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Grid:
+    config: dict[str, Any]
+    points: tuple[Point, ...]  # sorted by point_id, unique
+    studies: dict[str, dict[str, Any]]  # study -> {"analysis", "points": [ids], "c": [...]}
+
+    @property
+    def config_digest(self) -> str:
+        return digest(self.config)[:16]
+
+    @property
+    def shard_size(self) -> int:
+        return int(self.config["shard_size"])
+
+    @property
+    def shards(self) -> list[str]:
+        n = math.ceil(len(self.points) / self.shard_size)
+        return [f"s{i:04d}" for i in range(n)]
+
+    def shard_points(self, shard: str) -> tuple[Point, ...]:
+        i = int(shard[1:])
+        return self.points[i * self.shard_size : (i + 1) * self.shard_size]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "config_digest": self.config_digest,
+            "points": [p.to_record() for p in self.points],
+            "studies": self.studies,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Grid:
+        return build_grid(data["config"])
+
+
+def _check_finite(obj: Any, path: str) -> None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise ConfigError(f"{path}: {obj!r} is not a finite number")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_finite(v, f"{path}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            _check_finite(v, f"{path}[{i}]")
+
+
+_FAMILY_DRAFTS = {
+    "markov": ("blend", "temper", "calibrated", "identical", "uniform"),
+    "iid": ("noise", "temper", "calibrated", "identical", "uniform"),
+}
+_KNOB = {"blend": "weight", "temper": "temperature", "noise": "noise"}
+
+
+def _model_specs(models: dict[str, Any]) -> dict[str, ModelSpec]:
+    specs = {}
+    for name, m in models.items():
+        key = f"models.{name}"
+        family, kind = m["family"], m["draft"]["kind"]
+        if kind not in _FAMILY_DRAFTS[family]:
+            raise ConfigError(f"{key}.draft.kind: {kind!r} is not available for family "
+                              f"{family!r}; choose one of {list(_FAMILY_DRAFTS[family])}")
+        wrong = {"markov": ("sigma", "noise", "share", "seed"), "iid": ("target",)}[family]
+        for k in wrong:
+            if k in m:
+                raise ConfigError(f"{key}.{k}: not a setting of a {family!r} model")
+        if family == "iid" and isinstance(m["draft"].get("other"), dict):
+            raise ConfigError(f"{key}.draft.other: iid drafts take no table base")
+        if kind == "blend" and "weight" not in m["draft"]:
+            raise ConfigError(f"{key}.draft.weight: a blend draft needs a weight in [0, 1]")
+        if kind == "temper" and "temperature" not in m["draft"]:
+            raise ConfigError(f"{key}.draft.temperature: a temper draft needs a temperature > 0")
+        specs[name] = ModelSpec.from_dict(name, m)
+    return specs
+
+
+def _with_knob(spec: ModelSpec, knob: float | None, where: str) -> ModelSpec:
+    if knob is None:
+        return spec
+    field = _KNOB.get(spec.draft)
+    if field is None:
+        raise ConfigError(f"{where}: model {spec.name!r} has a {spec.draft!r} draft, which has no "
+                          f"knob to sweep; remove 'draft' or use a blend/temper/noise model")
+    if field == "weight":
+        if not 0 <= knob <= 1:
+            raise ConfigError(f"{where}: blend weight {knob} is outside [0, 1]")
+        return replace(spec, weight=knob)
+    if field == "temperature":
+        if knob <= 0:
+            raise ConfigError(f"{where}: draft temperature {knob} must be > 0")
+        return replace(spec, draft_temperature=knob)
+    return replace(spec, noise=knob)
+
+
+def _check_alpha(spec: ModelSpec, alpha: float, temperature: float, where: str) -> None:
+    """Raise unless the calibrated draft can reach ``alpha`` in every context."""
+    if spec.family == "iid":
+        if alpha < 1.0 / spec.vocab and temperature > 0:
+            raise ConfigError(f"{where}: alpha={alpha} cannot be reached by a calibrated iid "
+                              f"draft for every step; allowed: [1/vocab = {1 / spec.vocab:.4g}, 1]")
+        return
+    target = temper(random_table(spec.target_seed, spec.sharpness, spec.vocab), temperature)
+    other = spec.other.realise(target, spec.vocab)
+    if spec.other.special is None:
+        other = temper(other, temperature)
+    try:
+        calibration_weights(target, other, alpha)
+    except ValueError as err:
+        raise ConfigError(f"{where}: model {spec.name!r} at temperature {temperature}: "
+                          f"{err}") from None
+
+
+def build_grid(config: dict[str, Any]) -> Grid:
+    """Cross-field checks and the de-duplicated, sorted list of points.
+
+    ``config`` has already passed the JSON schema (with defaults filled in).
+    """
+    if not isinstance(config, dict):
+        raise ConfigError(f"the config must be a mapping, got {type(config).__name__}")
+    _check_finite(config, "config")
+    specs = _model_specs(config["models"])
+    budget = config["budget"]
+    if budget["batches"] > budget["chains"]:
+        raise ConfigError(f"budget.batches: {budget['batches']} exceeds budget.chains "
+                          f"{budget['chains']}; batches must be <= chains")
+    points: dict[str, Point] = {}
+    studies: dict[str, dict[str, Any]] = {}
+    for sname, study in config["studies"].items():
+        key = f"studies.{sname}"
+        measure = "equivalence" if study["analysis"] == "equivalence" else "long_run"
+        ids: list[str] = []
+        knobs: list[float | None] = list(study.get("draft", [None]))
+        for mname in study["models"]:
+            if mname not in specs:
+                raise ConfigError(f"{key}.models: {mname!r} is not defined under models: "
+                                  f"(defined: {sorted(specs)})")
+            base = specs[mname]
+            if measure == "equivalence":
+                _check_enumerable(base, study, budget, f"{key}.models[{mname}]")
+            alphas: list[float | None] = list(study["alpha"]) if base.calibrated else [None]
+            for knob in knobs:
+                spec = _with_knob(base, knob, f"{key}.draft")
+                for t in study["temperature"]:
+                    for a in alphas:
+                        if a is not None:
+                            _check_alpha(spec, a, t, f"{key}.alpha")
+                        for g in study["gamma"]:
+                            for rule in study["rule"]:
+                                p = Point(mname, spec, a, int(g), float(t), rule, measure, knob)
+                                points.setdefault(p.point_id, p)
+                                ids.append(p.point_id)
+        studies[sname] = {"analysis": study["analysis"], "points": ids, "c": list(study["c"])}
+    if len(points) > config["max_points"]:
+        raise ConfigError(f"the studies define {len(points)} grid points, more than max_points="
+                          f"{config['max_points']}; raise max_points to confirm a grid this large")
+    ordered = tuple(sorted(points.values(), key=lambda p: p.point_id))
+    return Grid(config=config, points=ordered, studies=studies)
+
+
+def _check_enumerable(spec: ModelSpec, study: dict[str, Any], budget: dict[str, Any],
+                      where: str) -> None:
+    """The equivalence test needs vocab^2 cells of counts; refuse what would not fit memory."""
+    cells = spec.vocab**EQUIVALENCE_TOKENS
+    if cells > 1_000_000:
+        raise ConfigError(f"{where}: vocab {spec.vocab} gives {cells} two-token cells; the "
+                          f"equivalence study supports vocab <= 1000")

@@ -1,0 +1,302 @@
+"""Target/draft model pairs as explicit probability tables.
+
+Two families, both from the seeds:
+
+* ``markov`` -- the from-scratch program's order-1 tables (row = current token, row contents =
+  next-token distribution), built by :func:`random_table` exactly as the program builds them, with
+  drafts from :func:`blend`, :func:`temper` or the α-calibrated construction :func:`calibrate`.
+* ``iid`` -- the notebook's stub: fresh target logits ``N(0, sigma^2)`` over a vocabulary of 20,
+  draft = target log-probabilities plus ``N(0, noise^2)`` logit noise.
+
+Sampling temperature follows Leviathan et al. 2022 §2.2: target and draft are both standardised
+at the same temperature ``T`` (``T > 0`` divides the logits by ``T``; ``T = 0`` is argmax, one-hot).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+
+SEED_VOCAB = 6
+IID_EPS = 1e-12  # the notebook's log(target + 1e-12)
+
+
+def random_table(seed: int, sharpness: float = 1.0, vocab: int = SEED_VOCAB) -> FloatArray:
+    """A row-stochastic (vocab, vocab) table, bit for bit the seed program's ``random_table``."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, sharpness, (vocab, vocab))
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def blend(target: FloatArray, other: FloatArray, weight: float) -> FloatArray:
+    """Draft = weight*target + (1-weight)*other (the seed program's ``blend``)."""
+    return weight * target + (1.0 - weight) * other
+
+
+def temper(table: FloatArray, temperature: float) -> FloatArray:
+    """Re-sharpen (T<1) or flatten (T>1) each row; T = 0 gives the one-hot argmax row.
+
+    For T > 0 this is the seed program's ``temper`` verbatim (log of the table clipped at 1e-12,
+    divided by T, softmax). T = 1 returns the table unchanged, so seed tables stay bit-exact.
+    """
+    if temperature < 0 or not np.isfinite(temperature):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    if temperature == 0:
+        return one_hot_argmax(table)
+    if temperature == 1:
+        return np.array(table, dtype=np.float64, copy=True)
+    logits = np.log(np.clip(table, 1e-12, None)) / temperature
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def one_hot_argmax(table: FloatArray) -> FloatArray:
+    """Greedy decoding as a distribution: all mass on the row's argmax (first index on ties)."""
+    out = np.zeros_like(table, dtype=np.float64)
+    np.put_along_axis(out, table.argmax(axis=-1)[..., None], 1.0, axis=-1)
+    return out
+
+
+def one_hot_argmin(table: FloatArray) -> FloatArray:
+    """All mass on the row's least likely token: the 'far' draft base of :func:`calibrate`."""
+    out = np.zeros_like(table, dtype=np.float64)
+    np.put_along_axis(out, table.argmin(axis=-1)[..., None], 1.0, axis=-1)
+    return out
+
+
+def softmax(logits: FloatArray, temperature: float = 1.0) -> FloatArray:
+    """Softmax over the last axis at a temperature; T = 0 is the one-hot argmax."""
+    if temperature == 0:
+        return one_hot_argmax(logits)
+    z = logits / temperature
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def overlap(p: FloatArray, q: FloatArray) -> FloatArray:
+    """Per-context acceptance probability beta = sum_x min(p, q) (Leviathan Def. 3.1)."""
+    return np.minimum(p, q).sum(axis=-1)
+
+
+def calibration_weights(target: FloatArray, other: FloatArray, alpha: float) -> FloatArray:
+    """Blend weights w per row with sum_x min(p, w p + (1-w) o) = alpha exactly.
+
+    Since min(p, w p + (1-w) o) = w p + (1-w) min(p, o) elementwise for w in [0, 1],
+    beta(w) = w + (1-w) beta0 and w = (alpha - beta0) / (1 - beta0).
+    """
+    beta0 = overlap(target, other)
+    if np.any(alpha < beta0 - 1e-12):
+        worst = float(beta0.max())
+        raise ValueError(
+            f"alpha={alpha} is below the draft base's own overlap with the target "
+            f"(max over contexts {worst:.6f}); reachable alpha is [{worst:.6f}, 1]"
+        )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(beta0 >= 1.0, 1.0, (alpha - beta0) / (1.0 - beta0))
+    return np.clip(w, 0.0, 1.0)
+
+
+def calibrate(target: FloatArray, other: FloatArray, alpha: float) -> FloatArray:
+    """α-calibrated draft: every context accepts with probability exactly alpha."""
+    w = calibration_weights(target, other, alpha)[..., None]
+    return w * target + (1.0 - w) * other
+
+
+# --------------------------------------------------------------------------------------------
+# Model specifications (what config.yaml describes) and their realisation at a grid point.
+# --------------------------------------------------------------------------------------------
+DraftKind = Literal["blend", "temper", "calibrated", "identical", "uniform", "noise"]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A ``random_table(seed, sharpness)`` or the special bases ``far`` / ``uniform``."""
+
+    seed: int | None = None
+    sharpness: float = 1.0
+    special: str | None = None  # "far" or "uniform"
+
+    @classmethod
+    def from_dict(cls, d: Any) -> TableSpec:
+        if isinstance(d, str):
+            return cls(special=d)
+        return cls(seed=int(d["seed"]), sharpness=float(d.get("sharpness", 1.0)))
+
+    def to_dict(self) -> Any:
+        return self.special if self.special else {"seed": self.seed, "sharpness": self.sharpness}
+
+    def realise(self, target: FloatArray, vocab: int) -> FloatArray:
+        if self.special == "far":
+            return one_hot_argmin(target)
+        if self.special == "uniform":
+            return np.full((vocab, vocab), 1.0 / vocab)
+        assert self.seed is not None
+        return random_table(self.seed, self.sharpness, vocab)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One entry of ``models:`` in config.yaml (validated by the schema beforehand)."""
+
+    name: str
+    family: Literal["markov", "iid"]
+    vocab: int
+    draft: DraftKind
+    target_seed: int = 1
+    sharpness: float = 2.5
+    weight: float = 1.0  # blend
+    draft_temperature: float = 1.0  # temper
+    other: TableSpec = TableSpec(special="far")  # blend / calibrated base
+    sigma: float = 1.0  # iid
+    noise: float = 0.3  # iid
+    share: Literal["round", "position"] = "round"  # iid: one (p, q) per round or per position
+    seed: int = 0  # iid: seed of the frozen pairs used for the equivalence study
+
+    @property
+    def calibrated(self) -> bool:
+        return self.draft == "calibrated"
+
+    @classmethod
+    def from_dict(cls, name: str, d: dict[str, Any]) -> ModelSpec:
+        family = d["family"]
+        draft = d.get("draft", {"kind": "calibrated"})
+        kw: dict[str, Any] = {"name": name, "family": family, "vocab": int(d["vocab"])}
+        kw["draft"] = draft["kind"]
+        if "weight" in draft:
+            kw["weight"] = float(draft["weight"])
+        if "temperature" in draft:
+            kw["draft_temperature"] = float(draft["temperature"])
+        if "other" in draft:
+            kw["other"] = TableSpec.from_dict(draft["other"])
+        if family == "markov":
+            t = d.get("target", {})
+            kw["target_seed"] = int(t.get("seed", 1))
+            kw["sharpness"] = float(t.get("sharpness", 2.5))
+        else:
+            for key in ("sigma", "noise"):
+                if key in d:
+                    kw[key] = float(d[key])
+            if "share" in d:
+                kw["share"] = d["share"]
+            if "seed" in d:
+                kw["seed"] = int(d["seed"])
+        return cls(**kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Canonical description: two specs are the same model iff their dicts are equal."""
+        draft: dict[str, Any] = {"kind": self.draft}
+        if self.draft == "blend":
+            draft |= {"weight": self.weight, "other": self.other.to_dict()}
+        elif self.draft == "temper":
+            draft["temperature"] = self.draft_temperature
+        elif self.draft == "calibrated":
+            draft["other"] = self.other.to_dict()
+        out: dict[str, Any] = {"family": self.family, "vocab": self.vocab, "draft": draft}
+        if self.family == "markov":
+            out["target"] = {"seed": self.target_seed, "sharpness": self.sharpness}
+        else:
+            out |= {"sigma": self.sigma, "noise": self.noise, "share": self.share}
+            out["seed"] = self.seed
+        return out
+
+
+def markov_pair(
+    spec: ModelSpec, temperature: float, alpha: float | None
+) -> tuple[FloatArray, FloatArray]:
+    """Target P and draft Q (both (V, V)) of a Markov model at a sampling temperature.
+
+    Drafts are built from the untempered target, then both tables are standardised at the
+    temperature (Leviathan §2.2). Calibrated drafts are built *after* tempering, so that the
+    per-context acceptance is exactly ``alpha`` at every temperature.
+    """
+    if spec.family != "markov":
+        raise ValueError(f"model {spec.name!r} is not a markov model")
+    base = random_table(spec.target_seed, spec.sharpness, spec.vocab)
+    target = temper(base, temperature)
+    if spec.draft == "calibrated":
+        if alpha is None:
+            raise ValueError(f"model {spec.name!r} has a calibrated draft and needs an alpha")
+        other = spec.other.realise(target, spec.vocab)
+        if spec.other.special is None:
+            other = temper(other, temperature)
+        return target, calibrate(target, other, alpha)
+    return target, temper(_seed_draft(spec, base), temperature)
+
+
+def _seed_draft(spec: ModelSpec, base: FloatArray) -> FloatArray:
+    if spec.draft == "blend":
+        return blend(base, spec.other.realise(base, spec.vocab), spec.weight)
+    if spec.draft == "temper":
+        return temper(base, spec.draft_temperature)
+    if spec.draft == "identical":
+        return base.copy()
+    if spec.draft == "uniform":
+        return np.full_like(base, 1.0 / spec.vocab)
+    raise ValueError(f"unknown draft kind {spec.draft!r} for model {spec.name!r}")
+
+
+def iid_pairs(
+    spec: ModelSpec,
+    temperature: float,
+    alpha: float | None,
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+) -> tuple[FloatArray, FloatArray]:
+    """Draw fresh (p, q) pairs of the notebook's stub, arrays of shape ``shape + (vocab,)``.
+
+    Target logits ~ N(0, sigma^2); draft logits = log(p + 1e-12) + N(0, noise^2) with p the
+    T = 1 target (the notebook's ``draft_dist``); both then standardised at the temperature.
+    Calibrated drafts blend p with the one-hot on p's least likely token, per pair.
+    """
+    logits = rng.normal(0.0, spec.sigma, (*shape, spec.vocab))
+    p1 = softmax(logits)
+    target = p1 if temperature == 1 else softmax(logits, temperature)
+    if spec.draft == "calibrated":
+        if alpha is None:
+            raise ValueError(f"model {spec.name!r} has a calibrated draft and needs an alpha")
+        return target, calibrate(target, one_hot_argmin(target), alpha)
+    if spec.draft == "identical":
+        return target, target.copy()
+    if spec.draft == "uniform":
+        return target, np.full_like(target, 1.0 / spec.vocab)
+    if spec.draft not in ("noise", "temper"):
+        raise ValueError(f"draft kind {spec.draft!r} is not available for iid model {spec.name!r}")
+    noise_scale = spec.noise if spec.draft == "noise" else 0.0
+    draft_logits = np.log(p1 + IID_EPS) + rng.normal(0.0, noise_scale, p1.shape)
+    if spec.draft == "temper":
+        draft_logits = draft_logits / spec.draft_temperature
+    return target, softmax(draft_logits, temperature)
+
+
+def iid_frozen_markov(
+    spec: ModelSpec, temperature: float, alpha: float | None, positions: int
+) -> tuple[FloatArray, FloatArray, int]:
+    """The stub with one frozen (p_t, q_t) per position t, as an order-1 Markov model.
+
+    A fixed sequence of pairs drawn from ``spec.seed`` is a position-indexed process; making the
+    position part of the token (state ``t*V + x`` = token x emitted at position t, plus a start
+    state) turns it into an ordinary Markov table, so the Markov engine and the exact enumeration
+    apply unchanged. Returns (P, Q, start_state); tokens map back with ``state % V``.
+    """
+    v = spec.vocab
+    rng = np.random.default_rng(spec.seed)
+    p, q = iid_pairs(spec, temperature, alpha, rng, (positions,))
+    n_states = positions * v + 1
+    start = positions * v
+    big_p = np.zeros((n_states, n_states))
+    big_q = np.zeros((n_states, n_states))
+    # From the start state the next token is at position 0; from (t, x) it is at position t+1.
+    big_p[start, 0:v], big_q[start, 0:v] = p[0], q[0]
+    for t in range(positions - 1):
+        rows = slice(t * v, (t + 1) * v)
+        cols = slice((t + 1) * v, (t + 2) * v)
+        big_p[rows, cols], big_q[rows, cols] = p[t + 1], q[t + 1]
+    last = slice((positions - 1) * v, positions * v)  # absorbing tail: reuse the last pair
+    big_p[last, last], big_q[last, last] = p[-1], q[-1]
+    return big_p, big_q, start

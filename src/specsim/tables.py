@@ -1,0 +1,226 @@
+"""One tidy table per analysis, computed from ``results/points.parquet`` (and exact theory).
+
+Column names follow the design's contract (columns may be added, never renamed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from specsim import exact, intensity
+from specsim.grid import Grid
+from specsim.io import write_table
+from specsim.models import blend, random_table
+from specsim.engine import residual
+
+KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
+GAMMA_MAX_CLOSED_FORM = 64
+
+
+def _study_points(grid: Grid, points: pd.DataFrame, analysis: str) -> pd.DataFrame:
+    """Rows of ``points`` used by the studies of one analysis, each with its study's c list."""
+    frames = []
+    for name, study in grid.studies.items():
+        if study["analysis"] != analysis:
+            continue
+        sub = points[points["point_id"].isin(study["points"])].copy()
+        sub.insert(0, "study", name)
+        sub["c_list"] = [study["c"]] * len(sub)
+        frames.append(sub)
+    if not frames:
+        raise ValueError(f"no study in the config has analysis {analysis!r}")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _sort(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return df.sort_values(keys, na_position="first", kind="mergesort").reset_index(drop=True)
+
+
+def equivalence(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    df = _study_points(grid, points, "equivalence")
+    cols = ["study", *KEYS, "trials_total", "tv_exact", "tv_mc", "tv_floor", "g_statistic",
+            "g_df", "p_value", "verdict", "p_value_vs_exact", "exact_method"]
+    return _sort(df[cols], ["study", *KEYS])
+
+
+def first_token(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """The seed program's first-token marginal table, target vs speculative, per rule."""
+    df = _study_points(grid, points, "equivalence")
+    rows = []
+    for _, r in df.iterrows():
+        for tok, (t, s) in enumerate(zip(r["first_token_target"], r["first_token_mc"],
+                                         strict=True)):
+            rows.append({**{k: r[k] for k in ["study", *KEYS]}, "token": tok,
+                         "target": t, "speculative": s, "diff": s - t})
+    return _sort(pd.DataFrame(rows), ["study", *KEYS, "token"])
+
+
+def _long_run(grid: Grid, points: pd.DataFrame, analysis: str) -> pd.DataFrame:
+    df = _study_points(grid, points, analysis)
+    df["alpha_exact"] = np.where(df["alpha"].notna(), df["alpha"], df["accept_rate_exact"])
+    df["tokens_closed_form"] = exact.expected_tokens(df["alpha_exact"].to_numpy(float),
+                                                     df["gamma"].to_numpy(float))
+    df["tokens_closed_form_mc"] = exact.expected_tokens(df["accept_rate"].to_numpy(float),
+                                                        df["gamma"].to_numpy(float))
+    df["jensen_gap"] = df["tokens_exact"] - df["tokens_closed_form"]
+    df["covered"] = (df["tokens_ci_low"] <= df["tokens_exact"]) & (
+        df["tokens_exact"] <= df["tokens_ci_high"])
+    return df
+
+
+def accept_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    df = _long_run(grid, points, "accept_curve")
+    cols = ["study", *KEYS, "rounds_total", "accept_rate", "accept_ci_low", "accept_ci_high",
+            "accept_fraction", "tokens_per_round", "tokens_ci_low", "tokens_ci_high",
+            "tokens_exact", "tokens_exact_se", "tokens_closed_form", "tokens_closed_form_mc",
+            "jensen_gap", "covered", "alpha_exact", "alpha_bar", "alpha_fit", "alpha_fit_low",
+            "alpha_fit_high", "alpha_moment", "max_tokens_observed", "exact_method"]
+    return _sort(df[cols], ["study", *KEYS])
+
+
+def _with_c(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.explode("c_list").rename(columns={"c_list": "c"})
+    df["c"] = df["c"].astype(float)
+    cost = 1.0 + df["gamma"] * df["c"]
+    df["speedup"] = df["tokens_per_round"] / cost
+    df["speedup_ci_low"] = df["tokens_ci_low"] / cost
+    df["speedup_ci_high"] = df["tokens_ci_high"] / cost
+    df["speedup_exact"] = df["tokens_exact"] / cost
+    return df
+
+
+def temperature(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    df = _with_c(_long_run(grid, points, "temperature"))
+    cols = ["study", *KEYS, "c", "accept_rate", "accept_fraction", "accept_fraction_ci_low",
+            "accept_fraction_ci_high", "tokens_per_round", "tokens_ci_low", "tokens_ci_high",
+            "tokens_exact", "speedup", "speedup_exact", "alpha_bar"]
+    return _sort(df[cols], ["study", *KEYS, "c"])
+
+
+def optimal_k(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """Best γ per (model, α, T, c): simulated, exact over the study's γ, closed form over 1..64.
+
+    ``gamma_tied`` lists the γ whose simulated speedup is within two standard errors (of the
+    difference) of the simulated optimum: the optimum cannot be told apart from them.
+    """
+    df = _with_c(_long_run(grid, points, "optimal_k"))
+    df["speedup_se"] = df["tokens_se"] / (1.0 + df["gamma"] * df["c"])
+    group = ["study", "model", "draft", "knob", "alpha", "temperature", "rule", "c"]
+    rows = []
+    for key, g in df.groupby(group, dropna=False, sort=True):
+        best = g.loc[g["speedup"].idxmax()]
+        best_exact = g.loc[g["speedup_exact"].idxmax()]
+        diff_se = np.sqrt(g["speedup_se"] ** 2 + best["speedup_se"] ** 2)
+        tied = g.loc[best["speedup"] - g["speedup"] <= 2 * diff_se, "gamma"]
+        row = dict(zip(group, key, strict=True))
+        alpha_cf = best["alpha_exact"]
+        g_cf, s_cf = exact.optimal_gamma(alpha_cf, row["c"], GAMMA_MAX_CLOSED_FORM)
+        row |= {
+            "gammas": ";".join(str(int(v)) for v in sorted(g["gamma"])),
+            "gamma_opt": int(best["gamma"]),
+            "speedup_opt": float(best["speedup"]),
+            "speedup_opt_ci_low": float(best["speedup_ci_low"]),
+            "speedup_opt_ci_high": float(best["speedup_ci_high"]),
+            "gamma_tied": ";".join(str(int(v)) for v in sorted(tied)),
+            "gamma_opt_exact": int(best_exact["gamma"]),
+            "speedup_opt_exact": float(best_exact["speedup_exact"]),
+            "exact_in_tied": int(best_exact["gamma"]) in set(tied.astype(int)),
+            "alpha_exact": float(alpha_cf),
+            "gamma_opt_closed_form": int(g_cf),
+            "speedup_opt_closed_form": float(s_cf),
+        }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def break_even(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """c* = (E[tokens] - 1)/γ: simulated with CI, exact, and for calibrated drafts Eq. 1."""
+    df = _long_run(grid, points, "break_even")
+    g = df["gamma"]
+    df["c_star"] = (df["tokens_per_round"] - 1) / g
+    df["c_star_ci_low"] = (df["tokens_ci_low"] - 1) / g
+    df["c_star_ci_high"] = (df["tokens_ci_high"] - 1) / g
+    df["c_star_exact"] = (df["tokens_exact"] - 1) / g
+    df["c_star_closed_form"] = (df["tokens_closed_form"] - 1) / g
+    cols = ["study", *KEYS, "tokens_per_round", "tokens_exact", "c_star", "c_star_ci_low",
+            "c_star_ci_high", "c_star_exact", "c_star_closed_form", "alpha_exact"]
+    return _sort(df[cols], ["study", *KEYS])
+
+
+def speedup_vs_c(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """The program's demo 5: speedup at each configured c, and whether decoding got slower."""
+    df = _with_c(_long_run(grid, points, "break_even"))
+    df["slower"] = df["speedup_ci_high"] < 1.0
+    cols = ["study", *KEYS, "c", "speedup", "speedup_ci_low", "speedup_ci_high",
+            "speedup_exact", "slower"]
+    return _sort(df[cols], ["study", *KEYS, "c"])
+
+
+TABLE1_ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+TABLE1_GAMMAS = (1, 2, 3, 5, 7, 10)
+
+
+def leviathan_table1(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """Leviathan et al. 2022 Thm 3.8 (speed) and Thm 3.11 (operations) at c = ĉ = 0."""
+    df = pd.DataFrame(exact.table1_rows(TABLE1_ALPHAS, TABLE1_GAMMAS))
+    df["gamma"] = df["gamma"].astype(int)
+    df["tokens_per_call"] = exact.expected_tokens(df["alpha"].to_numpy(), df["gamma"].to_numpy())
+    return df
+
+
+def intensity_table(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    return intensity.intensity_table()
+
+
+def roofline(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    return intensity.ridge_table()
+
+
+def worked_example(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """The program's demo 1: p, q, accept probability min(1, p/q) and residual, context 'a'."""
+    target = random_table(1, 2.5)
+    draft = blend(target, random_table(2, 2.5), 0.85)
+    p, q = target[0], draft[0]
+    return pd.DataFrame({
+        "token": list("abcdef"),
+        "p": p,
+        "q": q,
+        "accept_prob": np.minimum(1.0, p / q),
+        "p_minus_q": p - q,
+        "residual": residual(p, q),
+        "accepted_mass": np.minimum(p, q),
+        "residual_mass": (1 - np.minimum(p, q).sum()) * residual(p, q),
+    })
+
+
+BUILDERS: dict[str, Callable[[Grid, pd.DataFrame], pd.DataFrame]] = {
+    "equivalence": equivalence,
+    "first_token": first_token,
+    "accept_curve": accept_curve,
+    "temperature": temperature,
+    "optimal_k": optimal_k,
+    "break_even": break_even,
+    "speedup_vs_c": speedup_vs_c,
+    "leviathan_table1": leviathan_table1,
+    "intensity": intensity_table,
+    "roofline": roofline,
+    "worked_example": worked_example,
+}
+NEEDS = {"first_token": "equivalence", "speedup_vs_c": "break_even"}
+ALWAYS = ("leviathan_table1", "intensity", "roofline", "worked_example")
+
+
+def available_tables(grid: Grid) -> list[str]:
+    analyses = {s["analysis"] for s in grid.studies.values()}
+    return [name for name in BUILDERS
+            if name in ALWAYS or NEEDS.get(name, name) in analyses]
+
+
+def write_analysis(grid: Grid, points_path: str, analysis: str, out: str) -> None:
+    if analysis not in BUILDERS:
+        raise ValueError(f"unknown analysis {analysis!r}; known: {sorted(BUILDERS)}")
+    points = pd.read_parquet(points_path)
+    write_table(BUILDERS[analysis](grid, points), out)

@@ -1,0 +1,384 @@
+"""Tests for specsim.stats against independent references (quadrature, closed forms, MC)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from specsim.stats import (
+    GofResult,
+    alpha_from_tokens,
+    batch_mean_interval,
+    chi2_sf,
+    fit_alpha,
+    gof_test,
+    normal_quantile,
+    student_t_quantile,
+    tv_floor,
+    tv_floor_quantile,
+    verdict,
+    wilson_interval,
+)
+
+# ---------------------------------------------------------------------------
+# Independent references
+# ---------------------------------------------------------------------------
+
+
+def _simpson(f, a: float, b: float, m: int = 2_000_000) -> float:
+    x = np.linspace(a, b, m + 1)
+    y = f(x)
+    h = (b - a) / m
+    return float(h / 3 * (y[0] + y[-1] + 4 * y[1:-1:2].sum() + 2 * y[2:-1:2].sum()))
+
+
+def _chi2_pdf(x: np.ndarray, df: float) -> np.ndarray:
+    return np.exp((df / 2 - 1) * np.log(x) - x / 2 - (df / 2) * math.log(2) - math.lgamma(df / 2))
+
+
+def _t_pdf(t: np.ndarray, df: float) -> np.ndarray:
+    c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    return np.exp(c - (df + 1) / 2 * np.log1p(t * t / df))
+
+
+def _chi2_sf_quadrature(x: float, df: float) -> float:
+    """Tail integral of the chi-square pdf (smooth on [x, inf) for x > 0)."""
+    return _simpson(lambda t: _chi2_pdf(t, df), x, x + 1500.0, 4_000_000)
+
+
+# ---------------------------------------------------------------------------
+# chi2_sf
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("x", "df", "approx"),
+    [
+        (3.841458820694124, 1, 0.05),
+        (18.307038053275146, 10, 0.05),
+        (100.0, 50, 3.4549e-05),
+        (0.3, 7, None),
+        (40.0, 3.5, None),
+    ],
+)
+def test_chi2_sf_matches_quadrature(x: float, df: float, approx: float | None) -> None:
+    ref = _chi2_sf_quadrature(x, df)
+    got = chi2_sf(x, df)
+    assert isinstance(got, float)
+    assert got == pytest.approx(ref, rel=1e-11)
+    if approx is not None:
+        assert got == pytest.approx(approx, rel=1e-4)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 10, 40, 200])
+def test_chi2_sf_even_df_closed_form(k: int) -> None:
+    # Q(k, y) = exp(-y) sum_{j<k} y^j / j! for integer k (df = 2k).
+    xs = np.array([1e-3, 0.5, 2.0, 10.0, 50.0, 2.0 * k, 200.0, 800.0])
+    ref = np.array(
+        [
+            math.fsum(math.exp(-x / 2 + j * math.log(x / 2) - math.lgamma(j + 1)) for j in range(k))
+            for x in xs
+        ]
+    )
+    got = chi2_sf(xs, 2 * k)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
+
+
+def test_chi2_sf_df1_erfc_and_edges() -> None:
+    xs = np.array([1e-6, 0.1, 1.0, 3.0, 30.0, 300.0])
+    ref = np.array([math.erfc(math.sqrt(x / 2)) for x in xs])
+    np.testing.assert_allclose(chi2_sf(xs, 1), ref, rtol=1e-12)
+    assert chi2_sf(0.0, 4) == 1.0
+    assert chi2_sf(-1.0, 4) == 1.0
+    assert chi2_sf(math.inf, 4) == 0.0
+    # Broadcasting and monotonicity in x.
+    grid = chi2_sf(np.linspace(0.1, 60, 50)[:, None], np.array([1, 5, 20]))
+    assert grid.shape == (50, 3)
+    assert np.all(np.diff(grid, axis=0) < 0)
+    with pytest.raises(ValueError):
+        chi2_sf(1.0, 0)
+
+
+# ---------------------------------------------------------------------------
+# Quantiles
+# ---------------------------------------------------------------------------
+
+
+def test_student_t_quantile_table_values() -> None:
+    assert student_t_quantile(0.975, 10) == pytest.approx(2.228138852, abs=1e-9)
+    # Tables print 1.998340522 for 63 df; quadrature of the t pdf gives 1.99834054252
+    # (CDF error of the table value ~1e-9), so check the tight reference and the table loosely.
+    t63 = student_t_quantile(0.975, 63)
+    assert t63 == pytest.approx(1.998340522, abs=5e-8)
+    assert t63 == pytest.approx(1.998340542520738, abs=1e-11)
+    assert student_t_quantile(0.995, 5) == pytest.approx(4.032142983557536, abs=1e-9)
+
+
+@pytest.mark.parametrize(("p", "df"), [(0.975, 10), (0.975, 63), (0.9, 3), (0.999, 2.5)])
+def test_student_t_quantile_inverts_quadrature_cdf(p: float, df: float) -> None:
+    t = student_t_quantile(p, df)
+    cdf = 0.5 + _simpson(lambda x: _t_pdf(x, df), 0.0, t)
+    assert cdf == pytest.approx(p, abs=1e-12)
+
+
+def test_student_t_quantile_closed_forms_and_symmetry() -> None:
+    ps = np.array([0.001, 0.05, 0.3, 0.5, 0.7, 0.95, 0.999])
+    # df = 1 (Cauchy) and df = 2 have closed-form quantiles.
+    np.testing.assert_allclose(
+        student_t_quantile(ps, 1), np.tan(np.pi * (ps - 0.5)), rtol=1e-12, atol=1e-14
+    )
+    np.testing.assert_allclose(
+        student_t_quantile(ps, 2), (2 * ps - 1) / np.sqrt(2 * ps * (1 - ps)), rtol=1e-12, atol=1e-14
+    )
+    np.testing.assert_allclose(student_t_quantile(1 - ps, 7), -student_t_quantile(ps, 7))
+    # Large df approaches the normal quantile.
+    assert student_t_quantile(0.975, math.inf) == pytest.approx(1.959963984540054, abs=1e-12)
+    assert student_t_quantile(0.975, 1e7) == pytest.approx(1.959963984540054, abs=1e-6)
+
+
+def test_normal_quantile() -> None:
+    assert normal_quantile(0.975) == pytest.approx(1.959963984540054, abs=1e-12)
+    out = normal_quantile([0.0, 0.5, 1.0])
+    assert out[0] == -math.inf and out[1] == 0.0 and out[2] == math.inf
+    with pytest.raises(ValueError):
+        normal_quantile(1.5)
+
+
+# ---------------------------------------------------------------------------
+# Intervals
+# ---------------------------------------------------------------------------
+
+
+def test_wilson_interval_hand_computed() -> None:
+    # x = 7, n = 20, z = 1.959963984540054:
+    # centre = (7 + z^2/2) / (20 + z^2) = 0.3741687...
+    # half = z / (20 + z^2) * sqrt(7 * 13 / 20 + z^2 / 4) = 0.1929769...
+    low, high = wilson_interval(7, 20)
+    assert low == pytest.approx(0.18119182, abs=1e-8)
+    assert high == pytest.approx(0.56714572, abs=1e-8)
+    lows, highs = wilson_interval([0, 20, 0, 7], [20, 20, 0, 20], level=0.95)
+    assert lows[0] == 0.0 and highs[1] == 1.0
+    assert (lows[2], highs[2]) == (0.0, 1.0)
+    assert lows[3] == pytest.approx(low) and highs[3] == pytest.approx(high)
+    # Zero successes: upper bound z^2 / (n + z^2).
+    z2 = 1.959963984540054**2
+    assert highs[0] == pytest.approx(z2 / (20 + z2), rel=1e-12)
+    with pytest.raises(ValueError):
+        wilson_interval(5, 3)
+
+
+def test_batch_mean_interval_formula_and_errors() -> None:
+    y = np.array([31.0, 28.0, 35.0, 30.0, 26.0])
+    x = np.array([10.0, 9.0, 11.0, 10.0, 9.0])
+    est, low, high, se = batch_mean_interval(y, x)
+    r = y.sum() / x.sum()
+    se_ref = math.sqrt(np.sum((y - r * x) ** 2) / (5 * 4 * x.mean() ** 2))
+    t4 = 2.7764451051977987
+    assert est == pytest.approx(r, rel=1e-15)
+    assert se == pytest.approx(se_ref, rel=1e-12)
+    assert (low, high) == pytest.approx((r - t4 * se_ref, r + t4 * se_ref), rel=1e-9)
+    with pytest.raises(ValueError, match="at least 2"):
+        batch_mean_interval([1.0], [2.0])
+    with pytest.raises(ValueError):
+        batch_mean_interval([1.0, 2.0], [0.0, 0.0])
+
+
+def test_batch_mean_interval_coverage() -> None:
+    rng = np.random.default_rng(20240601)
+    true_ratio = 2.5
+    reps, b = 400, 12
+    covered = 0
+    for _ in range(reps):
+        counts = rng.integers(20, 60, size=b).astype(float)
+        sums = rng.poisson(true_ratio * counts).astype(float)
+        _, low, high, _ = batch_mean_interval(sums, counts)
+        covered += low <= true_ratio <= high
+    assert 0.91 <= covered / reps <= 0.985
+
+
+# ---------------------------------------------------------------------------
+# TV floor
+# ---------------------------------------------------------------------------
+
+
+def _binom_mad_bruteforce(n: int, p: float) -> float:
+    k = np.arange(n + 1)
+    lp = np.array(
+        [
+            math.lgamma(n + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(n - i + 1)
+            + i * math.log(p)
+            + (n - i) * math.log1p(-p)
+            for i in k
+        ]
+    )
+    return float(np.sum(np.exp(lp) * np.abs(k - n * p)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 60, 333])
+def test_tv_floor_matches_exact_binomial_sum(n: int) -> None:
+    p = np.array([0.001, 0.1, 0.2, 0.25, 1 / 3, 0.07, 0.045])
+    p = p / p.sum()
+    ref = sum(_binom_mad_bruteforce(n, float(pi)) for pi in p) / (2 * n)
+    assert tv_floor(p, n) == pytest.approx(ref, rel=1e-12)
+
+
+def _random_probs(k: int, seed: int) -> np.ndarray:
+    p = np.random.default_rng(seed).dirichlet(np.ones(k))
+    return p
+
+
+@pytest.mark.parametrize("k", [6, 36])
+@pytest.mark.parametrize("n", [100, 10_000])
+def test_tv_floor_matches_monte_carlo(k: int, n: int) -> None:
+    p = _random_probs(k, seed=k)
+    rng = np.random.default_rng(1000 * k + n)
+    draws = rng.multinomial(n, p, size=20_000)
+    tv = 0.5 * np.abs(draws / n - p).sum(axis=1)
+    se = tv.std(ddof=1) / math.sqrt(tv.size)
+    assert abs(tv_floor(p, n) - tv.mean()) < 4 * se
+
+
+def test_tv_floor_edges_and_large_n() -> None:
+    assert tv_floor([0.0, 1.0], 5) == 0.0
+    # Bin(3, 1/2): E|X - 1.5| = 3/4 per cell -> TV = 2 * 0.75 / 6.
+    assert tv_floor([0.5, 0.5, 0.0], 3) == pytest.approx(0.25, rel=1e-14)
+    p = np.full(6, 1 / 6)
+    big = tv_floor(p, 10**9)
+    # CLT limit: E|X - np| -> sqrt(2 n p q / pi).
+    clt = 6 * math.sqrt(2 * 1e9 * (1 / 6) * (5 / 6) / math.pi) / (2e9)
+    assert math.isfinite(big) and big == pytest.approx(clt, rel=1e-6)
+    with pytest.raises(ValueError):
+        tv_floor([0.5, 0.6], 10)
+
+
+def test_tv_floor_quantile_is_upper_band() -> None:
+    p = _random_probs(10, seed=3)
+    q99 = tv_floor_quantile(p, 1000, q=0.99, draws=4000, rng=7)
+    q50 = tv_floor_quantile(p, 1000, q=0.5, draws=4000, rng=7)
+    assert q50 < tv_floor(p, 1000) * 1.1 < q99
+    assert q99 == tv_floor_quantile(p, 1000, q=0.99, draws=4000, rng=7)
+
+
+# ---------------------------------------------------------------------------
+# Goodness of fit
+# ---------------------------------------------------------------------------
+
+
+def test_gof_null_pvalues_are_uniform() -> None:
+    # Include small cells so that pooling is exercised.
+    p = np.concatenate([np.full(15, 0.06), np.full(10, 0.009), np.full(5, 0.0002)])
+    p = p / p.sum()
+    rng = np.random.default_rng(12345)
+    pv = np.array([gof_test(rng.multinomial(1000, p), p).p_value for _ in range(400)])
+    assert 0.02 <= np.mean(pv < 0.05) <= 0.09
+    # KS distance from U(0, 1); 5% critical value at m = 400 is ~0.068.
+    s = np.sort(pv)
+    m = s.size
+    ks = max(np.max(np.arange(1, m + 1) / m - s), np.max(s - np.arange(m) / m))
+    assert ks < 0.08
+
+
+def test_gof_detects_alternative() -> None:
+    p = _random_probs(20, seed=11)
+    q = p.copy()
+    q[np.argmax(q)] -= 0.05
+    q[np.argmin(q)] += 0.05
+    assert 0.5 * np.abs(q - p).sum() == pytest.approx(0.05)
+    counts = np.random.default_rng(5).multinomial(100_000, q)
+    res = gof_test(counts, p)
+    assert res.p_value < 1e-6
+    assert verdict(res.p_value) == "biased"
+
+
+def test_gof_zero_probability_and_pooling() -> None:
+    res = gof_test([10, 1, 10], [0.5, 0.0, 0.5])
+    assert res.p_value == 0.0 and res.statistic == math.inf
+    # Zero-probability cells without observations are ignored.
+    ok = gof_test([10, 0, 10], [0.5, 0.0, 0.5])
+    assert ok == GofResult(statistic=0.0, df=1, p_value=1.0, n=20, cells=2)
+    # All cells pooled -> df = 0 -> p-value 1.
+    assert gof_test([1, 3], [0.5, 0.5]).p_value == 1.0
+    # Expected 90, 6, 3, 1 with min_expected 3.5: cells 1 and 3 are pooled (4 >= 3.5).
+    res = gof_test([88, 7, 3, 2], [0.9, 0.06, 0.03, 0.01], min_expected=3.5)
+    assert res.cells == 3 and res.df == 2 and res.n == 100
+    e = np.array([90.0, 6.0, 4.0])
+    o = np.array([88.0, 7.0, 5.0])
+    g = 2 * np.sum(o * np.log(o / e))
+    assert res.statistic == pytest.approx(g, rel=1e-12)
+    assert res.p_value == pytest.approx(math.exp(-g / 2), rel=1e-12)  # df = 2 closed form
+    # Expected 90, 7, 2, 1: pool 1 + 2 = 3 < 5, so the pool also absorbs the 7 -> 2 cells.
+    res2 = gof_test([92, 5, 2, 1], [0.9, 0.07, 0.02, 0.01])
+    assert res2.cells == 2 and res2.df == 1
+    o2, e2 = np.array([8.0, 92.0]), np.array([10.0, 90.0])
+    assert res2.statistic == pytest.approx(2 * np.sum(o2 * np.log(o2 / e2)), rel=1e-12)
+
+
+def test_verdict() -> None:
+    assert verdict(0.5) == "lossless"
+    assert verdict(1e-3) == "lossless"
+    assert verdict(9e-4) == "biased"
+    assert verdict(0.01, level=0.05) == "biased"
+
+
+# ---------------------------------------------------------------------------
+# alpha
+# ---------------------------------------------------------------------------
+
+
+def _simulate_hist(alpha: float, gamma: int, rounds: int, rng: np.random.Generator) -> np.ndarray:
+    k = np.minimum(rng.geometric(1 - alpha, size=rounds) - 1, gamma)
+    return np.bincount(k, minlength=gamma + 1)
+
+
+def test_fit_alpha_mle_and_lr_endpoints() -> None:
+    h = np.array([10, 20, 30, 40])
+    a, lo, hi = fit_alpha(h)
+    s, f = 20 + 60 + 120, 60
+    assert a == pytest.approx(s / (s + f), rel=1e-15)
+    grid = np.linspace(1e-4, 1 - 1e-4, 20001)
+    ll = s * np.log(grid) + f * np.log1p(-grid)
+    assert grid[np.argmax(ll)] == pytest.approx(a, abs=1e-4)
+    ll_hat = s * math.log(a) + f * math.log1p(-a)
+    for end in (lo, hi):
+        dev = 2 * (ll_hat - (s * math.log(end) + f * math.log1p(-end)))
+        assert dev == pytest.approx(1.959963984540054**2, rel=1e-9)
+    assert lo < a < hi
+    # Boundaries: all rejected at first draft / all accepted.
+    assert fit_alpha([5, 0, 0])[:2] == (0.0, 0.0)
+    assert fit_alpha([0, 0, 5])[0::2] == (1.0, 1.0)
+    with pytest.raises(ValueError):
+        fit_alpha([0, 0, 0])
+
+
+@pytest.mark.parametrize(("alpha", "gamma"), [(0.7, 4), (0.35, 2)])
+def test_fit_alpha_coverage(alpha: float, gamma: int) -> None:
+    rng = np.random.default_rng(777 + gamma)
+    reps = 200
+    covered = 0
+    estimates = []
+    for _ in range(reps):
+        a, lo, hi = fit_alpha(_simulate_hist(alpha, gamma, 300, rng))
+        covered += lo <= alpha <= hi
+        estimates.append(a)
+    assert covered / reps >= 0.9
+    assert np.mean(estimates) == pytest.approx(alpha, abs=0.01)
+
+
+def test_alpha_from_tokens_inverts_eq1() -> None:
+    for gamma in (1, 3, 5, 8):
+        alphas = np.linspace(0.0, 1.0, 101)
+        tokens = np.array(
+            [gamma + 1.0 if a == 1 else (1 - a ** (gamma + 1)) / (1 - a) for a in alphas]
+        )
+        back = alpha_from_tokens(tokens, gamma)
+        np.testing.assert_allclose(back, alphas, atol=1e-10)
+    assert alpha_from_tokens(2.0, 1) == pytest.approx(1.0)
+    assert alpha_from_tokens(1.5, 1) == pytest.approx(0.5, abs=1e-12)
+    out = alpha_from_tokens([0.3, 99.0, np.nan], 3)
+    assert out[0] == 0.0 and out[1] == 1.0 and np.isnan(out[2])
+    assert isinstance(alpha_from_tokens(2.0, 3), float)

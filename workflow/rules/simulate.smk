@@ -1,0 +1,63 @@
+# Grid -> simulation shards (Monte Carlo) and exact values, then one per-point table.
+
+
+rule grid:
+    output:
+        "results/grid.json",
+    params:
+        digest=GRID.config_digest,
+    log:
+        "logs/grid.log",
+    run:
+        from specsim.io import write_json
+
+        write_json(output[0], GRID.to_json())
+
+
+rule simulate:
+    input:
+        "results/grid.json",
+    output:
+        "results/shards/{shard}.parquet",
+    log:
+        "logs/simulate/{shard}.log",
+    benchmark:
+        "benchmarks/out/simulate/{shard}.tsv"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=30,
+    shell:
+        "{SPECSIM} simulate --grid {input:q} --shard {wildcards.shard} --out {output:q} 2> {log:q}"
+
+
+rule exact:
+    input:
+        "results/grid.json",
+    output:
+        "results/exact/points.parquet",
+    log:
+        "logs/exact.log",
+    benchmark:
+        "benchmarks/out/exact.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    shell:
+        "{SPECSIM} exact --grid {input:q} --out {output:q} 2> {log:q}"
+
+
+rule collect:
+    input:
+        grid="results/grid.json",
+        exact="results/exact/points.parquet",
+        shards=shard_files,
+    output:
+        "results/points.parquet",
+    log:
+        "logs/collect.log",
+    benchmark:
+        "benchmarks/out/collect.tsv"
+    shell:
+        "{SPECSIM} collect --grid {input.grid:q} --exact {input.exact:q} --out {output:q} "
+        "{input.shards:q} 2> {log:q}"
