@@ -3,8 +3,8 @@
     specsim simulate  --grid results/grid.json --shard s0000 --out results/shards/s0000.parquet
     specsim exact     --grid results/grid.json --out results/exact/points.parquet
     specsim collect   --grid results/grid.json --exact ... --out results/points.parquet SHARD...
-    specsim table     --grid results/grid.json --points results/points.parquet --analysis NAME --out CSV
-    specsim figure    --grid ... --tables-dir results/tables --name NAME --out PDF
+    specsim tables    --grid results/grid.json --points results/points.parquet --out-dir DIR NAME...
+    specsim figures   --grid ... --tables-dir results/tables --out-dir results/figures NAME...
     specsim checks    --grid ... --tables-dir results/tables --out results/tables/checks.csv
 """
 
@@ -42,17 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--out", required=True)
     c.add_argument("shards", nargs="+")
 
-    t = sub.add_parser("table", help="one analysis table (CSV + Markdown)")
+    t = sub.add_parser("tables", help="analysis tables (CSV + Markdown)")
     t.add_argument("--grid", required=True)
     t.add_argument("--points", required=True)
-    t.add_argument("--analysis", required=True)
-    t.add_argument("--out", required=True)
+    t.add_argument("--out-dir", required=True)
+    t.add_argument("names", nargs="+")
 
-    f = sub.add_parser("figure", help="one figure (PDF + PNG)")
+    f = sub.add_parser("figures", help="figures (PDF + PNG)")
     f.add_argument("--grid", required=True)
     f.add_argument("--tables-dir", required=True)
-    f.add_argument("--name", required=True)
-    f.add_argument("--out", required=True)
+    f.add_argument("--out-dir", required=True)
+    f.add_argument("names", nargs="+")
 
     k = sub.add_parser("checks", help="re-test every claim of the seeds")
     k.add_argument("--grid", required=True)
@@ -85,14 +85,15 @@ def main(argv: list[str] | None = None) -> int:
         from specsim.collect import collect
 
         collect(grid, args.shards, args.exact, args.out)
-    elif args.cmd == "table":
-        from specsim.tables import write_analysis
+    elif args.cmd == "tables":
+        from specsim.tables import write_analyses
 
-        write_analysis(grid, args.points, args.analysis, args.out)
-    elif args.cmd == "figure":
+        write_analyses(grid, args.points, args.names, args.out_dir)
+    elif args.cmd == "figures":
         from specsim.figures import make_figure
 
-        make_figure(grid, args.tables_dir, args.name, args.out)
+        for name in args.names:
+            make_figure(grid, args.tables_dir, name, f"{args.out_dir}/{name}.pdf")
     elif args.cmd == "checks":
         from specsim.checks import run_checks
 

@@ -17,8 +17,6 @@ from specsim.io import ShardError, atomic_path, read_shards
 from specsim.models import iid_pairs, markov_pair
 from specsim.simulate import equivalence_model
 
-QUADRATURE_PAIRS = 1 << 18  # i.i.d. stub: (p, q) pairs in the Monte Carlo quadrature reference
-
 
 def round_tokens(gamma: int, rule: str) -> np.ndarray:
     """Tokens emitted in a round with k = 0..γ accepted drafts."""
@@ -40,11 +38,11 @@ def _truncated_geometric_moments(b: np.ndarray, gamma: int, rule: str) -> dict[s
     }
 
 
-def _iid_reference(point: Point, root_seed: int) -> dict[str, Any]:
+def _iid_reference(point: Point, root_seed: int, pairs: int) -> dict[str, Any]:
     """Monte Carlo quadrature over the stub's (p, q) distribution -- labelled, with its error."""
     spec = point.spec
     rng = np.random.default_rng(point.seed(root_seed).spawn(1)[0].generate_state(4))
-    p, q = iid_pairs(spec, point.temperature, point.alpha, rng, (QUADRATURE_PAIRS,))
+    p, q = iid_pairs(spec, point.temperature, point.alpha, rng, (pairs,))
     if point.rule == "greedy":
         b = np.take_along_axis(q, p.argmax(axis=1)[:, None], axis=1)[:, 0]
     else:
@@ -75,7 +73,7 @@ def _iid_reference(point: Point, root_seed: int) -> dict[str, Any]:
 
 def _exact_long_run(point: Point, root_seed: int, budget: dict[str, Any]) -> dict[str, Any]:
     if point.spec.family == "iid":
-        return _iid_reference(point, root_seed)
+        return _iid_reference(point, root_seed, int(budget["quadrature_pairs"]))
     p, q = markov_pair(point.spec, point.temperature, point.alpha)
     h = exact.horizon_average(p, q, point.gamma, point.rule, 0, int(budget["burn_in"]),
                               int(budget["rounds"]))
@@ -182,6 +180,8 @@ def _equivalence_estimates(row: pd.Series, level: float) -> dict[str, Any]:
     rule_law = np.asarray(row["joint_exact"], dtype=np.float64)
     # Engine vs theory: the simulated counts must fit the rule's own exact law.
     out["p_value_vs_exact"] = stats.gof_test(counts, rule_law).p_value if rule_law.size else np.nan
+    # How likely this sample size was to detect the rule's exact bias (1 - type II error).
+    out["power"] = stats.gof_power(rule_law, target, n, level) if rule_law.size else np.nan
     return out
 
 

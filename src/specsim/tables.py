@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from specsim import exact, intensity
+from specsim.engine import residual
 from specsim.grid import Grid
 from specsim.io import write_table
 from specsim.models import blend, random_table
-from specsim.engine import residual
 
 KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 GAMMA_MAX_CLOSED_FORM = 64
@@ -42,7 +42,7 @@ def _sort(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def equivalence(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = _study_points(grid, points, "equivalence")
     cols = ["study", *KEYS, "trials_total", "tv_exact", "tv_mc", "tv_floor", "g_statistic",
-            "g_df", "p_value", "verdict", "p_value_vs_exact", "exact_method"]
+            "g_df", "p_value", "verdict", "power", "p_value_vs_exact", "exact_method"]
     return _sort(df[cols], ["study", *KEYS])
 
 
@@ -219,8 +219,10 @@ def available_tables(grid: Grid) -> list[str]:
             if name in ALWAYS or NEEDS.get(name, name) in analyses]
 
 
-def write_analysis(grid: Grid, points_path: str, analysis: str, out: str) -> None:
-    if analysis not in BUILDERS:
-        raise ValueError(f"unknown analysis {analysis!r}; known: {sorted(BUILDERS)}")
+def write_analyses(grid: Grid, points_path: str, names: list[str], out_dir: str) -> None:
+    unknown = sorted(set(names) - set(BUILDERS))
+    if unknown:
+        raise ValueError(f"unknown tables {unknown}; known: {sorted(BUILDERS)}")
     points = pd.read_parquet(points_path)
-    write_table(BUILDERS[analysis](grid, points), out)
+    for name in names:
+        write_table(BUILDERS[name](grid, points), f"{out_dir}/{name}.csv")

@@ -13,8 +13,12 @@ rule checks:
         ),
     log:
         "logs/checks.log",
+    conda:
+        "../envs/specsim.yaml"
+    params:
+        specsim=SPECSIM,
     shell:
-        "{SPECSIM} checks --grid {input.grid:q} --tables-dir results/tables --out {output:q} "
+        "{params.specsim} checks --grid {input.grid:q} --tables-dir results/tables --out {output:q} "
         "2> {log:q}"
 
 
@@ -25,5 +29,9 @@ rule gate:
         "results/checks.ok",
     log:
         "logs/gate.log",
+    conda:
+        "../envs/specsim.yaml"
+    params:
+        specsim=SPECSIM,
     shell:
-        "{SPECSIM} gate --checks {input:q} --out {output:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"
+        "{params.specsim} gate --checks {input:q} --out {output:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"

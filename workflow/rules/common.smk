@@ -2,17 +2,16 @@
 import shlex
 import sys
 
-from snakemake.utils import validate
+from snakemake.io import report as report_flag
 
-from specsim.grid import ConfigError, build_grid
+from specsim.config import load_grid
+from specsim.grid import ConfigError
 from specsim.tables import available_tables
 from specsim.figures import available_figures
 
-if not isinstance(config, dict) or not config:
-    sys.exit("config error: the config must be a non-empty YAML mapping")
+# The JSON schema (defaults filled in) plus cross-field checks, before any job runs.
 try:
-    validate(config, "../schemas/config.schema.yaml")
-    GRID = build_grid(config)
+    GRID = load_grid(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as err:
     sys.exit(f"config error: {err}")
 
@@ -49,4 +48,16 @@ def all_targets():
         *expand("results/figures/{figure}.png", figure=FIGURES),
         "results/tables/checks.csv",
         "results/checks.ok",
+    ]
+
+
+def figure_outputs(ext):
+    return [
+        report_flag(
+            f"results/figures/{name}.{ext}",
+            caption=f"../report/{name}.rst",
+            category="Figures",
+            labels={"figure": name, "format": ext.upper()},
+        )
+        for name in FIGURES
     ]

@@ -1,25 +1,23 @@
-# Tables -> paper-style figures (vector PDF + PNG), registered in the Snakemake report.
+# Tables -> paper-style figures (vector PDF + PNG), each registered in the Snakemake report
+# with its own caption. One job draws them all (matplotlib's import dominates a single figure).
 
 
-rule figure:
+rule figures:
     input:
         grid="results/grid.json",
         tables=table_files,
     output:
-        pdf=report(
-            "results/figures/{figure}.pdf",
-            caption="../report/{figure}.rst",
-            category="Figures",
-            labels={"figure": "{figure}", "format": "PDF"},
-        ),
-        png=report(
-            "results/figures/{figure}.png",
-            caption="../report/{figure}.rst",
-            category="Figures",
-            labels={"figure": "{figure}", "format": "PNG"},
-        ),
+        pdf=figure_outputs("pdf"),
+        png=figure_outputs("png"),
     log:
-        "logs/figures/{figure}.log",
+        "logs/figures.log",
+    benchmark:
+        "benchmarks/out/figures.tsv"
+    conda:
+        "../envs/specsim.yaml"
+    params:
+        specsim=SPECSIM,
+        names=FIGURES,
     shell:
-        "{SPECSIM} figure --grid {input.grid:q} --tables-dir results/tables "
-        "--name {wildcards.figure} --out {output.pdf:q} 2> {log:q}"
+        "{params.specsim} figures --grid {input.grid:q} --tables-dir results/tables "
+        "--out-dir results/figures {params.names} 2> {log:q}"

@@ -4,10 +4,12 @@
 rule grid:
     output:
         "results/grid.json",
-    params:
-        digest=GRID.config_digest,
     log:
         "logs/grid.log",
+    conda:
+        "../envs/specsim.yaml"
+    params:
+        digest=GRID.config_digest,
     run:
         from specsim.io import write_json
 
@@ -23,12 +25,16 @@ rule simulate:
         "logs/simulate/{shard}.log",
     benchmark:
         "benchmarks/out/simulate/{shard}.tsv"
+    conda:
+        "../envs/specsim.yaml"
     threads: 1
     resources:
         mem_mb=500,
         runtime=30,
+    params:
+        specsim=SPECSIM,
     shell:
-        "{SPECSIM} simulate --grid {input:q} --shard {wildcards.shard} --out {output:q} 2> {log:q}"
+        "{params.specsim} simulate --grid {input:q} --shard {wildcards.shard} --out {output:q} 2> {log:q}"
 
 
 rule exact:
@@ -40,11 +46,15 @@ rule exact:
         "logs/exact.log",
     benchmark:
         "benchmarks/out/exact.tsv"
+    conda:
+        "../envs/specsim.yaml"
     resources:
         mem_mb=1000,
         runtime=30,
+    params:
+        specsim=SPECSIM,
     shell:
-        "{SPECSIM} exact --grid {input:q} --out {output:q} 2> {log:q}"
+        "{params.specsim} exact --grid {input:q} --out {output:q} 2> {log:q}"
 
 
 rule collect:
@@ -58,6 +68,10 @@ rule collect:
         "logs/collect.log",
     benchmark:
         "benchmarks/out/collect.tsv"
+    conda:
+        "../envs/specsim.yaml"
+    params:
+        specsim=SPECSIM,
     shell:
-        "{SPECSIM} collect --grid {input.grid:q} --exact {input.exact:q} --out {output:q} "
+        "{params.specsim} collect --grid {input.grid:q} --exact {input.exact:q} --out {output:q} "
         "{input.shards:q} 2> {log:q}"
