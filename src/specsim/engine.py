@@ -59,57 +59,79 @@ def inverse_cdf_rows(cdf: FloatArray, u: FloatArray) -> IntArray:
 class TableSampler:
     """Exact inverse-CDF sampling from many rows of one table, vectorised over chains.
 
-    A guide table (Chen & Asau's indexed search) splits [0, 1) into M = 2^k equal buckets and
-    stores, per row and bucket, the range [lo, hi] of CDF indices a uniform in that bucket can
-    land on. M grows (within a memory cap) until every range holds at most one CDF breakpoint,
-    so sampling is one lookup plus one comparison; wider ranges are finished by vectorised
-    bisection. The result is exactly ``#{k: cdf_k <= u}`` -- the token that
+    A guide table (Chen & Asau's indexed search) splits [0, 1) into M = 2^k equal buckets.
+    M grows (within a memory cap) until no bucket holds more than one *distinct* CDF value;
+    then each bucket stores that value ``thr`` and the two tokens on either side of it, and a
+    draw is one lookup and one comparison. Where the cap is reached first, a bucket stores the
+    range of CDF indices a uniform in it can land on and vectorised bisection finishes the
+    search. Either way the result is exactly ``#{k: cdf_k <= u}`` -- the token
     ``searchsorted(cdf, u, 'right')`` returns -- because M is a power of two and ``floor(u*M)``
     is exact. Zero-probability tokens have zero-width cells and are never returned.
     """
 
-    MAX_ENTRIES = 1 << 22  # guide-table cap (rows * M), 16 MB of int32
+    MAX_ENTRIES = 1 << 22  # guide-table cap (rows * M)
 
     def __init__(self, table: FloatArray) -> None:
         rows, v = table.shape
         cdf = normalised_cdf(np.asarray(table, dtype=np.float64))
         self.v = v
+        self.cdf = cdf.ravel()
         m = 1 << max(2, int(np.ceil(np.log2(4 * v))))
         while True:
-            lo, hi = self._guide(cdf, m)
-            span = int((hi - lo).max(initial=0))
-            if span <= 1 or rows * m * 2 > self.MAX_ENTRIES:
+            distinct = self._max_distinct(cdf, m)
+            if distinct <= 1 or rows * m * 2 > self.MAX_ENTRIES:
                 break
             m *= 2
         self.m = m
-        self.lo = lo.astype(np.int32).ravel()
-        self.hi = hi.astype(np.int32).ravel()
-        self.cdf = cdf.ravel()
-        self.steps = int(np.ceil(np.log2(span + 1))) if span > 0 else 0
-
-    @staticmethod
-    def _guide(cdf: FloatArray, m: int) -> tuple[IntArray, IntArray]:
         edges = np.arange(m + 1) / m
-        v = cdf.shape[1]
-        lo = np.empty((cdf.shape[0], m), dtype=np.intp)
-        hi = np.empty((cdf.shape[0], m), dtype=np.intp)
-        for r in range(cdf.shape[0]):  # table construction only; sampling has no Python loop
+        lo = np.empty((rows, m), dtype=np.intp)
+        hi = np.empty((rows, m), dtype=np.intp)
+        for r in range(rows):  # table construction only; sampling has no Python loop
             lo[r] = np.searchsorted(cdf[r], edges[:-1], side="right")
             hi[r] = np.searchsorted(cdf[r], edges[1:], side="left")
-        return lo, np.minimum(hi, v - 1)
+        hi = np.minimum(hi, v - 1)
+        self.single = distinct <= 1
+        if self.single:
+            # the one CDF value inside the bucket (if any) and the token just past it
+            thr = cdf[np.arange(rows)[:, None], np.minimum(lo, v - 1)]
+            after = np.empty_like(lo)
+            for r in range(rows):
+                after[r] = np.searchsorted(cdf[r], thr[r], side="right")
+            self.thr = thr.ravel()
+            self.below = lo.astype(np.int32).ravel()
+            self.above = np.minimum(after, v - 1).astype(np.int32).ravel()
+            self.steps = 1 if distinct == 1 else 0  # 0: every breakpoint on a bucket edge
+        else:
+            self.lo = lo.astype(np.int32).ravel()
+            self.hi = hi.astype(np.int32).ravel()
+            span = int((hi - lo).max(initial=0))
+            self.steps = int(np.ceil(np.log2(span + 1))) if span > 0 else 0
+
+    @staticmethod
+    def _max_distinct(cdf: FloatArray, m: int) -> int:
+        """Most distinct CDF values strictly inside one bucket (m/M, (m+1)/M), over all rows."""
+        worst = 0
+        for row in cdf:
+            vals = np.unique(row[(row > 0) & (row < 1)])
+            inner = vals[vals * m != np.floor(vals * m)]  # values on an edge change nothing inside
+            if inner.size:
+                worst = max(worst, int(np.bincount(np.floor(inner * m).astype(np.intp)).max()))
+        return worst
 
     def __call__(self, rows: IntArray, u: FloatArray) -> IntArray:
         bucket = rows * self.m + (u * self.m).astype(np.intp)
+        if self.single:
+            if self.steps == 0:
+                return self.below[bucket].astype(np.intp)
+            return np.where(u >= self.thr[bucket], self.above[bucket],
+                            self.below[bucket]).astype(np.intp)
         lo = self.lo[bucket].astype(np.intp)
         if self.steps == 0:
             return lo
-        base = rows * self.v
-        if self.steps == 1:  # at most one breakpoint in the bucket: one comparison decides
-            return lo + (self.cdf[base + lo] <= u)
         hi = self.hi[bucket].astype(np.intp)
         for _ in range(self.steps):
             mid = (lo + hi) >> 1
-            right = self.cdf[base + mid] <= u
+            right = self.cdf[rows * self.v + mid] <= u
             lo = np.where(right, mid + 1, lo)
             hi = np.where(right, hi, mid)
         return lo

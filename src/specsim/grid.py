@@ -60,13 +60,26 @@ class Point:
         words = [int(self.point_id[i : i + 8], 16) for i in range(0, 16, 8)]
         return np.random.SeedSequence(entropy=root, spawn_key=tuple(words))
 
+    @property
+    def draft_knob(self) -> float | None:
+        """The draft's own knob (blend weight, draft temperature, logit noise), if it has one.
+
+        Derived from the spec, not from the study that named the point first, so a point shared
+        by several studies always reports the same value.
+        """
+        field = _KNOB.get(self.spec.draft)
+        if field is None:
+            return None
+        return float({"weight": self.spec.weight, "temperature": self.spec.draft_temperature,
+                      "noise": self.spec.noise}[field])
+
     def to_record(self) -> dict[str, Any]:
         return {
             "point_id": self.point_id,
             "model": self.model,
             "family": self.spec.family,
             "draft": self.spec.draft,
-            "knob": self.knob,
+            "knob": self.draft_knob,
             "alpha": self.alpha,
             "gamma": self.gamma,
             "temperature": self.temperature,

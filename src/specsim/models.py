@@ -90,6 +90,8 @@ def calibration_weights(target: FloatArray, other: FloatArray, alpha: float) -> 
     Since min(p, w p + (1-w) o) = w p + (1-w) min(p, o) elementwise for w in [0, 1],
     beta(w) = w + (1-w) beta0 and w = (alpha - beta0) / (1 - beta0).
     """
+    if not (np.isfinite(alpha) and 0.0 <= alpha <= 1.0):
+        raise ValueError(f"alpha={alpha} must be a number in [0, 1]")
     beta0 = overlap(target, other)
     if np.any(alpha < beta0 - 1e-12):
         worst = float(beta0.max())

@@ -94,7 +94,8 @@ def _with_c(df: pd.DataFrame) -> pd.DataFrame:
 
 def temperature(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = _with_c(_long_run(grid, points, "temperature"))
-    cols = ["study", *KEYS, "c", "accept_rate", "accept_fraction", "accept_fraction_ci_low",
+    cols = ["study", *KEYS, "c", "accept_rate", "accept_ci_low", "accept_ci_high",
+            "accept_rate_exact", "accept_fraction", "accept_fraction_ci_low",
             "accept_fraction_ci_high", "tokens_per_round", "tokens_ci_low", "tokens_ci_high",
             "tokens_exact", "speedup", "speedup_exact", "alpha_bar"]
     return _sort(df[cols], ["study", *KEYS, "c"])
@@ -134,6 +135,15 @@ def optimal_k(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         }
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def optimal_k_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """Speedup per γ behind optimal_k.csv (the program's demo 4 table), simulated and exact."""
+    df = _with_c(_long_run(grid, points, "optimal_k"))
+    cols = ["study", *KEYS, "c", "accept_rate", "tokens_per_round", "tokens_ci_low",
+            "tokens_ci_high", "tokens_exact", "speedup", "speedup_ci_low", "speedup_ci_high",
+            "speedup_exact"]
+    return _sort(df[cols], ["study", *KEYS, "c"])
 
 
 def break_even(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -202,6 +212,7 @@ BUILDERS: dict[str, Callable[[Grid, pd.DataFrame], pd.DataFrame]] = {
     "accept_curve": accept_curve,
     "temperature": temperature,
     "optimal_k": optimal_k,
+    "optimal_k_curve": optimal_k_curve,
     "break_even": break_even,
     "speedup_vs_c": speedup_vs_c,
     "leviathan_table1": leviathan_table1,
@@ -209,7 +220,8 @@ BUILDERS: dict[str, Callable[[Grid, pd.DataFrame], pd.DataFrame]] = {
     "roofline": roofline,
     "worked_example": worked_example,
 }
-NEEDS = {"first_token": "equivalence", "speedup_vs_c": "break_even"}
+NEEDS = {"first_token": "equivalence", "speedup_vs_c": "break_even",
+         "optimal_k_curve": "optimal_k"}
 ALWAYS = ("leviathan_table1", "intensity", "roofline", "worked_example")
 
 

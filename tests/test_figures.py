@@ -1,0 +1,204 @@
+"""Tests for specsim.figures: every figure renders to a valid PDF + PNG from small tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+
+from specsim import exact, intensity
+from specsim.figures import (
+    FIGURES,
+    NEEDS,
+    README_FIGURES,
+    available_figures,
+    copy_readme_figures,
+    make_figure,
+)
+from specsim.grid import Grid
+
+REPO = Path(__file__).resolve().parents[1]
+MARKOV = {"family": "markov", "vocab": 6, "target": {"seed": 1, "sharpness": 2.5}}
+CONFIG = {
+    "latency": [[0.010, 0.001], [0.030, 0.002]],
+    "models": {
+        "calibrated": {**MARKOV, "draft": {"kind": "calibrated", "other": "far"}},
+        "seed_med": {**MARKOV, "draft": {"kind": "blend", "weight": 0.55,
+                                         "other": {"seed": 2, "sharpness": 2.5}}},
+        "seed_poor": {**MARKOV, "draft": {"kind": "blend", "weight": 0.2,
+                                          "other": {"seed": 3, "sharpness": 2.5}}},
+        "seed_temper": {**MARKOV, "draft": {"kind": "temper", "temperature": 1.3}},
+        "stub": {"family": "iid", "vocab": 20, "sigma": 1.0, "noise": 0.3, "share": "round",
+                 "seed": 7, "draft": {"kind": "noise"}},
+    },
+    "studies": {
+        "equivalence": {"analysis": "equivalence", "models": ["calibrated", "stub"]},
+        "accept_curve": {"analysis": "accept_curve", "models": ["calibrated", "seed_med"]},
+        "quality": {"analysis": "temperature", "models": ["seed_med"], "draft": [0.2, 0.55, 1]},
+        "mismatch": {"analysis": "temperature", "models": ["seed_temper"], "draft": [0.5, 1, 2]},
+        "sampling": {"analysis": "temperature", "models": ["calibrated"],
+                     "temperature": [0.0, 1.0]},
+        "optimal_k": {"analysis": "optimal_k", "models": ["seed_med", "calibrated"]},
+        "break_even": {"analysis": "break_even", "models": ["seed_poor", "calibrated"]},
+    },
+}
+
+
+def _grid(config: dict) -> Grid:
+    studies = {name: {"analysis": s["analysis"], "points": [], "c": [0.1]}
+               for name, s in config["studies"].items()}
+    return Grid(config=config, points=(), studies=studies)
+
+
+def _ci(df: pd.DataFrame, col: str, half: float) -> pd.DataFrame:
+    return df.assign(**{f"{col}_ci_low": df[col] - half, f"{col}_ci_high": df[col] + half})
+
+
+def _long_run(rows: list[dict]) -> pd.DataFrame:
+    """Tokens columns of a long-run table from model/alpha/gamma rows (Eq. 1 plus jitter)."""
+    df = pd.DataFrame(rows)
+    a = df["alpha"].fillna(df["alpha_exact"]).to_numpy(float)
+    df["tokens_closed_form"] = exact.expected_tokens(a, df["gamma"].to_numpy(float))
+    df["tokens_exact"] = df["tokens_closed_form"] - np.where(df["alpha"].isna(), 1e-4, 0.0)
+    df["tokens_exact_se"] = 0.0
+    df["tokens_per_round"] = df["tokens_exact"] + 1e-3
+    df["tokens_closed_form_mc"] = df["tokens_closed_form"] + 5e-4
+    df = df.rename(columns={"tokens_per_round": "tokens"})
+    df = _ci(df, "tokens", 2e-3).rename(columns={"tokens": "tokens_per_round"})
+    return df
+
+
+def write_tables(d: Path) -> None:
+    """Small tables with the columns the figures read (values from exact theory)."""
+    d.mkdir(parents=True, exist_ok=True)
+    nan = float("nan")
+    eq = []
+    for model, alpha, floor in (("calibrated", 0.7, 2e-3), ("stub", nan, 7e-3)):
+        for rule, tv in (("correct", 1e-17), ("greedy", 0.2), ("no_resample", 0.03),
+                         ("continue", 0.01)):
+            eq.append({"model": model, "alpha": alpha, "rule": rule, "trials_total": 10_000,
+                       "tv_exact": tv, "tv_mc": max(tv, floor), "tv_floor": floor,
+                       "verdict": "lossless" if rule == "correct" else "biased"})
+    pd.DataFrame(eq).to_csv(d / "equivalence.csv", index=False)
+
+    rows = [{"study": "accept_curve", "model": "calibrated", "alpha": a, "gamma": g,
+             "alpha_exact": a} for a in (0.5, 0.9) for g in (1, 2, 4)]
+    rows += [{"study": "accept_curve", "model": "seed_med", "alpha": nan, "gamma": g,
+              "alpha_exact": 0.706} for g in (1, 2, 4)]
+    _long_run(rows).to_csv(d / "accept_curve.csv", index=False)
+
+    rows = [{"study": "quality", "model": "seed_med", "knob": k, "alpha": nan, "gamma": 4,
+             "temperature": 1.0, "c": 0.1, "alpha_exact": 0.3 + 0.6 * (k if k == k else 0.55)}
+            for k in (0.2, nan, 1.0)]
+    rows += [{"study": "mismatch", "model": "seed_temper", "knob": k, "alpha": nan, "gamma": 4,
+              "temperature": 1.0, "c": 0.1, "alpha_exact": 1 - 0.1 * abs(np.log(k))}
+             for k in (0.5, 1.0, 2.0)]
+    rows += [{"study": "sampling", "model": "calibrated", "knob": nan, "alpha": 0.7, "gamma": 4,
+              "temperature": t, "c": 0.1, "alpha_exact": 0.7} for t in (0.0, 1.0)]
+    t = _long_run(rows)
+    t["accept_rate"] = t["alpha_exact"]
+    t["alpha_bar"] = np.where(t["temperature"] > 0, t["alpha_exact"], np.nan)
+    t.to_csv(d / "temperature.csv", index=False)
+
+    ok = []
+    for model, alpha, a_ex in (("seed_med", nan, 0.706), ("calibrated", 0.8, 0.8)):
+        for c in (0.05, 0.2):
+            g_opt, s_opt = exact.optimal_gamma(a_ex, c, 8)
+            ok.append({"model": model, "alpha": alpha, "temperature": 1.0, "knob": nan, "c": c,
+                       "gammas": "1;2;4;8", "gamma_opt": g_opt, "speedup_opt": s_opt,
+                       "speedup_opt_ci_low": s_opt - 0.01, "speedup_opt_ci_high": s_opt + 0.01,
+                       "alpha_exact": a_ex, "gamma_opt_closed_form": g_opt})
+    pd.DataFrame(ok).to_csv(d / "optimal_k.csv", index=False)
+
+    be = _long_run([{"model": m, "alpha": a, "gamma": 4, "alpha_exact": ae}
+                    for m, a, ae in (("seed_poor", nan, 0.36), ("calibrated", 0.8, 0.8))])
+    be["c_star"] = be["c_star_exact"] = (be["tokens_exact"] - 1) / 4
+    _ci(be, "c_star", 1e-3).to_csv(d / "break_even.csv", index=False)
+    sv = be[["model", "alpha", "gamma", "tokens_exact"]].merge(
+        pd.DataFrame({"c": [0.01, 0.25, 1.0]}), how="cross")
+    sv["speedup"] = sv["speedup_exact"] = sv["tokens_exact"] / (1 + sv["gamma"] * sv["c"])
+    sv = _ci(sv, "speedup", 1e-3)
+    sv["slower"] = sv["speedup_ci_high"] < 1
+    sv.to_csv(d / "speedup_vs_c.csv", index=False)
+
+    intensity.intensity_table(tokens=(1, 4, 16, 64, 256, 512)).to_csv(d / "intensity.csv",
+                                                                      index=False)
+    intensity.ridge_table().to_csv(d / "roofline.csv", index=False)
+
+
+def _assert_pdf_png(pdf: Path) -> None:
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-") and b"%%EOF" in data[-64:]
+    png = pdf.with_suffix(".png")
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    img = mpimg.imread(png)
+    height, width = img.shape[:2]
+    assert 300 < width <= 7.0 * 200 + 1 and 300 < height < 2000
+    assert img[..., :3].std() > 0.01  # something was drawn
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("tables")
+    write_tables(d)
+    return d
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_figure_from_synthetic_tables(name: str, synthetic: Path, tmp_path: Path) -> None:
+    out = tmp_path / f"{name}.pdf"
+    make_figure(_grid(CONFIG), str(synthetic), name, str(out))
+    _assert_pdf_png(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_figure_from_real_tables(name: str, tmp_path: Path) -> None:
+    tables, grid_json = REPO / "results" / "tables", REPO / "results" / "grid.json"
+    if not grid_json.exists():
+        pytest.skip("no results/ (run snakemake first)")
+    grid = Grid.from_json(json.loads(grid_json.read_text()))
+    if name not in available_figures(grid):
+        pytest.skip(f"{name} not in this config")
+    out = tmp_path / f"{name}.pdf"
+    make_figure(grid, str(tables), name, str(out))
+    _assert_pdf_png(out)
+
+
+def test_figure_is_deterministic(synthetic: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.pdf", tmp_path / "b.pdf"
+    for out in (a, b):
+        make_figure(_grid(CONFIG), str(synthetic), "break_even", str(out))
+    assert a.read_bytes() == b.read_bytes()
+    assert a.with_suffix(".png").read_bytes() == b.with_suffix(".png").read_bytes()
+
+
+def test_available_figures_drops_absent_analyses() -> None:
+    only_eq = {**CONFIG, "studies": {"equivalence": CONFIG["studies"]["equivalence"]}}
+    names = available_figures(_grid(only_eq))
+    assert names == ["equivalence", "optimal_k_heatmap", "roofline"]
+    assert set(available_figures(_grid(CONFIG))) == set(FIGURES)
+    assert set(NEEDS) == set(FIGURES)
+
+
+def test_unknown_figure_is_refused(synthetic: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown figure"):
+        make_figure(_grid(CONFIG), str(synthetic), "nope", str(tmp_path / "x.pdf"))
+
+
+def test_copy_readme_figures(tmp_path: Path) -> None:
+    src, dst = tmp_path / "figs", tmp_path / "docs" / "figures"
+    src.mkdir()
+    for n in README_FIGURES[:-1]:
+        (src / f"{n}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + n.encode())
+    with pytest.raises(FileNotFoundError, match=README_FIGURES[-1]):
+        copy_readme_figures(src, dst)
+    assert not dst.exists()
+    (src / f"{README_FIGURES[-1]}.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    copied = copy_readme_figures(src, dst)
+    assert [p.name for p in copied] == [f"{n}.png" for n in README_FIGURES]
+    assert (dst / "roofline.png").read_bytes() == (src / "roofline.png").read_bytes()
