@@ -72,7 +72,7 @@ def _iid_reference(point: Point, root_seed: int, pairs: int) -> dict[str, Any]:
 
 
 def _exact_long_run(point: Point, root_seed: int, budget: dict[str, Any]) -> dict[str, Any]:
-    if point.spec.family == "iid":
+    if not point.spec.is_markov:
         return _iid_reference(point, root_seed, int(budget["quadrature_pairs"]))
     p, q = markov_pair(point.spec, point.temperature, point.alpha)
     h = exact.horizon_average(p, q, point.gamma, point.rule, 0, int(budget["burn_in"]),

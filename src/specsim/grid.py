@@ -17,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from specsim.models import ModelSpec, calibration_weights, random_table, temper
+from specsim.models import (
+    ModelSpec,
+    TableFileError,
+    base_target,
+    calibration_weights,
+    check_table,
+    load_table,
+    temper,
+)
 
 MEASURES = ("long_run", "equivalence")
 EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
@@ -103,7 +111,9 @@ class Grid:
 
     @property
     def config_digest(self) -> str:
-        return digest(self.config)[:16]
+        """Digest of the config and of every point's identity -- which includes the content
+        hash of user table files, so editing a table file makes every shard stale."""
+        return digest({"config": self.config, "points": [p.point_id for p in self.points]})[:16]
 
     @property
     def shard_size(self) -> int:
@@ -145,6 +155,7 @@ def _check_finite(obj: Any, path: str) -> None:
 _FAMILY_DRAFTS = {
     "markov": ("blend", "temper", "calibrated", "identical", "uniform"),
     "iid": ("noise", "temper", "calibrated", "identical", "uniform"),
+    "custom": ("file", "blend", "temper", "calibrated", "identical", "uniform"),
 }
 _KNOB = {"blend": "weight", "temper": "temperature", "noise": "noise"}
 
@@ -157,10 +168,16 @@ def _model_specs(models: dict[str, Any]) -> dict[str, ModelSpec]:
         if kind not in _FAMILY_DRAFTS[family]:
             raise ConfigError(f"{key}.draft.kind: {kind!r} is not available for family "
                               f"{family!r}; choose one of {list(_FAMILY_DRAFTS[family])}")
-        wrong = {"markov": ("sigma", "noise", "share", "seed"), "iid": ("target",)}[family]
+        wrong = {"markov": ("sigma", "noise", "share", "seed", "target_file"),
+                 "iid": ("target", "target_file"),
+                 "custom": ("target", "sigma", "noise", "share", "seed")}[family]
         for k in wrong:
             if k in m:
                 raise ConfigError(f"{key}.{k}: not a setting of a {family!r} model")
+        if family == "custom":
+            _check_custom(key, m)
+        elif kind == "file" or "file" in m["draft"]:
+            raise ConfigError(f"{key}.draft.kind: draft tables from files need family 'custom'")
         if family == "iid" and isinstance(m["draft"].get("other"), dict):
             raise ConfigError(f"{key}.draft.other: iid drafts take no table base")
         if kind == "blend" and "weight" not in m["draft"]:
@@ -169,6 +186,33 @@ def _model_specs(models: dict[str, Any]) -> dict[str, ModelSpec]:
             raise ConfigError(f"{key}.draft.temperature: a temper draft needs a temperature > 0")
         specs[name] = ModelSpec.from_dict(name, m)
     return specs
+
+
+def _check_custom(key: str, m: dict[str, Any]) -> None:
+    """Load and validate the user's tables now, so a bad file stops the run before any job."""
+    if "target_file" not in m:
+        raise ConfigError(f"{key}.target_file: a custom model needs a target table file")
+    kind = m["draft"]["kind"]
+    if kind == "file" and "file" not in m["draft"]:
+        raise ConfigError(f"{key}.draft.file: a 'file' draft needs the path of its table")
+    if isinstance(m["draft"].get("other"), dict):
+        raise ConfigError(f"{key}.draft.other: custom models take 'far' or 'uniform' bases")
+    files = [("target", f"{key}.target_file", m["target_file"])]
+    if kind == "file":
+        files.append(("draft", f"{key}.draft.file", m["draft"]["file"]))
+    shapes = []
+    for role, where, path in files:
+        try:
+            table = check_table(load_table(path), key, role)
+        except TableFileError as err:
+            raise ConfigError(f"{where}: {err}") from None
+        shapes.append(table.shape)
+        if table.shape[0] != m["vocab"]:
+            raise ConfigError(f"{where}: {path!r} has {table.shape[0]} rows but {key}.vocab is "
+                              f"{m['vocab']}; set vocab to the table's size")
+    if len(shapes) == 2 and shapes[0] != shapes[1]:
+        raise ConfigError(f"{key}: target {shapes[0]} and draft {shapes[1]} tables differ in "
+                          f"shape")
 
 
 def _with_knob(spec: ModelSpec, knob: float | None, where: str) -> ModelSpec:
@@ -191,12 +235,12 @@ def _with_knob(spec: ModelSpec, knob: float | None, where: str) -> ModelSpec:
 
 def _check_alpha(spec: ModelSpec, alpha: float, temperature: float, where: str) -> None:
     """Raise unless the calibrated draft can reach ``alpha`` in every context."""
-    if spec.family == "iid":
+    if not spec.is_markov:
         if alpha < 1.0 / spec.vocab and temperature > 0:
             raise ConfigError(f"{where}: alpha={alpha} cannot be reached by a calibrated iid "
                               f"draft for every step; allowed: [1/vocab = {1 / spec.vocab:.4g}, 1]")
         return
-    target = temper(random_table(spec.target_seed, spec.sharpness, spec.vocab), temperature)
+    target = temper(base_target(spec), temperature)
     other = spec.other.realise(target, spec.vocab)
     if spec.other.special is None:
         other = temper(other, temperature)

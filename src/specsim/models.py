@@ -14,7 +14,11 @@ at the same temperature ``T`` (``T > 0`` divides the logits by ``T``; ``T = 0`` 
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -113,7 +117,86 @@ def calibrate(target: FloatArray, other: FloatArray, alpha: float) -> FloatArray
 # --------------------------------------------------------------------------------------------
 # Model specifications (what config.yaml describes) and their realisation at a grid point.
 # --------------------------------------------------------------------------------------------
-DraftKind = Literal["blend", "temper", "calibrated", "identical", "uniform", "noise"]
+DraftKind = Literal["blend", "temper", "calibrated", "identical", "uniform", "noise", "file"]
+
+# A table file: a relative path of plain names, no '..', no shell metacharacters.
+TABLE_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$")
+ROW_SUM_TOL = 1e-9  # rows off by more than this are an error, never silently renormalised
+
+
+class TableFileError(ValueError):
+    """A user-supplied table that cannot be used as a row-stochastic Markov table."""
+
+
+def check_path(path: str, root: Path | None = None) -> Path:
+    """Refuse paths that could escape the working directory or reach a shell."""
+    if not TABLE_PATH.match(path) or ".." in Path(path).parts:
+        raise TableFileError(f"{path!r} is not an allowed table path: use a relative path of "
+                             f"letters, digits, '_', '-', '.' and '/', without '..'")
+    base = (root or Path.cwd()).resolve()
+    full = (base / path).resolve()
+    if not full.is_relative_to(base):
+        raise TableFileError(f"{path!r} resolves outside the working directory {base}")
+    if full.suffix not in (".npy", ".csv"):
+        raise TableFileError(f"{path!r}: tables are .npy or .csv files")
+    if not full.is_file():
+        raise TableFileError(f"{path!r}: no such file (relative to {base})")
+    return full
+
+
+def file_digest(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def check_table(table: Any, name: str, role: str) -> FloatArray:
+    """Validate a user table: square, finite, non-negative, rows summing to one.
+
+    Semantics (as production implementations): q(x) = 0 where p(x) > 0 is allowed -- the draft
+    never proposes x and the residual norm(max(p - q, 0)) supplies that mass on a rejection.
+    A draft row with no mass at all is an error (the draft would have to propose from it), as
+    is a target row with no mass. Rows are used exactly as given (bit for bit), so they must sum
+    to one within 1e-9 -- a CSV written with 17 significant digits does.
+    """
+    t = np.asarray(table, dtype=np.float64)
+    if t.ndim != 2 or t.shape[0] != t.shape[1] or t.shape[0] < 2:
+        raise TableFileError(f"{name}: the {role} table must be a square (V, V) array with "
+                             f"V >= 2, got shape {t.shape}")
+    bad = ~np.isfinite(t)
+    if bad.any():
+        r, c = map(int, np.argwhere(bad)[0])
+        raise TableFileError(f"{name}: the {role} table has a non-finite entry {t[r, c]} at "
+                             f"row {r}, column {c}")
+    if (t < 0).any():
+        r, c = map(int, np.argwhere(t < 0)[0])
+        raise TableFileError(f"{name}: the {role} table has a negative entry {t[r, c]} at "
+                             f"row {r}, column {c}")
+    sums = t.sum(axis=1)
+    empty = np.flatnonzero(sums == 0)
+    if empty.size:
+        what = "the draft would have to propose from it" if role == "draft" else \
+            "the target has no next-token distribution there"
+        raise TableFileError(f"{name}: row {int(empty[0])} of the {role} table has no mass "
+                             f"({what})")
+    off = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOL)
+    if off.size:
+        r = int(off[0])
+        raise TableFileError(f"{name}: row {r} of the {role} table sums to {sums[r]:.9g}, not 1 "
+                             f"(tolerance {ROW_SUM_TOL}); {off.size} row(s) off")
+    return t
+
+
+@lru_cache(maxsize=64)
+def load_table(path: str) -> FloatArray:
+    """Read a .npy (no pickles) or comma-separated .csv table from the working directory."""
+    full = check_path(path)
+    try:
+        if full.suffix == ".npy":
+            data = np.load(full, allow_pickle=False)
+        else:
+            data = np.loadtxt(full, delimiter=",", ndmin=2)
+    except (OSError, ValueError) as err:
+        raise TableFileError(f"{path!r}: cannot read a numeric table ({err})") from None
+    return np.asarray(data, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -159,6 +242,13 @@ class ModelSpec:
     noise: float = 0.3  # iid
     share: Literal["round", "position"] = "round"  # iid: one (p, q) per round or per position
     seed: int = 0  # iid: seed of the frozen pairs used for the equivalence study
+    target_file: str | None = None  # custom: the target table file
+    draft_file: str | None = None  # custom: the draft table file (draft kind 'file')
+
+    @property
+    def is_markov(self) -> bool:
+        """Order-1 tables (the program's random tables, or the user's own files)."""
+        return self.family in ("markov", "custom")
 
     @property
     def calibrated(self) -> bool:
@@ -176,7 +266,11 @@ class ModelSpec:
             kw["draft_temperature"] = float(draft["temperature"])
         if "other" in draft:
             kw["other"] = TableSpec.from_dict(draft["other"])
-        if family == "markov":
+        if "file" in draft:
+            kw["draft_file"] = str(draft["file"])
+        if family == "custom":
+            kw["target_file"] = str(d["target_file"])
+        elif family == "markov":
             t = d.get("target", {})
             kw["target_seed"] = int(t.get("seed", 1))
             kw["sharpness"] = float(t.get("sharpness", 2.5))
@@ -199,8 +293,15 @@ class ModelSpec:
             draft["temperature"] = self.draft_temperature
         elif self.draft == "calibrated":
             draft["other"] = self.other.to_dict()
+        elif self.draft == "file":
+            assert self.draft_file is not None
+            draft |= {"file": self.draft_file, "sha256": file_digest(check_path(self.draft_file))}
         out: dict[str, Any] = {"family": self.family, "vocab": self.vocab, "draft": draft}
-        if self.family == "markov":
+        if self.family == "custom":
+            assert self.target_file is not None
+            out["target"] = {"file": self.target_file,
+                             "sha256": file_digest(check_path(self.target_file))}
+        elif self.family == "markov":
             out["target"] = {"seed": self.target_seed, "sharpness": self.sharpness}
         else:
             out |= {"sigma": self.sigma, "noise": self.noise, "share": self.share}
@@ -217,9 +318,9 @@ def markov_pair(
     temperature (Leviathan §2.2). Calibrated drafts are built *after* tempering, so that the
     per-context acceptance is exactly ``alpha`` at every temperature.
     """
-    if spec.family != "markov":
-        raise ValueError(f"model {spec.name!r} is not a markov model")
-    base = random_table(spec.target_seed, spec.sharpness, spec.vocab)
+    if not spec.is_markov:
+        raise ValueError(f"model {spec.name!r} is not a table (markov/custom) model")
+    base = base_target(spec)
     target = temper(base, temperature)
     if spec.draft == "calibrated":
         if alpha is None:
@@ -231,7 +332,18 @@ def markov_pair(
     return target, temper(_seed_draft(spec, base), temperature)
 
 
+def base_target(spec: ModelSpec) -> FloatArray:
+    """The untempered target table: the program's random table or the user's file."""
+    if spec.family == "custom":
+        assert spec.target_file is not None
+        return check_table(load_table(spec.target_file), spec.name, "target")
+    return random_table(spec.target_seed, spec.sharpness, spec.vocab)
+
+
 def _seed_draft(spec: ModelSpec, base: FloatArray) -> FloatArray:
+    if spec.draft == "file":
+        assert spec.draft_file is not None
+        return check_table(load_table(spec.draft_file), spec.name, "draft")
     if spec.draft == "blend":
         return blend(base, spec.other.realise(base, spec.vocab), spec.weight)
     if spec.draft == "temper":

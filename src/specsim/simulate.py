@@ -19,7 +19,7 @@ def equivalence_model(point: Point) -> tuple[np.ndarray, np.ndarray, int, np.nda
     whose states carry the position (:func:`specsim.models.iid_frozen_markov`).
     """
     spec = point.spec
-    if spec.family == "markov":
+    if spec.is_markov:
         p, q = markov_pair(spec, point.temperature, point.alpha)
         return p, q, 0, np.arange(spec.vocab)
     p, q, start = iid_frozen_markov(spec, point.temperature, point.alpha, point.gamma + 2)
@@ -41,7 +41,7 @@ def simulate_point(point: Point, budget: dict[str, Any], root_seed: int) -> dict
         joint = first_tokens_markov(MarkovKernel(p, q), g, rule, seed, trials, start,  # type: ignore[arg-type]
                                     token_of, spec.vocab).ravel()
         chains = rounds = burn_in = 0
-    elif spec.family == "markov":
+    elif spec.is_markov:
         p, q = markov_pair(spec, point.temperature, point.alpha)
         hist = long_run_markov(MarkovKernel(p, q), g, rule, seed, chains, rounds,  # type: ignore[arg-type]
                                burn_in, batches)

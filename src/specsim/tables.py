@@ -41,6 +41,7 @@ def _sort(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def equivalence(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = _study_points(grid, points, "equivalence")
+    df["trials_total"] = df["trials_total"].astype("int64")
     cols = ["study", *KEYS, "trials_total", "tv_exact", "tv_mc", "tv_floor", "g_statistic",
             "g_df", "p_value", "verdict", "power", "p_value_vs_exact", "exact_method"]
     return _sort(df[cols], ["study", *KEYS])
