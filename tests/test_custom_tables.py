@@ -98,7 +98,7 @@ def test_bad_draft_tables_are_refused(name: str, file: tuple[str, np.ndarray],
     with pytest.raises(ConfigError) as info:
         load_grid(config_with("t/target.npy", path), SCHEMA)
     msg = str(info.value)
-    assert "models.mine" in msg and path in msg or "models.mine" in msg
+    assert ("models.mine" in msg and path in msg) or "models.mine" in msg
     for f in fragments:
         assert f in msg, (f, msg)
 
