@@ -758,3 +758,31 @@ def test_temperature_zero_iid_emits_argmax_of_each_position() -> None:
     k = np.arange(gamma + 1)
     law = np.where(k < gamma, 0.5**k * 0.5, 0.5**gamma)
     assert gof_test(np.bincount(res.n_accepted, minlength=gamma + 1), law).p_value > P_MIN
+
+
+@pytest.mark.parametrize("vocab", [2, 6, 20])
+@pytest.mark.parametrize("rule", ["correct", "greedy", "no_resample", "continue"])
+def test_advance_equals_round_draw_for_draw(vocab: int, rule: str) -> None:
+    """The long-run fast path (encoded states) makes exactly round()'s decisions."""
+    rng = np.random.default_rng(vocab)
+    for trial in range(3):
+        p = rng.dirichlet(np.full(vocab, 0.7), size=vocab)
+        q = rng.dirichlet(np.full(vocab, 0.7), size=vocab)
+        if trial == 1:
+            q[:, 0] = 0.0
+            q /= q.sum(axis=1, keepdims=True)
+        if trial == 2:
+            q = p.copy()
+        kernel = MarkovKernel(p, q)
+        for gamma in (1, 3, 5):
+            ctx = rng.integers(0, vocab, 4000).astype(np.intp)
+            u = rng.random((2 * gamma + 1, ctx.size))
+            res = kernel.round(ctx, gamma, rule, u)  # type: ignore[arg-type]
+            n_acc, state = kernel.advance(kernel.encode(ctx), gamma, rule, u)  # type: ignore[arg-type]
+            assert np.array_equal(n_acc, res.n_accepted)
+            assert np.array_equal(state, kernel.encode(res.next_context(rule)))  # type: ignore[arg-type]
+
+
+def test_seed_tables_take_the_encoded_fast_path() -> None:
+    kernel = MarkovKernel(TARGET, 0.55 * TARGET + 0.45 * _seed_table(2, 2.5))
+    assert kernel.shift >= 0

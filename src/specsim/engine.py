@@ -30,7 +30,7 @@ Rule = Literal["correct", "greedy", "no_resample", "continue"]
 RULES: tuple[Rule, ...] = ("correct", "greedy", "no_resample", "continue")
 IntArray = NDArray[np.intp]
 
-CHUNK = 1 << 15  # chains advanced together; bounds memory at any number of chains or rounds
+CHUNK = 1 << 14  # chains advanced together; bounds memory at any number of chains or rounds
 
 
 def normalised_cdf(probs: FloatArray) -> FloatArray:
@@ -71,12 +71,12 @@ class TableSampler:
 
     MAX_ENTRIES = 1 << 22  # guide-table cap (rows * M)
 
-    def __init__(self, table: FloatArray) -> None:
+    def __init__(self, table: FloatArray, m_min: int = 4) -> None:
         rows, v = table.shape
         cdf = normalised_cdf(np.asarray(table, dtype=np.float64))
         self.v = v
         self.cdf = cdf.ravel()
-        m = 1 << max(2, int(np.ceil(np.log2(4 * v))))
+        m = 1 << max(2, int(np.ceil(np.log2(max(4 * v, m_min)))))
         while True:
             distinct = self._max_distinct(cdf, m)
             if distinct <= 1 or rows * m * 2 > self.MAX_ENTRIES:
@@ -193,6 +193,75 @@ class MarkovKernel:
         self.draft_sampler = TableSampler(self.q)
         # Final-token table: rows [0, S) sample p (bonus / no_resample), rows [S, 2S) the residual.
         self.final_sampler = TableSampler(np.vstack([self.p, residual(self.p, self.q)]))
+        self._build_encoded()
+
+    def _build_encoded(self) -> None:
+        """Tables for :meth:`advance`: tokens carried as ``token * M`` (M = 2^k buckets).
+
+        When both samplers need at most one comparison per draw, a common M lets a chain's
+        state be the offset of its row in every table: a draw is ``state + floor(u*M)``, one
+        lookup of the threshold and of the two candidate next states, no multiplication.
+        """
+        self.shift = -1  # no encoded path: advance() falls back to round()
+        q, f = self.draft_sampler, self.final_sampler
+        if not (q.single and f.single):
+            return
+        m = max(q.m, f.m)
+        if q.m != m:
+            q = TableSampler(self.q, m_min=m)
+        if f.m != m:
+            f = TableSampler(np.vstack([self.p, residual(self.p, self.q)]), m_min=m)
+        if not (q.single and f.single and q.m == f.m == m):
+            return
+        s = self.size
+        self.m, self.shift = m, int(np.log2(m))
+        self.q_thr, self.f_thr = q.thr, f.thr
+        self.q_above, self.q_below = q.above.astype(np.intp) * m, q.below.astype(np.intp) * m
+        self.f_above, self.f_below = f.above.astype(np.intp) * m, f.below.astype(np.intp) * m
+        ratio = np.zeros((s, m))
+        ratio[:, : s] = self.ratio.reshape(s, s)
+        self.ratio_enc = ratio.ravel()
+        amax = np.full((s, m), -1, dtype=np.intp)
+        amax[:, 0] = self.argmax_p * m
+        self.argmax_enc = amax.ravel()
+
+    def encode(self, tokens: IntArray) -> IntArray:
+        """Token -> the state :meth:`advance` carries (token * M, or the token itself)."""
+        return tokens * self.m if self.shift >= 0 else tokens
+
+    def advance(self, state: IntArray, gamma: int, rule: Rule,
+                u: FloatArray) -> tuple[IntArray, IntArray]:
+        """One round for the long-run estimate: (accepted drafts, next state) only.
+
+        Same draws and the same semantics as :meth:`round` (tests hold them equal), on the
+        encoded states of :meth:`encode`, skipping everything the long run does not need.
+        """
+        if self.shift < 0:
+            res = self.round(state, gamma, rule, u)
+            return res.n_accepted, res.next_context(rule)
+        n = state.shape[0]
+        m = self.m
+        b = np.empty((gamma + 1, n), dtype=np.intp)
+        b[0] = state
+        for i in range(gamma):
+            bucket = b[i] + (u[i] * m).astype(np.intp)
+            b[i + 1] = np.where(u[i] >= self.q_thr[bucket], self.q_above[bucket],
+                                self.q_below[bucket])
+        ctx, x = b[:-1], b[1:]
+        if rule == "greedy":
+            accept = x == self.argmax_enc[ctx]
+        else:
+            accept = u[gamma : 2 * gamma] < self.ratio_enc[ctx + (x >> self.shift)]
+        n_acc = first_rejection(accept)
+        stop = b.ravel()[n_acc * n + np.arange(n)]
+        if rule != "no_resample":
+            stop += (self.size * m) * (n_acc < gamma)
+        last = u[2 * gamma]
+        bucket = stop + (last * m).astype(np.intp)
+        final = np.where(last >= self.f_thr[bucket], self.f_above[bucket], self.f_below[bucket])
+        if rule == "continue":
+            final = np.where(n_acc < gamma - 1, b[gamma], final)
+        return n_acc, final
 
     def round(self, ctx: IntArray, gamma: int, rule: Rule, u: FloatArray) -> RoundResult:
         """One round from contexts ``ctx`` (n,) with uniforms ``u`` (2γ+1, n)."""
@@ -238,12 +307,11 @@ def long_run_markov(
         rng = np.random.default_rng(child)
         n = min(CHUNK, chains - lo)
         offset = batch_of_chain[lo : lo + n] * (gamma + 1)
-        ctx = np.full(n, start, dtype=np.intp)
+        state = kernel.encode(np.full(n, start, dtype=np.intp))
         for r in range(burn_in + rounds):
-            res = kernel.round(ctx, gamma, rule, rng.random((2 * gamma + 1, n)))
-            ctx = res.next_context(rule)
+            n_acc, state = kernel.advance(state, gamma, rule, rng.random((2 * gamma + 1, n)))
             if r >= burn_in:
-                hist += np.bincount(offset + res.n_accepted, minlength=hist.size)
+                hist += np.bincount(offset + n_acc, minlength=hist.size)
     return hist.reshape(batches, gamma + 1)
 
 
