@@ -37,6 +37,12 @@ lint: setup
 report: run  ## browsable HTML report of every figure, with captions
 	$(SNAKEMAKE) --report results/report.html
 
+bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; then the DAG's timings
+	$(PY) benchmarks/bench_engine.py
+
+readme-figures: run  ## refresh the committed copies of the key figures shown in README.md
+	$(PY) -c "from specsim.figures import copy_readme_figures as c; c('results/figures', 'docs/figures')"
+
 clean:
 	rm -rf results/shards results/exact results/tables results/figures results/points.parquet \
 	  results/grid.json results/checks.ok logs benchmarks/out

@@ -108,3 +108,10 @@ def test_lint_is_clean() -> None:
     result = subprocess.run([SNAKEMAKE, "--lint", "-s", str(ROOT / "Snakefile")], cwd=ROOT,
                             capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_report_builds(tiny_run: Path) -> None:
+    result = run(tiny_run, "--report", "results/report.html")
+    assert result.returncode == 0, result.stderr[-2000:]
+    html = (tiny_run / "results" / "report.html").read_text(errors="replace")
+    assert "equivalence" in html and "accept_curve" in html

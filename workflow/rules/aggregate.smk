@@ -7,7 +7,7 @@ rule tables:
         grid="results/grid.json",
         points="results/points.parquet",
     output:
-        csv=expand("results/tables/{table}.csv", table=TABLES),
+        csv=table_outputs(),
         md=expand("results/tables/{table}.md", table=TABLES),
     log:
         "logs/tables.log",

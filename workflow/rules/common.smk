@@ -61,3 +61,15 @@ def figure_outputs(ext):
         )
         for name in FIGURES
     ]
+
+
+def table_outputs():
+    return [
+        report_flag(
+            f"results/tables/{name}.csv",
+            caption="../report/tables.rst",
+            category="Tables",
+            labels={"table": name},
+        )
+        for name in TABLES
+    ]
