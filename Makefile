@@ -8,7 +8,7 @@ CORES ?= 8
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run test test-fast lint bench report readme-figures clean
+.PHONY: setup run test test-fast test-cluster lint bench report readme-figures clean
 
 setup: $(STAMP)
 
@@ -21,10 +21,13 @@ $(STAMP): $(SOURCES)
 	touch $(STAMP)
 
 run: setup  ## fresh machine -> every table and figure under results/
-	$(SNAKEMAKE) --cores $(CORES)
+	$(SNAKEMAKE) --workflow-profile workflow/profiles/default --cores $(CORES)
 
 test: setup  ## unit, property and end-to-end tests, lint
 	$(PY) -m pytest
+
+test-cluster: setup  ## tiny config on a real one-node SLURM cluster (root; installs slurm-wlm, munge)
+	timeout -s INT 2400 bash workflow/cluster/test-cluster.sh
 
 test-fast: setup
 	$(PY) -m pytest -m "not slow"
