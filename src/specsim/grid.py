@@ -29,6 +29,7 @@ from specsim.models import (
 
 MEASURES = ("long_run", "equivalence")
 EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
+SEPARATE_STAGES = ("realtext",)  # config sections with their own rules: not in the shard digest
 
 
 class ConfigError(ValueError):
@@ -113,7 +114,8 @@ class Grid:
     def config_digest(self) -> str:
         """Digest of the config and of every point's identity -- which includes the content
         hash of user table files, so editing a table file makes every shard stale."""
-        return digest({"config": self.config, "points": [p.point_id for p in self.points]})[:16]
+        sim = {k: v for k, v in self.config.items() if k not in SEPARATE_STAGES}
+        return digest({"config": sim, "points": [p.point_id for p in self.points]})[:16]
 
     @property
     def shard_size(self) -> int:

@@ -62,9 +62,9 @@ def normalise(text: str) -> str:
 
 def encode(text: str) -> CodeArray:
     """Codes 0..V-1 of a normalised text (raises on characters outside the alphabet)."""
-    raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    raw = np.frombuffer(text.encode("ascii", errors="replace"), dtype=np.uint8)
     codes = _LUT[raw]
-    if np.any(codes == 255):
+    if np.any(codes == 255) or not text.isascii():
         raise ValueError("text contains characters outside the alphabet; normalise() it first")
     return codes
 
@@ -319,14 +319,12 @@ class NGramModel:
         pos, seen = lev.find(ids)
         rows, where = pos[seen], np.flatnonzero(seen)
         if rows.size:
-            start, length = lev.starts[rows], lev.types[rows]
-            owner = np.repeat(np.arange(rows.size), length)
-            offset = np.arange(owner.size) - np.repeat(np.cumsum(length) - length, length)
-            key = np.repeat(start, length) + offset
-            cnt = np.zeros((rows.size, V))
-            cnt[owner, lev.keys[key] % V] = lev.counts[key]
-            c, t = lev.total[rows, None], lev.types[rows, None]
-            out[where] = (cnt + t * out[where]) / (c + t)
+            # seen contexts: scale the lower-order row by t/(c+t), add c(h, x)/(c+t) sparsely
+            c, t = lev.total[rows], lev.types[rows]
+            out[where] *= (t / (c + t))[:, None]
+            owner = np.repeat(np.arange(rows.size), t)
+            key = np.arange(owner.size) - np.repeat(np.cumsum(t) - t, t) + lev.starts[rows][owner]
+            out[where[owner], lev.keys[key] % V] += lev.counts[key] / (c + t)[owner]
         return out
 
     def prob(self, ctx: IntArray, x: IntArray, order: int) -> FloatArray:

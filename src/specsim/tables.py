@@ -76,7 +76,8 @@ def accept_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = _long_run(grid, points, "accept_curve")
     cols = ["study", *KEYS, "rounds_total", "accept_rate", "accept_ci_low", "accept_ci_high",
             "accept_fraction", "tokens_per_round", "tokens_ci_low", "tokens_ci_high",
-            "tokens_exact", "tokens_exact_se", "tokens_closed_form", "tokens_closed_form_mc",
+            "tokens_se", "batches", "tokens_exact", "tokens_exact_se", "tokens_closed_form",
+            "tokens_closed_form_mc",
             "jensen_gap", "covered", "alpha_exact", "alpha_bar", "alpha_fit", "alpha_fit_low",
             "alpha_fit_high", "alpha_moment", "max_tokens_observed", "exact_method"]
     return _sort(df[cols], ["study", *KEYS])
