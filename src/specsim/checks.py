@@ -93,6 +93,84 @@ def accept_curve_checks(ac: pd.DataFrame) -> list[Check]:
     return out
 
 
+def notebook_checks(ac: pd.DataFrame) -> list[Check]:
+    """The notebook's s.check(...) claims on its stub, with confidence intervals not points."""
+    out = []
+    stub = ac[(ac["family"] == "iid") & ac["alpha"].isna() & (ac["gamma"] == 4)]
+    for _, r in stub.iterrows():
+        label = f"{r['model']}/gamma=4"
+        out.append(Check(f"alpha_estimate_reasonable[{label}]",
+                         "notebook alpha_estimate_reasonable",
+                         bool(r["accept_ci_low"] >= 0.4 and r["accept_ci_high"] <= 0.9),
+                         f"alpha={r['accept_rate']:.4f} CI [{r['accept_ci_low']:.4f}, "
+                         f"{r['accept_ci_high']:.4f}] (the notebook's prose says ~0.7)",
+                         "95% CI inside [0.4, 0.9]"))
+        out.append(Check(f"tok_per_step_above_one[{label}]", "notebook tok_per_step_above_one",
+                         bool(r["tokens_ci_low"] > 1.5),
+                         f"tokens={r['tokens_per_round']:.4f} CI low {r['tokens_ci_low']:.4f}",
+                         "95% CI above 1.5"))
+        rel = abs(r["tokens_per_round"] - r["tokens_closed_form_mc"]) / r["tokens_closed_form_mc"]
+        out.append(Check(f"closed_form_matches_empirical[{label}]",
+                         "notebook closed_form_matches_empirical (15% tolerance)",
+                         bool(rel < 0.15),
+                         f"empirical={r['tokens_per_round']:.4f} closed form at measured alpha="
+                         f"{r['tokens_closed_form_mc']:.4f} (rel {rel:.2%}; exact Jensen gap "
+                         f"{r['jensen_gap']:+.4f})", "relative error < 15%"))
+    return out
+
+
+def program_checks(load: Callable[[str], pd.DataFrame | None]) -> list[Check]:
+    """The program's demo 4-6 statements: an interior optimum, break-even, the MAC argument."""
+    out = []
+    ok = load("optimal_k")
+    if ok is not None:
+        for _, r in ok.iterrows():
+            gammas = [int(g) for g in str(r["gammas"]).split(";")]
+            label = f"{r['model']}/alpha={r['alpha']}/c={r['c']:g}"
+            interior = gammas[0] < r["gamma_opt_exact"] < gammas[-1]
+            out.append(Check(f"optimum_found[{label}]", "program demo 4: there is an optimum",
+                             bool(interior and r["exact_in_tied"]),
+                             f"exact optimum gamma={r['gamma_opt_exact']} "
+                             f"({r['speedup_opt_exact']:.4f}x); simulated {r['gamma_opt']}, "
+                             f"tied with it: {r['gamma_tied']}",
+                             "exact optimum inside the gamma grid and statistically tied "
+                             "with the simulated one"))
+    be = load("break_even")
+    if be is not None:
+        for _, r in be.iterrows():
+            label = f"{r['model']}/alpha={r['alpha']}/gamma={r['gamma']}"
+            q = float(student_t_quantile(1 - CHECK_LEVEL / 2, int(r["batches"]) - 1))
+            out.append(Check(f"break_even[{label}]", "program demo 5: c* = (E[tokens]-1)/k",
+                             bool(abs(r["c_star"] - r["c_star_exact"]) <= q * r["c_star_se"]),
+                             f"simulated {r['c_star']:.4f} [{r['c_star_ci_low']:.4f}, "
+                             f"{r['c_star_ci_high']:.4f}], exact {r['c_star_exact']:.4f}",
+                             f"|diff| <= {q * r['c_star_se']:.4f} ({q:.2f} standard errors)"))
+    sv = load("speedup_vs_c")
+    if sv is not None:
+        poor = sv[(sv["model"] == "seed_poor") & (sv["c"] == 0.25)]
+        for _, r in poor.iterrows():
+            out.append(Check("quarter_size_poor_draft_is_slower",
+                             "program demo 5: a quarter-size poor draft loses",
+                             bool(r["speedup_ci_high"] < 1.0 and r["speedup_exact"] < 1.0),
+                             f"speedup {r['speedup']:.4f} (CI high {r['speedup_ci_high']:.4f}), "
+                             f"exact {r['speedup_exact']:.4f}", "< 1 (slower)"))
+    rf = load("roofline")
+    if rf is not None:
+        for _, r in rf.iterrows():
+            label = f"{r['shape']}/{r['device']}"
+            out.append(Check(f"sixteen_tokens_still_memory_bound[{label}]",
+                             "program demo 6: verifying 16 tokens does not saturate the chip",
+                             bool(r["max_tokens_memory_bound"] >= 16),
+                             f"memory-bound up to {r['max_tokens_memory_bound']} tokens "
+                             f"(ridge {r['ridge_macs_per_byte']:.1f} MACs/byte)", ">= 16"))
+            out.append(Check(f"verify_cost_nearly_free[{label}]",
+                             "program demo 6: verifying k tokens costs about one",
+                             bool(r["time_ratio"] < 1.01),
+                             f"roofline T({r['ratio_tokens']})/T(1) = {r['time_ratio']:.5f}",
+                             "< 1.01"))
+    return out
+
+
 def run_checks(grid: Grid, tables_dir: str, out: str) -> None:
     load = _tables(tables_dir)
     checks: list[Check] = []
@@ -102,6 +180,8 @@ def run_checks(grid: Grid, tables_dir: str, out: str) -> None:
     ac = load("accept_curve")
     if ac is not None:
         checks += accept_curve_checks(ac)
+        checks += notebook_checks(ac)
+    checks += program_checks(load)
     write_table(pd.DataFrame([c.__dict__ for c in checks]), out)
 
 

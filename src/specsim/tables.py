@@ -74,7 +74,9 @@ def _long_run(grid: Grid, points: pd.DataFrame, analysis: str) -> pd.DataFrame:
 
 def accept_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = _long_run(grid, points, "accept_curve")
-    cols = ["study", *KEYS, "rounds_total", "accept_rate", "accept_ci_low", "accept_ci_high",
+    df["rounds_total"] = df["rounds_total"].astype("int64")
+    cols = ["study", *KEYS, "family", "rounds_total", "accept_rate", "accept_ci_low",
+            "accept_ci_high",
             "accept_fraction", "tokens_per_round", "tokens_ci_low", "tokens_ci_high",
             "tokens_se", "batches", "tokens_exact", "tokens_exact_se", "tokens_closed_form",
             "tokens_closed_form_mc",
@@ -157,8 +159,10 @@ def break_even(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df["c_star_ci_high"] = (df["tokens_ci_high"] - 1) / g
     df["c_star_exact"] = (df["tokens_exact"] - 1) / g
     df["c_star_closed_form"] = (df["tokens_closed_form"] - 1) / g
+    df["c_star_se"] = df["tokens_se"] / g
     cols = ["study", *KEYS, "tokens_per_round", "tokens_exact", "c_star", "c_star_ci_low",
-            "c_star_ci_high", "c_star_exact", "c_star_closed_form", "alpha_exact"]
+            "c_star_ci_high", "c_star_se", "batches", "c_star_exact", "c_star_closed_form",
+            "alpha_exact"]
     return _sort(df[cols], ["study", *KEYS])
 
 
