@@ -11,9 +11,10 @@ rule grid:
     params:
         digest=GRID.config_digest,
     run:
-        from specsim.io import write_json
+        from specsim.io import versions, write_json
 
-        write_json(output[0], GRID.to_json())
+        # provenance: the validated config, its digest, every point, and the software versions
+        write_json(output[0], {**GRID.to_json(), "versions": versions()})
 
 
 rule simulate:
