@@ -35,12 +35,18 @@ RT_SETTINGS = {
     }.items()
 }
 # Everything the stage produces: the Snakefile's `rule all` lists these.
-RT_TARGETS = [
-    "results/realtext/corpus.json",
-    "results/realtext/costs.csv",
-    *expand("results/tables/realtext_{table}.csv", table=RT_TABLES),
-    *expand("results/figures/{figure}.{ext}", figure=RT_FIGURES, ext=["pdf", "png"]),
-] if RT_ENABLED else []
+RT_TARGETS = (
+    [
+        "results/realtext/corpus.json",
+        "results/realtext/costs.csv",
+        *expand("results/tables/realtext_{table}.csv", table=RT_TABLES),
+        *expand(
+            "results/figures/{figure}.{ext}", figure=RT_FIGURES, ext=["pdf", "png"]
+        ),
+    ]
+    if RT_ENABLED
+    else []
+)
 RT_FIGURE_OUTPUTS = {
     ext: [
         report_flag(
