@@ -397,7 +397,7 @@ def long_run_iid(
     (``share: position``); rounds are independent, so no burn-in is needed.
     """
     npos = gamma + 1 if spec.share == "position" else 1
-    block = max(1, CHUNK // (npos * spec.vocab))  # keep the (n, npos, V) draws near CHUNK floats
+    block = max(1, (1 << 18) // (npos * spec.vocab))  # (n, npos, V) draws of ~2 MB each
     batch_of_chain = (np.arange(chains) * batches) // chains
     hist = np.zeros(batches * (gamma + 1), dtype=np.int64)
     for lo, child in zip(range(0, chains, CHUNK), seed.spawn(_n_chunks(chains)), strict=True):
