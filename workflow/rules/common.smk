@@ -73,3 +73,12 @@ def table_outputs():
         )
         for name in TABLES
     ]
+
+
+def all_cores(wildcards):
+    """Every core the run was given (timing jobs want nothing beside them); 1 when a command
+    such as --report or --lint runs without --cores."""
+    try:
+        return max(1, int(workflow.cores))
+    except Exception:  # Snakemake raises when no --cores was given
+        return 1

@@ -179,7 +179,7 @@ rule realtext_costs:
         "benchmarks/out/realtext_costs.tsv"
     conda:
         "../envs/specsim.yaml"
-    threads: workflow.cores
+    threads: all_cores
     resources:
         mem_mb=1500,
         runtime=10,
