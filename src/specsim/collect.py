@@ -56,10 +56,11 @@ def _iid_reference(point: Point, root_seed: int, pairs: int) -> dict[str, Any]:
     else:  # a fresh pair per position: positions independent with the mean acceptance
         mb = _truncated_geometric_moments(np.array(b.mean()), g, rule)
         tokens, acc, trials = float(mb["tokens"]), float(mb["accepted"]), float(mb["trials"])
-        slope = float(np.gradient([
-            float(_truncated_geometric_moments(np.array(b.mean() + d), g, rule)["tokens"])
-            for d in (-1e-6, 0.0, 1e-6)], 1e-6)[1])
-        se = abs(slope) * float(b.std(ddof=1) / np.sqrt(b.size))
+        # delta method: d tokens / d mean-beta by a central difference, times SE(mean beta)
+        h = 1e-6
+        up, down = (float(_truncated_geometric_moments(np.array(b.mean() + d), g, rule)["tokens"])
+                    for d in (h, -h))
+        se = abs(up - down) / (2 * h) * float(b.std(ddof=1) / np.sqrt(b.size))
     return {
         "tokens_exact": tokens,
         "tokens_exact_se": se,

@@ -18,6 +18,7 @@ Loops run over draft positions and rounds, never over chains.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -301,12 +302,8 @@ def long_run_markov(
     estimate the stationary long-run behaviour. Chains are advanced in chunks of ``CHUNK``, each
     chunk with its own child seed, so memory is bounded and results depend only on the seed.
     """
-    batch_of_chain = (np.arange(chains) * batches) // chains
     hist = np.zeros(batches * (gamma + 1), dtype=np.int64)
-    for lo, child in zip(range(0, chains, CHUNK), seed.spawn(_n_chunks(chains)), strict=True):
-        rng = np.random.default_rng(child)
-        n = min(CHUNK, chains - lo)
-        offset = batch_of_chain[lo : lo + n] * (gamma + 1)
+    for n, rng, offset in _chain_chunks(chains, batches, gamma, seed):
         state = kernel.encode(np.full(n, start, dtype=np.intp))
         for r in range(burn_in + rounds):
             n_acc, state = kernel.advance(state, gamma, rule, rng.random((2 * gamma + 1, n)))
@@ -398,12 +395,8 @@ def long_run_iid(
     """
     npos = gamma + 1 if spec.share == "position" else 1
     block = max(1, (1 << 18) // (npos * spec.vocab))  # (n, npos, V) draws of ~2 MB each
-    batch_of_chain = (np.arange(chains) * batches) // chains
     hist = np.zeros(batches * (gamma + 1), dtype=np.int64)
-    for lo, child in zip(range(0, chains, CHUNK), seed.spawn(_n_chunks(chains)), strict=True):
-        rng = np.random.default_rng(child)
-        n = min(CHUNK, chains - lo)
-        offset = batch_of_chain[lo : lo + n] * (gamma + 1)
+    for n, rng, offset in _chain_chunks(chains, batches, gamma, seed):
         for _ in range(rounds):
             for b in range(0, n, block):
                 m = min(block, n - b)
@@ -415,3 +408,17 @@ def long_run_iid(
 
 def _n_chunks(n: int) -> int:
     return -(-n // CHUNK)
+
+
+def _chain_chunks(
+    chains: int, batches: int, gamma: int, seed: np.random.SeedSequence
+) -> Iterator[tuple[int, np.random.Generator, IntArray]]:
+    """Blocks of at most CHUNK chains: (size, its own generator, histogram offset per chain).
+
+    Chain i belongs to batch i * batches // chains; the offset places its accepted-drafts count
+    in that batch's row of the flattened (batches, γ+1) histogram.
+    """
+    batch_of_chain = (np.arange(chains) * batches) // chains
+    for lo, child in zip(range(0, chains, CHUNK), seed.spawn(_n_chunks(chains)), strict=True):
+        n = min(CHUNK, chains - lo)
+        yield n, np.random.default_rng(child), batch_of_chain[lo : lo + n] * (gamma + 1)
