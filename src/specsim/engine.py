@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from specsim.models import FloatArray, ModelSpec, iid_pairs
+from specsim.models import FloatArray, ModelSpec, iid_pairs, residual
 
 Rule = Literal["correct", "greedy", "no_resample", "continue"]
 RULES: tuple[Rule, ...] = ("correct", "greedy", "no_resample", "continue")
@@ -42,13 +42,6 @@ def normalised_cdf(probs: FloatArray) -> FloatArray:
     """
     c = np.cumsum(probs, axis=-1)
     return c / c[..., -1:]
-
-
-def residual(p: FloatArray, q: FloatArray) -> FloatArray:
-    """norm(max(p - q, 0)) along the last axis; p itself where that has no mass (seed STAGE 3)."""
-    r = np.clip(p - q, 0.0, None)
-    s = r.sum(axis=-1, keepdims=True)
-    return np.where(s > 0, r / np.where(s > 0, s, 1.0), p)
 
 
 def inverse_cdf_rows(cdf: FloatArray, u: FloatArray) -> IntArray:

@@ -38,6 +38,8 @@ from typing import Final, Literal, cast, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from specsim.models import residual
+
 __all__ = [
     "RULES",
     "LongRun",
@@ -236,11 +238,7 @@ def residual_table(P: ArrayLike, Q: ArrayLike) -> FloatArray:
 
 
 def _residual(P: FloatArray, Q: FloatArray) -> FloatArray:
-    r = np.maximum(P - Q, 0.0)
-    s = r.sum(axis=1, keepdims=True)
-    pos = s > 0.0
-    safe = np.where(pos, s, 1.0)
-    return np.where(pos, r / safe, P)
+    return residual(P, Q)
 
 
 @dataclass(frozen=True)

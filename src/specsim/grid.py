@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -60,8 +61,9 @@ class Point:
             "measure": self.measure,
         }
 
-    @property
+    @cached_property
     def point_id(self) -> str:
+        """Computed once per point: the identity hashes user table files, so it reads them."""
         return digest(self.identity())[:16]
 
     def seed(self, root: int) -> np.random.SeedSequence:

@@ -55,6 +55,7 @@ from numpy.typing import NDArray
 from specsim import exact, stats
 from specsim.engine import inverse_cdf_rows, normalised_cdf, residual
 from specsim.intensity import Device, TransformerShape, pass_cost, ridge_macs_per_byte
+from specsim.models import softmax as softmax_table
 from specsim.realtext import best_time, seed_for, verify
 
 FloatArray = NDArray[np.float64]
@@ -229,9 +230,7 @@ def skip_copy(model: Any, keep: int) -> Any:
 
 def softmax(logits: Any) -> FloatArray:
     """Rows of a logits tensor (..., V) as float64 probabilities (temperature 1)."""
-    z = logits.detach().double().numpy()
-    z = np.exp(z - z.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
+    return softmax_table(logits.detach().double().numpy())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
+from specsim.exact import expected_tokens
+
 __all__ = [
     "GofResult",
     "alpha_from_tokens",
@@ -551,14 +553,6 @@ def fit_alpha(accepted_hist: npt.ArrayLike, level: float = 0.95) -> tuple[float,
     return alpha_hat, solve(alpha_hat, 0.0), solve(alpha_hat, 1.0)
 
 
-def _expected_tokens(alpha: npt.NDArray[np.float64], gamma: int) -> npt.NDArray[np.float64]:
-    """Eq. 1: (1 - alpha^(gamma+1)) / (1 - alpha) = sum_{j<=gamma} alpha^j (Horner)."""
-    acc = np.ones_like(alpha)
-    for _ in range(gamma):
-        acc = 1.0 + alpha * acc
-    return acc
-
-
 def alpha_from_tokens(mean_tokens: npt.ArrayLike, gamma: int) -> FloatOrArray:
     """Invert E[tokens] = (1 - alpha^(gamma+1)) / (1 - alpha) for alpha in [0, 1] by bisection.
 
@@ -574,7 +568,7 @@ def alpha_from_tokens(mean_tokens: npt.ArrayLike, gamma: int) -> FloatOrArray:
     hi = np.ones_like(target)
     for _ in range(80):
         mid = 0.5 * (lo + hi)
-        below = _expected_tokens(mid, gamma) < target
+        below = np.asarray(expected_tokens(mid, gamma)) < target
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
     alpha = 0.5 * (lo + hi)
