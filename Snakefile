@@ -1,5 +1,6 @@
 # specsim: speculative decoding, exact theory beside Monte Carlo, from one DAG.
-#   config.yaml -> grid -> simulate (shards) + exact -> collect -> tables -> figures -> checks
+#   config.yaml -> one job per grid point (results/sim/, results/exact/) -> collect -> tables
+#   -> figures -> checks
 from snakemake.utils import min_version
 
 min_version("8.0")

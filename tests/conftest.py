@@ -1,8 +1,10 @@
-"""Shared fixtures: repository paths and the tiny config."""
+"""Shared fixtures: repository paths, the tiny config, and one finished tiny DAG run."""
 
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,33 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = ROOT / "tests" / "data" / "tiny.yaml"
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
 @pytest.fixture
 def tiny_config() -> dict[str, Any]:
     return copy.deepcopy(yaml.safe_load(TINY.read_text()))
+
+
+def snakemake(workdir: Path, configfile: Path, *args: str, check: bool = True,
+              timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    """The workflow in ``workdir`` with ``configfile``, as a user would type it."""
+    cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--configfile",
+           str(configfile), *args]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if check:
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    return res
+
+
+def tables(workdir: Path) -> dict[str, bytes]:
+    """Every results/tables/*.csv, by name, as bytes."""
+    return {p.name: p.read_bytes() for p in sorted((workdir / "results" / "tables").glob("*.csv"))}
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One complete run of the tiny config; tests that change it work on a copy."""
+    work = tmp_path_factory.mktemp("tiny")
+    snakemake(work, TINY, "--cores", "2")
+    return work

@@ -15,6 +15,7 @@ from conftest import SCHEMA, TINY
 from specsim import exact
 from specsim.config import load_grid
 from specsim.grid import ConfigError
+from specsim.job import describe
 from specsim.models import blend, load_table, markov_pair, random_table
 
 TARGET = random_table(1, 2.5)
@@ -61,14 +62,17 @@ def test_good_files_reproduce_the_program_tables_exactly() -> None:
     np.testing.assert_allclose(ours, theirs, atol=1e-14)
 
 
-def test_editing_a_file_changes_point_ids_and_digest() -> None:
+def test_editing_a_file_changes_only_its_points_job_digests() -> None:
     g1 = load_grid(config_with("t/target.npy", "t/draft.csv"), SCHEMA)
-    ids1, digest1 = {p.point_id for p in g1.points}, g1.config_digest
+    d1 = {p.path: describe(g1, p)["digest"] for p in g1.points}
     write("draft.csv", blend(TARGET, random_table(2, 2.5), 0.5))
     load_table.cache_clear()
     g2 = load_grid(config_with("t/target.npy", "t/draft.csv"), SCHEMA)
-    assert digest1 != g2.config_digest
-    assert ids1 != {p.point_id for p in g2.points}
+    d2 = {p.path: describe(g2, p)["digest"] for p in g2.points}
+    assert d1.keys() == d2.keys()
+    changed = {path for path in d1 if d1[path] != d2[path]}
+    assert changed and all(path.startswith("model~mine/") for path in changed)
+    assert changed == {path for path in d1 if path.startswith("model~mine/")}
 
 
 def _bad_cases() -> list[tuple[str, Any, list[str]]]:

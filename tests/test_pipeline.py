@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
-import pytest
-from conftest import ROOT, TINY
-
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+from conftest import ROOT, SNAKEMAKE, TINY, snakemake
 
 CONTRACT = {
     "equivalence": ["model", "alpha", "gamma", "temperature", "rule", "tv_exact", "tv_mc",
@@ -25,21 +21,6 @@ CONTRACT = {
     "intensity": ["shape", "tokens_in_pass", "macs", "bytes", "macs_per_byte"],
     "checks": ["check", "passed", "observed", "expected"],
 }
-
-
-def run(workdir: Path, *args: str, configfile: Path = TINY,
-        timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(workdir), "--configfile",
-           str(configfile), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-
-
-@pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("tiny")
-    result = run(work, "--cores", "2")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return work
 
 
 def test_tables_follow_the_contract(tiny_run: Path) -> None:
@@ -81,13 +62,42 @@ def test_checks_pass_and_gate_written(tiny_run: Path) -> None:
     assert (tiny_run / "results" / "checks.ok").exists()
 
 
-def test_shards_carry_schema_and_provenance(tiny_run: Path) -> None:
-    shards = sorted((tiny_run / "results" / "shards").glob("s*.parquet"))
-    assert shards
-    meta = pq.read_schema(shards[0]).metadata
-    assert meta[b"specsim.schema"] == b"shard/1"
-    assert len(meta[b"specsim.config_digest"]) == 16
-    assert b"numpy" in meta[b"specsim.versions"]
+def test_one_file_per_point_named_by_its_parameters(tiny_run: Path) -> None:
+    import json
+
+    grid = json.loads((tiny_run / "results" / "grid.json").read_text())
+    for kind in ("sim", "exact"):
+        files = sorted((tiny_run / "results" / kind).rglob("*.parquet"))
+        assert len(files) == len(grid["points"])
+        for point in grid["points"]:
+            path = tiny_run / "results" / kind / f"{point['path']}.parquet"
+            # the path reads as the point's parameters, Paramspace style
+            parts = dict(part.split("~", 1) for part in point["path"].split("/"))
+            assert parts["model"] == point["model"] and parts["rule"] == point["rule"]
+            assert int(parts["gamma"]) == point["gamma"]
+            assert parts["measure"] == point["measure"]
+            assert parts["alpha"] == ("none" if point["alpha"] is None else repr(point["alpha"]))
+            meta = pq.read_schema(path).metadata
+            assert meta[b"specsim.schema"] == f"{kind}/1".encode()
+            assert len(meta[b"specsim.point_digest"]) == 16
+            assert len(meta[b"specsim.payload_sha256"]) == 64
+            assert b"numpy" in meta[b"specsim.versions"]
+    logs = sorted((tiny_run / "logs" / "point").rglob("*.log"))
+    assert len(logs) == len(grid["points"])
+    assert all(log.read_text().splitlines()[-1].startswith("done: ") for log in logs)
+
+
+def test_one_point_builds_alone(tmp_path: Path) -> None:
+    """A user reads a point's parameters off its path and asks for just that file."""
+    target = ("results/sim/model~calibrated/draft~none/alpha~0.9/gamma~4/temperature~1.0/"
+              "rule~correct/measure~long_run.parquet")
+    res = snakemake(tmp_path, TINY, "--cores", "1", target)
+    assert (tmp_path / target).is_file()
+    assert (tmp_path / target.replace("results/sim/", "results/exact/")).is_file()
+    assert "1 of 1 steps" in res.stderr
+    res = snakemake(tmp_path, TINY, "--cores", "1", target.replace("alpha~0.9", "alpha~0.33"),
+                    check=False)
+    assert res.returncode != 0 and "not a point of this config's grid" in res.stderr
 
 
 def test_figures_exist(tiny_run: Path) -> None:
@@ -99,7 +109,7 @@ def test_figures_exist(tiny_run: Path) -> None:
 
 
 def test_rerun_is_a_no_op(tiny_run: Path) -> None:
-    result = run(tiny_run, "-n", "--cores", "1")
+    result = snakemake(tiny_run, TINY, "-n", "--cores", "1")
     assert result.returncode == 0
     assert "Nothing to be done" in result.stdout + result.stderr
 
@@ -111,7 +121,7 @@ def test_lint_is_clean() -> None:
 
 
 def test_report_builds(tiny_run: Path) -> None:
-    result = run(tiny_run, "--report", "results/report.html")
+    result = snakemake(tiny_run, TINY, "--report", "results/report.html", check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     html = (tiny_run / "results" / "report.html").read_text(errors="replace")
     assert "equivalence" in html and "accept_curve" in html

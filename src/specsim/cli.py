@@ -1,8 +1,7 @@
 """Command-line entry point: each pipeline step runs outside Snakemake too.
 
-    specsim simulate  --grid results/grid.json --shard s0000 --out results/shards/s0000.parquet
-    specsim exact     --grid results/grid.json --out results/exact/points.parquet
-    specsim collect   --grid results/grid.json --exact ... --out results/points.parquet SHARD...
+    specsim point     --job JSON --sim results/sim/<point>.parquet --exact results/exact/<...>
+    specsim collect   --grid results/grid.json --results-dir results --out results/points.parquet
     specsim tables    --grid results/grid.json --points results/points.parquet --out-dir DIR NAME...
     specsim figures   --grid ... --tables-dir results/tables --out-dir results/figures NAME...
     specsim checks    --grid ... --tables-dir results/tables --out results/tables/checks.csv
@@ -22,25 +21,38 @@ def _load_grid(path: str):  # type: ignore[no-untyped-def]
     return Grid.from_json(json.loads(Path(path).read_text()))
 
 
+class _NoPandas:
+    """Import finder that reports pandas as absent (see :func:`_without_pandas`)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"pandas is not loaded in point jobs ({name})", name=name)
+
+
+def _without_pandas() -> None:
+    """A point job writes two one-row Parquet files and never needs pandas, but pyarrow's
+    pandas shim imports it on the first ``pa.array`` call when it is installed -- about half
+    of a point job's start-up. Point jobs run one per grid point, so they hide it."""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="specsim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
 
-    s = sub.add_parser("simulate", help="simulate one shard of grid points")
-    s.add_argument("--grid", required=True)
-    s.add_argument("--shard", required=True)
-    s.add_argument("--out", required=True)
+    s = sub.add_parser("point", help="simulate one grid point and compute its exact reference")
+    s.add_argument("--job", required=True,
+                   help="the point's job description (JSON, as Snakemake's params.job)")
+    s.add_argument("--sim", required=True, help="output: the Monte Carlo point file")
+    s.add_argument("--exact", required=True, help="output: the exact reference point file")
 
-    e = sub.add_parser("exact", help="exact values (closed forms, DP, enumeration) per point")
-    e.add_argument("--grid", required=True)
-    e.add_argument("--out", required=True)
-
-    c = sub.add_parser("collect", help="join shards and exact values into per-point estimates")
-    c.add_argument("--grid", required=True)
-    c.add_argument("--exact", required=True)
-    c.add_argument("--out", required=True)
-    c.add_argument("shards", nargs="+")
+    c = sub.add_parser("collect", help="join every point's files into per-point estimates")
+    c.add_argument("--grid", required=True, help="results/grid.json")
+    c.add_argument("--results-dir", required=True,
+                   help="directory holding sim/ and exact/ (point files by path)")
+    c.add_argument("--out", required=True, help="output: results/points.parquet")
 
     t = sub.add_parser("tables", help="analysis tables (CSV + Markdown)")
     t.add_argument("--grid", required=True)
@@ -68,23 +80,21 @@ def main(argv: list[str] | None = None) -> int:
         from specsim.checks import gate
 
         return gate(args.checks, args.out)
+    if args.cmd == "point":
+        _without_pandas()
+        from specsim import job
+
+        try:
+            desc = json.loads(args.job)
+        except json.JSONDecodeError as err:
+            parser.error(f"--job is not JSON ({err})")
+        job.run(desc, args.sim, args.exact, sys.stderr)
+        return 0
     grid = _load_grid(args.grid)
-    if args.cmd == "simulate":
-        from specsim.io import write_shard
-        from specsim.simulate import simulate_shard
-
-        if args.shard not in grid.shards:
-            parser.error(f"--shard {args.shard!r} is not one of this grid's shards "
-                         f"({grid.shards[0]}..{grid.shards[-1]})")
-        write_shard(args.out, simulate_shard(grid, args.shard), grid.config_digest)
-    elif args.cmd == "exact":
-        from specsim.collect import exact_points
-
-        exact_points(grid, args.out)
-    elif args.cmd == "collect":
+    if args.cmd == "collect":
         from specsim.collect import collect
 
-        collect(grid, args.shards, args.exact, args.out)
+        collect(grid, args.results_dir, args.out)
     elif args.cmd == "tables":
         from specsim.tables import write_analyses
 

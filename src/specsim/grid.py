@@ -1,10 +1,15 @@
-"""From a validated config to the simulation grid: studies -> de-duplicated points -> shards.
+"""From a validated config to the simulation grid: studies -> de-duplicated points.
 
 A *point* is one (model, draft knob, alpha, gamma, temperature, rule, measure). Its identity is
 the canonical JSON of those values with the model's full definition (not its name), so a point
 shared by several studies is simulated once and its seed -- derived from the root seed and the
-identity via ``numpy.random.SeedSequence`` -- never depends on sharding, ordering or ``--cores``.
-The draft cost ``c`` is not part of a point: it only enters at aggregation.
+identity via ``numpy.random.SeedSequence`` -- never depends on job grouping, ordering or
+``--cores``. The draft cost ``c`` is not part of a point: it only enters at aggregation.
+
+Each point is one Snakemake job whose output path names its parameters, Paramspace style
+(:attr:`Point.path`, e.g. ``model~calibrated/draft~none/alpha~0.7/gamma~4/temperature~1.0/
+rule~correct/measure~long_run``); what decides whether that job reruns is
+:func:`specsim.job.describe`, never the rest of the config.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from specsim.models import (
 
 MEASURES = ("long_run", "equivalence")
 EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
-SEPARATE_STAGES = ("realtext",)  # config sections with their own rules: not in the shard digest
+# A point's output path, Paramspace style: one `key~value` directory level per parameter.
+PATH_KEYS = ("model", "draft", "alpha", "gamma", "temperature", "rule", "measure")
 
 
 class ConfigError(ValueError):
@@ -84,6 +90,21 @@ class Point:
         return float({"weight": self.spec.weight, "temperature": self.spec.draft_temperature,
                       "noise": self.spec.noise}[field])
 
+    @cached_property
+    def path_params(self) -> dict[str, str]:
+        """The point's parameters as they appear in its file path (``none`` for no value)."""
+        def fmt(v: float | None) -> str:
+            return "none" if v is None else repr(float(v))
+
+        return {"model": self.model, "draft": fmt(self.draft_knob), "alpha": fmt(self.alpha),
+                "gamma": str(self.gamma), "temperature": fmt(self.temperature),
+                "rule": self.rule, "measure": self.measure}
+
+    @property
+    def path(self) -> str:
+        """Relative path stem under ``results/sim/`` and ``results/exact/``."""
+        return "/".join(f"{k}~{v}" for k, v in self.path_params.items())
+
     def to_record(self) -> dict[str, Any]:
         return {
             "point_id": self.point_id,
@@ -96,6 +117,7 @@ class Point:
             "temperature": self.temperature,
             "rule": self.rule,
             "measure": self.measure,
+            "path": self.path,
             "spec": self.spec.to_dict(),
         }
 
@@ -114,23 +136,21 @@ class Grid:
 
     @property
     def config_digest(self) -> str:
-        """Digest of the config and of every point's identity -- which includes the content
-        hash of user table files, so editing a table file makes every shard stale."""
-        sim = {k: v for k, v in self.config.items() if k not in SEPARATE_STAGES}
-        return digest({"config": sim, "points": [p.point_id for p in self.points]})[:16]
+        """Digest of the whole validated config: it decides when aggregation (collect, tables,
+        figures, checks) reruns, never a point job (see :func:`specsim.job.describe`)."""
+        return digest(self.config)[:16]
 
-    @property
-    def shard_size(self) -> int:
-        return int(self.config["shard_size"])
+    @cached_property
+    def by_path(self) -> dict[str, Point]:
+        """Point by its path stem (:attr:`Point.path`): the Snakemake wildcard lookup."""
+        return {p.path: p for p in self.points}
 
-    @property
-    def shards(self) -> list[str]:
-        n = math.ceil(len(self.points) / self.shard_size)
-        return [f"s{i:04d}" for i in range(n)]
-
-    def shard_points(self, shard: str) -> tuple[Point, ...]:
-        i = int(shard[1:])
-        return self.points[i * self.shard_size : (i + 1) * self.shard_size]
+    def point_at(self, path: str) -> Point:
+        try:
+            return self.by_path[path]
+        except KeyError:
+            raise ConfigError(f"results/sim/{path}: not a point of this config's grid (its "
+                              f"points are listed in results/grid.json)") from None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -263,6 +283,10 @@ def build_grid(config: dict[str, Any]) -> Grid:
     if not isinstance(config, dict):
         raise ConfigError(f"the config must be a mapping, got {type(config).__name__}")
     _check_finite(config, "config")
+    if "shard_size" in config:
+        raise ConfigError("shard_size: removed -- every grid point is now its own job under "
+                          "results/sim/; delete the key (on a cluster, bundle points with "
+                          "group-components, see workflow/profiles/slurm)")
     specs = _model_specs(config["models"])
     budget = config["budget"]
     if budget["batches"] > budget["chains"]:
@@ -299,6 +323,8 @@ def build_grid(config: dict[str, Any]) -> Grid:
         raise ConfigError(f"the studies define {len(points)} grid points, more than max_points="
                           f"{config['max_points']}; raise max_points to confirm a grid this large")
     ordered = tuple(sorted(points.values(), key=lambda p: p.point_id))
+    if len({p.path for p in ordered}) != len(ordered):  # paths name every identity field
+        raise ConfigError("two grid points share one output path; rename one of the models")
     return Grid(config=config, points=ordered, studies=studies)
 
 

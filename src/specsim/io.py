@@ -1,29 +1,46 @@
-"""Reading and writing results: Parquet shards with an explicit schema, atomic file writes.
+"""Reading and writing results: one Parquet file per grid point, atomic file writes.
 
 Every file is written to a temporary name in its destination directory and renamed into place,
-so a reader (or a resumed run) never sees half a file. Shards carry the config digest and
-package versions in their Parquet metadata; a shard from another config is refused.
+so a reader (or a resumed run) never sees half a file. A point file (``results/sim/...`` and
+``results/exact/...``) is one row under an explicit schema; its Parquet metadata carries
+
+* ``specsim.schema``         ``sim/1`` or ``exact/1``,
+* ``specsim.point_digest``   the digest of the job that wrote it (:func:`specsim.job.describe`):
+                             the point's identity, budget, root seed and numbers version,
+* ``specsim.payload_sha256`` sha256 of the row's canonical JSON, re-computed by every reader,
+* ``specsim.versions``       the software that wrote it;
+
+and its data pages carry Parquet CRC checksums (verified on read). A reader refuses, naming the
+file and what to do, a file that is truncated, undecodable, of another schema, whose payload
+does not hash to its recorded digest, or that was written for another identity (stale).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 import specsim
 
-SHARD_SCHEMA = pa.schema(
-    [
+if TYPE_CHECKING:  # pandas costs ~0.5 s to import: point jobs never load it
+    import pandas as pd
+
+_LIST_I64 = pa.list_(pa.int64())
+_LIST_F64 = pa.list_(pa.float64())
+
+SCHEMAS = {
+    # Monte Carlo sufficient statistics of one point.
+    "sim": pa.schema([
         pa.field("point_id", pa.string(), nullable=False),
         pa.field("measure", pa.string(), nullable=False),
         pa.field("gamma", pa.int32(), nullable=False),
@@ -36,23 +53,37 @@ SHARD_SCHEMA = pa.schema(
         pa.field("seed_entropy", pa.uint64(), nullable=False),
         pa.field("seed_key", pa.list_(pa.uint32()), nullable=False),
         # accepted-drafts histogram per batch of chains, flattened (batches * (gamma + 1))
-        pa.field("accepted_hist", pa.list_(pa.int64()), nullable=False),
+        pa.field("accepted_hist", _LIST_I64, nullable=False),
         # counts of the first two emitted tokens, flattened (vocab * vocab); empty if unused
-        pa.field("joint2", pa.list_(pa.int64()), nullable=False),
-    ],
-    metadata={b"specsim.schema": b"shard/1"},
-)
+        pa.field("joint2", _LIST_I64, nullable=False),
+    ]),
+    # Exact reference values of one point; a field the point's measure has no value for is null.
+    "exact": pa.schema([
+        pa.field("point_id", pa.string(), nullable=False),
+        pa.field("exact_method", pa.string(), nullable=False),
+        pa.field("tokens_exact", pa.float64()),
+        pa.field("tokens_exact_se", pa.float64()),
+        pa.field("tokens_stationary", pa.float64()),
+        pa.field("accept_rate_exact", pa.float64()),
+        pa.field("accept_fraction_exact", pa.float64()),
+        pa.field("alpha_bar", pa.float64()),
+        pa.field("joint_target", _LIST_F64),
+        pa.field("joint_exact", _LIST_F64),
+        pa.field("tv_exact", pa.float64()),
+        pa.field("tokens_closed_form", pa.float64()),
+    ]),
+}
+SCHEMA_TAG = {kind: f"{kind}/1".encode() for kind in SCHEMAS}
 
 
-class ShardError(RuntimeError):
-    """A shard that is unreadable, of another schema, or from another config."""
+class PointFileError(RuntimeError):
+    """A point file that is unreadable, corrupt, of another schema, or stale."""
 
 
 def versions() -> dict[str, str]:
     return {
         "specsim": specsim.__version__,
         "numpy": np.__version__,
-        "pandas": pd.__version__,
         "pyarrow": pa.__version__,
     }
 
@@ -83,6 +114,8 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
 
 def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str], float_digits: int = 10) -> None:
     """Tidy CSV for machines plus a Markdown twin for people (same stem, ``.md``)."""
+    import pandas as pd
+
     out = df.copy()
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]):
@@ -105,45 +138,79 @@ def to_markdown(df: pd.DataFrame) -> str:
     return "\n".join([head, sep, *rows]) + "\n"
 
 
-def write_shard(path: str | os.PathLike[str], records: list[dict[str, Any]],
-                config_digest: str) -> None:
+def payload_digest(record: dict[str, Any]) -> str:
+    """sha256 of a row's canonical JSON (NaN spelled ``NaN``, keys sorted)."""
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical(record: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
+    """The row as the schema stores it (ints as int, floats as float, lists as lists)."""
+    out: dict[str, Any] = {}
+    for field in schema:
+        v = record.get(field.name)
+        if v is None:
+            out[field.name] = None
+        elif pa.types.is_list(field.type):
+            cast = float if pa.types.is_floating(field.type.value_type) else int
+            out[field.name] = [cast(x) for x in v]
+        elif pa.types.is_floating(field.type):
+            out[field.name] = float(v)
+        elif pa.types.is_integer(field.type):
+            out[field.name] = int(v)
+        else:
+            out[field.name] = str(v)
+    return out
+
+
+def write_point_file(path: str | os.PathLike[str], kind: str, record: dict[str, Any],
+                     point_digest: str) -> None:
+    """One row of ``SCHEMAS[kind]`` with its identity and payload digests, page checksums on."""
+    schema = SCHEMAS[kind]
+    unknown = set(record) - set(schema.names)
+    if unknown:
+        raise ValueError(f"{kind} record has fields outside its schema: {sorted(unknown)}")
+    row = _canonical(record, schema)
     meta = {
-        b"specsim.config_digest": config_digest.encode(),
+        b"specsim.schema": SCHEMA_TAG[kind],
+        b"specsim.point_digest": point_digest.encode(),
+        b"specsim.payload_sha256": payload_digest(row).encode(),
         b"specsim.versions": json.dumps(versions(), sort_keys=True).encode(),
     }
-    schema = SHARD_SCHEMA.with_metadata({**SHARD_SCHEMA.metadata, **meta})
-    table = pa.Table.from_pylist(records, schema=schema)
+    table = pa.Table.from_pylist([row], schema=schema.with_metadata(meta))
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
 
 
-def read_shard(path: str | os.PathLike[str], config_digest: str) -> pa.Table:
-    """Read one shard, refusing a corrupt file, a foreign schema or another config's shard."""
+def read_point_file(path: str | os.PathLike[str], kind: str,
+                    point_digest: str | None) -> dict[str, Any]:
+    """Read and verify one point file; return its row. ``point_digest`` None skips the
+    staleness check (inspection only, never aggregation)."""
+    fix = "delete it and rerun snakemake to regenerate it"
     try:
-        pf = pq.ParquetFile(path)
-        table = pf.read()
-    except (OSError, pa.ArrowException) as err:
-        raise ShardError(f"{path}: not a readable Parquet shard ({err}); delete it and rerun "
-                         f"snakemake to regenerate it") from None
-    meta = table.schema.metadata or {}
-    if meta.get(b"specsim.schema") != b"shard/1":
-        raise ShardError(f"{path}: not a specsim shard/1 file (schema metadata "
-                         f"{meta.get(b'specsim.schema')!r})")
-    if not table.schema.remove_metadata().equals(SHARD_SCHEMA.remove_metadata()):
-        raise ShardError(f"{path}: columns do not match the shard schema:\n{table.schema}")
-    found = meta.get(b"specsim.config_digest", b"").decode()
-    if found != config_digest:
-        raise ShardError(f"{path}: written for config digest {found!r}, but the current config "
-                         f"is {config_digest!r}; rerun snakemake to regenerate stale shards")
-    return table
-
-
-def read_shards(paths: list[str], config_digest: str,
-                check: Callable[[pa.Table, str], None] | None = None) -> pd.DataFrame:
-    tables = []
-    for path in paths:
-        t = read_shard(path, config_digest)
-        if check is not None:
-            check(t, path)
-        tables.append(t)
-    return pa.concat_tables(tables).to_pandas()
+        table = pq.read_table(path, page_checksum_verification=True)
+        meta = table.schema.metadata or {}
+        tag = meta.get(b"specsim.schema")
+        if tag != SCHEMA_TAG[kind]:
+            raise PointFileError(f"{path}: not a specsim {kind}/1 point file (schema tag "
+                                 f"{tag!r}); {fix}")
+        if not table.schema.remove_metadata().equals(SCHEMAS[kind]):
+            raise PointFileError(f"{path}: columns do not match the {kind}/1 schema; {fix}")
+        if table.num_rows != 1:
+            raise PointFileError(f"{path}: {table.num_rows} rows, a point file has one; {fix}")
+        row = table.to_pylist()[0]
+        recorded = meta.get(b"specsim.payload_sha256", b"").decode("ascii")
+        found = meta.get(b"specsim.point_digest", b"").decode("ascii")
+    except PointFileError:
+        raise
+    except (OSError, ValueError, pa.ArrowException, UnicodeDecodeError) as err:
+        # ArrowInvalid/IOError: truncated or bit-flipped pages (CRC), undecodable footer
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise PointFileError(f"{path}: not a readable point file ({reason}); {fix}") from None
+    if payload_digest(row) != recorded:
+        raise PointFileError(f"{path}: content does not match its recorded checksum (corrupt "
+                             f"file); {fix}")
+    if point_digest is not None and found != point_digest:
+        raise PointFileError(f"{path}: written for point digest {found!r}, but this config's "
+                             f"point has digest {point_digest!r} (stale file); {fix}")
+    return row

@@ -6,7 +6,7 @@
 #      scratch working directory (the repo's own results/ are never touched),
 #   4. proves the jobs went through the scheduler: every job id the plugin logged is known to
 #      slurmctld (scontrol), COMPLETED, named by the run and working in the scratch directory, and the
-#      simulate shards were bundled into fewer SLURM jobs (group job),
+#      point jobs were bundled into fewer SLURM jobs (group jobs),
 #   5. runs the same config locally (--workflow-profile workflow/profiles/default) in another scratch
 #      directory and requires every results/tables/*.csv to be byte-identical between the two runs.
 # Every step that can hang runs under `timeout -s INT` (SIGINT lets Snakemake scancel its jobs).
@@ -88,12 +88,12 @@ for id in "${JOB_IDS[@]}"; do
 done
 echo "squeue --states=all --name $RUN_ID:"
 squeue --states=all --name "$RUN_ID" -o '%.8i %.10T %.10M %.4C %.8m %k'
-N_SHARDS=$(find "$WORK/slurm/results/shards" -name 's*.parquet' | wc -l)
-N_GROUP=$(find "$WORK/slurm/logs/slurm" -path '*group_shards*' -name '*.log' | wc -l)
+N_POINTS=$(find "$WORK/slurm/results/sim" -name '*.parquet' | wc -l)
+N_GROUP=$(find "$WORK/slurm/logs/slurm" -path '*group_points*' -name '*.log' | wc -l)
 echo "SLURM job ids: ${JOB_IDS[*]}"
-echo "simulate shards: $N_SHARDS, in $N_GROUP SLURM group job(s)"
-if [ "$N_GROUP" -lt 1 ] || [ "$N_GROUP" -ge "$N_SHARDS" ]; then
-	fail "simulate shards were not grouped ($N_SHARDS shards, $N_GROUP group jobs)"
+echo "grid points: $N_POINTS, in $N_GROUP SLURM group job(s)"
+if [ "$N_GROUP" -lt 1 ] || [ "$N_GROUP" -ge "$N_POINTS" ]; then
+	fail "point jobs were not grouped ($N_POINTS points, $N_GROUP group jobs)"
 fi
 
 say "same config locally (working directory $WORK/local)"

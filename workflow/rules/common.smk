@@ -5,7 +5,8 @@ import sys
 from snakemake.io import report as report_flag
 
 from specsim.config import load_grid
-from specsim.grid import ConfigError
+from specsim.grid import PATH_KEYS, ConfigError
+from specsim.job import describe, to_arg
 from specsim.tables import available_tables
 from specsim.figures import available_figures
 
@@ -17,13 +18,20 @@ except ConfigError as err:
 
 # The package's CLI, run by the interpreter that runs Snakemake (venv need not be activated).
 SPECSIM = f"{shlex.quote(sys.executable)} -m specsim.cli"
-SHARDS = GRID.shards
+# A point's output path, Paramspace style: model~{model}/draft~{draft}/.../measure~{measure}
+POINT = "/".join(f"{key}~{{{key}}}" for key in PATH_KEYS)
 TABLES = available_tables(GRID)
 FIGURES = available_figures(GRID)
 
 
 wildcard_constraints:
-    shard=r"s\d{4}",
+    model=r"[a-z][a-z0-9_]*",
+    draft=r"[^/]+",
+    alpha=r"[^/]+",
+    gamma=r"\d+",
+    temperature=r"[^/]+",
+    rule=r"[a-z][a-z0-9_]*",
+    measure=r"long_run|equivalence",
     table=r"[a-z][a-z0-9_]*",
     figure=r"[a-z][a-z0-9_]*",
 
@@ -33,8 +41,15 @@ localrules:
     gate,
 
 
-def shard_files(wildcards=None):
-    return expand("results/shards/{shard}.parquet", shard=SHARDS)
+def point_files(wildcards=None):
+    """Both files of every grid point (Monte Carlo and exact)."""
+    return [f"results/{kind}/{p.path}.parquet" for p in GRID.points for kind in ("sim", "exact")]
+
+
+def point_job(wildcards):
+    """The point job's description (JSON): its identity, budget, seed, numbers version."""
+    point = GRID.point_at("/".join(f"{key}~{wildcards[key]}" for key in PATH_KEYS))
+    return to_arg(describe(GRID, point))
 
 
 def table_files(wildcards=None):

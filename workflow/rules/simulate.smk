@@ -1,4 +1,6 @@
-# Grid -> simulation shards (Monte Carlo) and exact values, then one per-point table.
+# Grid -> one job per grid point (Monte Carlo + exact reference) -> one per-point table.
+# A point job's only parameter is its description (specsim.job.describe): it reruns when, and
+# only when, that changes. results/grid.json feeds aggregation alone.
 
 
 rule grid:
@@ -17,52 +19,29 @@ rule grid:
         write_json(output[0], {**GRID.to_json(), "versions": versions()})
 
 
-rule simulate:
-    input:
-        "results/grid.json",
+rule point:
     output:
-        "results/shards/{shard}.parquet",
+        sim=f"results/sim/{POINT}.parquet",
+        exact=f"results/exact/{POINT}.parquet",
     log:
-        "logs/simulate/{shard}.log",
-    benchmark:
-        "benchmarks/out/simulate/{shard}.tsv"
+        f"logs/point/{POINT}.log",
     conda:
         "../envs/specsim.yaml"
     threads: 1
     resources:
         mem_mb=500,
-        runtime=30,
+        runtime=10,
     params:
-        specsim=SPECSIM,
+        job=point_job,
     shell:
-        "{params.specsim} simulate --grid {input:q} --shard {wildcards.shard} --out {output:q} 2> {log:q}"
-
-
-rule exact:
-    input:
-        "results/grid.json",
-    output:
-        "results/exact/points.parquet",
-    log:
-        "logs/exact.log",
-    benchmark:
-        "benchmarks/out/exact.tsv"
-    conda:
-        "../envs/specsim.yaml"
-    resources:
-        mem_mb=1000,
-        runtime=30,
-    params:
-        specsim=SPECSIM,
-    shell:
-        "{params.specsim} exact --grid {input:q} --out {output:q} 2> {log:q}"
+        "{SPECSIM} point --job {params.job:q} --sim {output.sim:q} --exact {output.exact:q} "
+        "2> {log:q}"
 
 
 rule collect:
     input:
         grid="results/grid.json",
-        exact="results/exact/points.parquet",
-        shards=shard_files,
+        points=point_files,
     output:
         "results/points.parquet",
     log:
@@ -71,8 +50,6 @@ rule collect:
         "benchmarks/out/collect.tsv"
     conda:
         "../envs/specsim.yaml"
-    params:
-        specsim=SPECSIM,
     shell:
-        "{params.specsim} collect --grid {input.grid:q} --exact {input.exact:q} --out {output:q} "
-        "{input.shards:q} 2> {log:q}"
+        "{SPECSIM} collect --grid {input.grid:q} --results-dir results --out {output:q} "
+        "2> {log:q}"

@@ -1,0 +1,116 @@
+"""One grid point as a self-contained job: what decides whether it reruns, and running it.
+
+A point job needs nothing but its description (:func:`describe`): the point's identity (the
+model's full definition -- including the sha256 of user table files --, α, γ, temperature,
+rule, measure), the budget keys its measure reads, the root seed and :data:`NUMBERS_VERSION`.
+Snakemake passes the description as the job's only parameter, so its params rerun trigger fires
+exactly when one of these changes: adding a point to a study, a draft cost ``c``, the
+significance level or a figure setting never touches another point's files. The description's
+digest is stamped into both output files; aggregation refuses a file whose digest is not its
+point's (:func:`specsim.collect.read_points`), whatever ``--rerun-triggers`` said.
+
+The description travels as JSON on the command line (``specsim point --job ...``); the job
+rebuilds the point from it, re-derives the digest -- which re-hashes any table file -- and
+refuses to run if a file changed since Snakemake planned the job.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import fields
+from typing import Any, TextIO
+
+from specsim.grid import ConfigError, Grid, Point, digest
+from specsim.models import ModelSpec, TableSpec
+
+# Bump when a change to the engine, the models or the exact stage changes any point's numbers:
+# every point file then reruns. tests/test_job.py pins one point's output to this version.
+NUMBERS_VERSION = 1
+
+_LONG_RUN_BUDGET = ("chains", "rounds", "burn_in", "batches")
+_EQUIVALENCE_BUDGET = ("equivalence_trials", "max_enumeration")
+
+
+def budget_keys(point: Point) -> tuple[str, ...]:
+    """The budget keys that shape this point's numbers (simulation and exact reference)."""
+    if point.measure == "equivalence":
+        return _EQUIVALENCE_BUDGET
+    if point.spec.is_markov:  # exact: finite-horizon DP over burn_in + rounds
+        return _LONG_RUN_BUDGET
+    return (*_LONG_RUN_BUDGET, "quadrature_pairs")  # iid: labelled quadrature reference
+
+
+def _spec_fields(spec: ModelSpec) -> dict[str, Any]:
+    out = {f.name: getattr(spec, f.name) for f in fields(spec)}
+    out["other"] = {"special": spec.other.special, "seed": spec.other.seed,
+                    "sharpness": spec.other.sharpness}
+    return out
+
+
+def describe(grid: Grid, point: Point) -> dict[str, Any]:
+    """The job's description and its digest; JSON-serialisable, deterministic."""
+    budget = grid.config["budget"]
+    desc: dict[str, Any] = {
+        "point": {"model": point.model, "spec": _spec_fields(point.spec), "alpha": point.alpha,
+                  "gamma": point.gamma, "temperature": point.temperature, "rule": point.rule,
+                  "measure": point.measure, "knob": point.knob},
+        "budget": {k: budget[k] for k in budget_keys(point)},
+        "seed": int(grid.config["seed"]),
+        "numbers_version": NUMBERS_VERSION,
+    }
+    return desc | {"digest": _digest(point, desc)}
+
+
+def _digest(point: Point, desc: dict[str, Any]) -> str:
+    """What decides reruns: the identity (with table-file hashes), budget, seed, version."""
+    return digest({"identity": point.identity(), "budget": desc["budget"], "seed": desc["seed"],
+                   "numbers_version": desc["numbers_version"]})[:16]
+
+
+def point_from(desc: dict[str, Any]) -> Point:
+    """Rebuild the point; refuse a description whose digest no longer holds (a table file was
+    edited after the DAG was planned, or the description was altered)."""
+    p = desc["point"]
+    kw = dict(p["spec"])
+    kw["other"] = TableSpec(**kw["other"])
+    point = Point(p["model"], ModelSpec(**kw), p["alpha"], int(p["gamma"]),
+                  float(p["temperature"]), p["rule"], p["measure"], p["knob"])
+    if desc.get("numbers_version") != NUMBERS_VERSION:
+        raise ConfigError(f"job for {point.path}: planned for numbers version "
+                          f"{desc.get('numbers_version')}, this specsim is {NUMBERS_VERSION}; "
+                          f"rerun snakemake")
+    found = _digest(point, desc)
+    if found != desc.get("digest"):
+        raise ConfigError(f"job for {point.path}: its identity changed since the DAG was "
+                          f"planned (digest {found} != {desc.get('digest')}, e.g. a table file "
+                          f"was edited); rerun snakemake")
+    return point
+
+
+def run(desc: dict[str, Any], sim_out: str, exact_out: str, log: TextIO) -> None:
+    """Simulate the point and compute its exact reference; write both point files."""
+    from specsim.io import write_point_file
+    from specsim.reference import exact_point
+    from specsim.simulate import simulate_point
+
+    point = point_from(desc)
+    budget = desc["budget"]
+    print(f"point {point.path} (id {point.point_id}, digest {desc['digest']})", file=log,
+          flush=True)
+    t0 = time.perf_counter()
+    sim = simulate_point(point, budget, int(desc["seed"]))
+    t1 = time.perf_counter()
+    ref = exact_point(point, budget, int(desc["seed"]))
+    t2 = time.perf_counter()
+    write_point_file(sim_out, "sim", sim, desc["digest"])
+    write_point_file(exact_out, "exact", ref, desc["digest"])
+    work = (f"{sim['trials']:,} generations" if point.measure == "equivalence"
+            else f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds")
+    print(f"done: {point.measure} point, {work} in {t1 - t0:.2f} s; exact reference "
+          f"({ref['exact_method']}) in {t2 - t1:.2f} s", file=log, flush=True)
+
+
+def to_arg(desc: dict[str, Any]) -> str:
+    """Compact JSON for the command line."""
+    return json.dumps(desc, sort_keys=True, separators=(",", ":"))
