@@ -7,15 +7,25 @@ never a traceback, never a silent change of meaning.
 from __future__ import annotations
 
 import copy
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 from conftest import SCHEMA, TINY
 
-from specsim.config import _path_order, check_config_files, read_config, validate_config
+from specsim.config import (
+    _path_order,
+    check_config_files,
+    load_grid,
+    read_config,
+    validate_config,
+)
 from specsim.grid import ConfigError
+from specsim.models import TableFileError, check_table, load_table, random_table
 
 # --------------------------------------------------------------------------------------------
 # Config files: duplicate keys, unreadable files, one-line messages.
@@ -180,3 +190,184 @@ def test_error_paths_sort_with_mixed_parts() -> None:
     ordered = sorted(paths, key=_path_order)
     assert ordered[:2] == [["latency", 3], ["latency", 10]]  # indices numerically
     assert ordered[-1] == ["models", "stub", "vocab"]  # names after indices
+
+
+# --------------------------------------------------------------------------------------------
+# Table files: every fault of the file is a one-line TableFileError naming it.
+# --------------------------------------------------------------------------------------------
+TABLE = random_table(1, 2.5)
+
+
+@pytest.fixture
+def tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.chdir(tmp_path)
+    load_table.cache_clear()
+    (tmp_path / "t").mkdir()
+    yield tmp_path / "t"
+    load_table.cache_clear()
+
+
+def _npy_bytes(array: np.ndarray, tmp: Path) -> bytes:
+    np.save(tmp / "scratch.npy", array)
+    return (tmp / "scratch.npy").read_bytes()
+
+
+def _with(row: int, col: int, value: float) -> np.ndarray:
+    out = TABLE.copy()
+    out[row, col] = value
+    return out
+
+
+# name -> (file contents from the scratch dir, fragments of the message after the file name)
+NPY_CASES: dict[str, tuple[Callable[[Path], bytes], list[str]]] = {
+    "empty": (lambda d: b"", ["is empty (0 bytes)", "numpy.save"]),
+    "truncated": (lambda d: _npy_bytes(TABLE, d)[:-16],
+                  ["bytes but its header describes", "truncated or corrupt"]),
+    "truncated_header": (lambda d: _npy_bytes(TABLE, d)[:20], ["not a readable .npy file"]),
+    "padded": (lambda d: _npy_bytes(TABLE, d) + b"\0" * 8, ["truncated or corrupt"]),
+    "garbage": (lambda d: b"hello, this is not numpy at all\n", ["not a readable .npy file",
+                                                                  "magic string"]),
+    "pickle": (lambda d: b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00]\x94.",
+               ["not a readable .npy file"]),
+    "npz_zip": (lambda d: b"PK\x03\x04" + b"\0" * 60, ["not a readable .npy file"]),
+    "complex": (lambda d: _npy_bytes(TABLE + 0.5j, d), ["complex numbers", "table.real"]),
+    "complex_zero_imag": (lambda d: _npy_bytes(TABLE.astype(complex), d), ["complex numbers"]),
+    "object": (lambda d: _npy_bytes(TABLE.astype(object), d), ["dtype object, not numbers"]),
+    "strings": (lambda d: _npy_bytes(TABLE.astype(str), d), ["not numbers"]),
+    "bytes": (lambda d: _npy_bytes(TABLE.astype("S8"), d), ["not numbers"]),
+    "structured": (lambda d: _npy_bytes(np.zeros(6, dtype=[("p", "f8")]), d), ["not numbers"]),
+    "booleans": (lambda d: _npy_bytes(np.eye(6, dtype=bool), d), ["booleans"]),
+    "datetime": (lambda d: _npy_bytes(np.zeros((2, 2), dtype="M8[s]"), d), ["not numbers"]),
+    "one_d": (lambda d: _npy_bytes(TABLE[0], d), ["shape (6,)", "2-D"]),
+    "three_d": (lambda d: _npy_bytes(TABLE[None], d), ["shape (1, 6, 6)", "2-D"]),
+    "scalar": (lambda d: _npy_bytes(np.float64(1.0), d), ["shape ()", "2-D"]),
+    "nan": (lambda d: _npy_bytes(_with(3, 3, np.nan), d), ["non-finite entry nan at row 3, "
+                                                           "column 3"]),
+    "inf": (lambda d: _npy_bytes(_with(0, 5, np.inf), d), ["non-finite entry inf at row 0, "
+                                                           "column 5"]),
+    "negative": (lambda d: _npy_bytes(_with(2, 1, -0.25), d), ["negative entry -0.25 at row 2, "
+                                                               "column 1"]),
+    "huge_header_shape": (lambda d: _npy_bytes(TABLE, d).replace(b"(6, 6)", b"(9999999, 9)"),
+                          ["truncated or corrupt"]),
+}
+
+CSV_CASES: dict[str, tuple[bytes, list[str]]] = {
+    "empty": (b"", ["holds no numbers"]),
+    "only_comments": (b"# nothing here\n\n   \n", ["holds no numbers"]),
+    "non_numeric": (b"0.5,0.5\n0.5,half\n", ["line 2, column 2: 'half' is not a number"]),
+    "underscore": (b"0.5,0.5\n1_0,0\n", ["line 2, column 1: '1_0' is not a number"]),
+    "empty_cell": (b"0.5,\n0.5,0.5\n", ["line 1, column 2: '' is not a number"]),
+    "semicolons": (b"0.5;0.5\n0.5;0.5\n", ["line 1, column 1: '0.5;0.5' is not a number"]),
+    "nul_byte": (b"0.5,0.5\x00\n0.5,0.5\n", ["line 1, column 2", "is not a number"]),
+    "ragged": (b"0.5,0.5\n\n0.2,0.3,0.5\n", ["line 3 has 3 values but line 1 has 2"]),
+    "not_utf8": (b"0.5,0.5\n\xff\xfe,0.5\n", ["not UTF-8 text (byte 8 cannot be decoded)"]),
+    "utf16": ("0.5,0.5\n0.5,0.5\n".encode("utf-16"), ["not UTF-8 text"]),
+    "nan": (b"0.5,0.5\n0.5,NaN\n", ["non-finite entry nan at row 1, column 1"]),
+    "inf": (b"0.5,0.5\n-inf,0.5\n", ["non-finite entry -inf at row 1, column 0"]),
+    "negative": (b"1.5,-0.5\n0.5,0.5\n", ["negative entry -0.5 at row 0, column 1"]),
+}
+
+
+@pytest.mark.parametrize("name", list(NPY_CASES))
+def test_bad_npy_files_are_refused_naming_the_file(tables: Path, name: str) -> None:
+    make, fragments = NPY_CASES[name]
+    path = tables / f"{name}.npy"
+    path.write_bytes(make(tables))
+    _assert_refused(f"t/{name}.npy", fragments)
+
+
+@pytest.mark.parametrize("name", list(CSV_CASES))
+def test_bad_csv_files_are_refused_naming_the_file(tables: Path, name: str) -> None:
+    content, fragments = CSV_CASES[name]
+    (tables / f"{name}.csv").write_bytes(content)
+    _assert_refused(f"t/{name}.csv", fragments)
+
+
+def _assert_refused(rel: str, fragments: list[str]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. numpy's ComplexWarning must not be the only sign
+        with pytest.raises(TableFileError) as info:
+            load_table(rel)
+    message = str(info.value)
+    assert "\n" not in message, message
+    assert message.startswith(f"{rel!r}"), message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+def test_a_single_value_csv_is_refused_as_a_table(tables: Path) -> None:
+    (tables / "one.csv").write_text("1\n")  # read as a (1, 1) array
+    with pytest.raises(TableFileError, match=r"square \(V, V\) array with V >= 2"):
+        check_table(load_table("t/one.csv"), "models.mine", "target")
+
+
+@pytest.mark.parametrize(("array", "name"), [
+    (TABLE, "float64"),
+    (TABLE.astype(">f8"), "big_endian"),
+    (np.asfortranarray(TABLE), "fortran_order"),
+    (np.eye(6, dtype=np.int64), "integers"),
+    (np.eye(6, dtype=np.uint8), "unsigned"),
+    (TABLE.astype(np.float32), "float32"),
+])
+def test_good_npy_files_load_exactly(tables: Path, array: np.ndarray, name: str) -> None:
+    np.save(tables / f"{name}.npy", array)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = load_table(f"t/{name}.npy")
+    assert loaded.dtype == np.float64
+    assert loaded.shape == array.shape
+    assert np.array_equal(loaded, array.astype(np.float64))
+
+
+def test_good_csv_files_load_exactly(tables: Path) -> None:
+    np.savetxt(tables / "plain.csv", TABLE, delimiter=",", fmt="%.17g")
+    assert np.array_equal(load_table("t/plain.csv"), TABLE)
+    text = (tables / "plain.csv").read_text().replace("\n", "\r\n")
+    (tables / "crlf.csv").write_bytes(b"\xef\xbb\xbf# rows = contexts\r\n\r\n" + text.encode())
+    assert np.array_equal(load_table("t/crlf.csv"), TABLE)
+    (tables / "spaces.csv").write_text(" 1 , 0.0 # first\n\n+0.25,.75\n5e-1,5E-1\n")
+    assert load_table("t/spaces.csv").tolist() == [[1.0, 0.0], [0.25, 0.75], [0.5, 0.5]]
+
+
+def test_rows_off_and_empty_rows_are_still_refused_by_check_table() -> None:
+    off = TABLE.copy()
+    off[2] *= 1 + 1e-8
+    with pytest.raises(TableFileError, match=r"row 2 of the draft table sums to .*not 1"):
+        check_table(off, "models.mine", "draft")
+    within = TABLE.copy()
+    within[2] *= 1 + 1e-12
+    check_table(within, "models.mine", "draft")
+    empty = TABLE.copy()
+    empty[4] = 0.0
+    with pytest.raises(TableFileError, match=r"row 4 of the draft table has no mass"):
+        check_table(empty, "models.mine", "draft")
+
+
+@pytest.mark.parametrize(("table", "fragment"), [
+    (TABLE + 0j, "complex numbers"),
+    (TABLE.astype(str), "not numbers"),
+    (TABLE.astype(object), "not numbers"),
+    (np.eye(6, dtype=bool), "booleans"),
+    ([[1.0, 0.0], [0.0, 1.0, 0.0]], "not a rectangular array"),
+    ([[0.5, 0.5], [0.5, np.nan]], "non-finite entry nan at row 1, column 1"),
+])
+def test_check_table_refuses_what_is_not_a_real_table(table: Any, fragment: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TableFileError) as info:
+            check_table(table, "models.mine", "draft")
+    assert str(info.value).startswith("models.mine: the draft table")
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_bad_table_through_the_config_is_a_one_line_config_error(tables: Path) -> None:
+    (tables / "draft.npy").write_bytes(b"")
+    np.save(tables / "target.npy", TABLE)
+    cfg = copy.deepcopy(BASE)
+    cfg["models"]["mine"] = {"family": "custom", "vocab": 6, "target_file": "t/target.npy",
+                             "draft": {"kind": "file", "file": "t/draft.npy"}}
+    with pytest.raises(ConfigError) as info:
+        load_grid(cfg, SCHEMA)
+    assert str(info.value) == ("models.mine.draft.file: 't/draft.npy' is empty (0 bytes); save "
+                               "the table again with numpy.save")
