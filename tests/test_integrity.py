@@ -7,16 +7,22 @@ never a traceback, never a silent change of meaning.
 from __future__ import annotations
 
 import copy
+import os
+import stat
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from conftest import SCHEMA, TINY
 
+import specsim.io
 from specsim.config import (
     _path_order,
     check_config_files,
@@ -25,6 +31,7 @@ from specsim.config import (
     validate_config,
 )
 from specsim.grid import ConfigError
+from specsim.io import atomic_path, write_table, write_text
 from specsim.models import TableFileError, check_table, load_table, random_table
 
 # --------------------------------------------------------------------------------------------
@@ -371,3 +378,67 @@ def test_a_bad_table_through_the_config_is_a_one_line_config_error(tables: Path)
         load_grid(cfg, SCHEMA)
     assert str(info.value) == ("models.mine.draft.file: 't/draft.npy' is empty (0 bytes); save "
                                "the table again with numpy.save")
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs: the mode a new file would get under the user's umask, text as UTF-8.
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(params=[0o022, 0o002, 0o077], ids=["umask022", "umask002", "umask077"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_outputs_get_the_umask_mode(tmp_path: Path, umask: int) -> None:
+    expected = 0o666 & ~umask
+    write_text(tmp_path / "a" / "note.txt", "hello\n")
+    write_table(pd.DataFrame({"x": [1.0, 2.0]}), tmp_path / "a" / "table.csv")
+    with atomic_path(tmp_path / "a" / "raw.bin") as tmp:
+        tmp.write_bytes(b"\0")
+    for name in ("note.txt", "table.csv", "table.md", "raw.bin"):
+        assert _mode(tmp_path / "a" / name) == expected, (name, oct(_mode(tmp_path / "a" / name)))
+    assert {0o644: umask == 0o022, 0o664: umask == 0o002, 0o600: umask == 0o077}[expected]
+
+
+def test_rewriting_a_file_resets_its_mode_to_the_umask_mode(tmp_path: Path, umask: int) -> None:
+    path = tmp_path / "note.txt"
+    path.write_text("old\n")
+    path.chmod(0o600)
+    write_text(path, "new\n")
+    assert _mode(path) == 0o666 & ~umask
+    assert path.read_text() == "new\n"
+
+
+def test_umask_is_read_without_proc_too(tmp_path: Path, umask: int,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert specsim.io._umask() == umask
+    monkeypatch.setattr(specsim.io, "_PROC_STATUS", tmp_path / "no-such-status")
+    assert specsim.io._umask() == umask
+    write_text(tmp_path / "note.txt", "x\n")
+    assert _mode(tmp_path / "note.txt") == 0o666 & ~umask
+    assert os.umask(umask) == umask  # the fallback restored it
+
+
+def test_a_failed_write_leaves_neither_file_nor_temporary(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), atomic_path(tmp_path / "out.txt") as tmp:
+        tmp.write_text("partial")
+        raise RuntimeError("writer failed")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_text_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """Under an ASCII locale (no UTF-8 mode, no locale coercion) text is still UTF-8."""
+    out = tmp_path / "alpha.md"
+    code = ("import sys; from specsim.io import write_text; "
+            "write_text(sys.argv[1], '\\u03b1 = 0.8 \\u2014 \\u03b2\\n')")  # ASCII source
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0",
+           "PYTHONCOERCECLOCALE": "0"}
+    subprocess.run([sys.executable, "-c", code, str(out)], env=env, check=True, timeout=120)
+    assert out.read_bytes() == "α = 0.8 — β\n".encode()
