@@ -88,15 +88,40 @@ def versions() -> dict[str, str]:
     }
 
 
+_PROC_STATUS = Path("/proc/self/status")  # Linux >= 4.7 reports the umask here
+
+
+def _umask() -> int:
+    """The process umask, read from /proc on Linux so no other thread sees it change.
+
+    Elsewhere it is read the only portable way, by setting it and restoring it at once.
+    """
+    try:
+        for line in _PROC_STATUS.read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
+
+    ``mkstemp`` creates the temporary file 0600; before the rename it gets the mode any new
+    file would get, ``0o666 & ~umask``, so outputs stay readable by the group/others the user
+    allows (0644 under umask 022, 0664 under 002).
+    """
     dest = Path(path)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):
@@ -104,8 +129,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` atomically as UTF-8 with ``\\n`` line ends, whatever the locale/platform."""
     with atomic_path(path) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8", newline="\n")
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:

@@ -15,6 +15,8 @@ at the same temperature ``T`` (``T > 0`` divides the logits by ``T``; ``T = 0`` 
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -155,8 +157,30 @@ def file_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _refuse_dtype(dtype: np.dtype[Any], where: str) -> None:
+    """Only real numbers (floats, integers) are tables; say what else was found and the fix."""
+    if dtype.kind in "fiu":
+        return
+    if dtype.kind == "c":
+        what = "complex numbers; save the real part (table.real) if that is the table"
+    elif dtype.kind == "b":
+        what = "booleans, not probabilities; save table.astype(float) if that is the table"
+    else:
+        what = f"dtype {dtype}, not numbers; save a float array with numpy.save"
+    raise TableFileError(f"{where} holds {what}")
+
+
+def _refuse_bad_entries(t: FloatArray, where: str) -> None:
+    """Refuse NaN/inf and negative entries of a 2-D table, naming the first one's position."""
+    for bad, what in ((~np.isfinite(t), "non-finite"), (t < 0, "negative")):
+        if bad.any():
+            r, c = map(int, np.argwhere(bad)[0])
+            raise TableFileError(f"{where} has a {what} entry {t[r, c]} at row {r}, column {c}; "
+                                 f"every entry must be a probability in [0, 1]")
+
+
 def check_table(table: Any, name: str, role: str) -> FloatArray:
-    """Validate a user table: square, finite, non-negative, rows summing to one.
+    """Validate a user table: real numbers, square, finite, non-negative, rows summing to one.
 
     Semantics (as production implementations): q(x) = 0 where p(x) > 0 is allowed -- the draft
     never proposes x and the residual norm(max(p - q, 0)) supplies that mass on a rejection.
@@ -164,19 +188,17 @@ def check_table(table: Any, name: str, role: str) -> FloatArray:
     is a target row with no mass. Rows are used exactly as given (bit for bit), so they must sum
     to one within 1e-9 -- a CSV written with 17 significant digits does.
     """
-    t = np.asarray(table, dtype=np.float64)
+    try:
+        arr = np.asarray(table)
+    except ValueError as err:  # ragged nested lists
+        raise TableFileError(f"{name}: the {role} table is not a rectangular array "
+                             f"({err})") from None
+    _refuse_dtype(arr.dtype, f"{name}: the {role} table")
+    t = np.asarray(arr, dtype=np.float64)
     if t.ndim != 2 or t.shape[0] != t.shape[1] or t.shape[0] < 2:
         raise TableFileError(f"{name}: the {role} table must be a square (V, V) array with "
                              f"V >= 2, got shape {t.shape}")
-    bad = ~np.isfinite(t)
-    if bad.any():
-        r, c = map(int, np.argwhere(bad)[0])
-        raise TableFileError(f"{name}: the {role} table has a non-finite entry {t[r, c]} at "
-                             f"row {r}, column {c}")
-    if (t < 0).any():
-        r, c = map(int, np.argwhere(t < 0)[0])
-        raise TableFileError(f"{name}: the {role} table has a negative entry {t[r, c]} at "
-                             f"row {r}, column {c}")
+    _refuse_bad_entries(t, f"{name}: the {role} table")
     sums = t.sum(axis=1)
     empty = np.flatnonzero(sums == 0)
     if empty.size:
@@ -192,18 +214,100 @@ def check_table(table: Any, name: str, role: str) -> FloatArray:
     return t
 
 
+def _read_npy(full: Path, where: str) -> NDArray[Any]:
+    """A .npy file's array, read by its header alone: never unpickled, never over-allocated.
+
+    The header's shape and dtype must account for the file's size exactly, so an empty,
+    truncated or padded file is refused before any data is read.
+    """
+    with full.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise TableFileError(f"{where} is empty (0 bytes); save the table again with "
+                                 f"numpy.save")
+        try:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"unsupported .npy format version {version}")
+        except ValueError as err:
+            raise TableFileError(f"{where} is not a readable .npy file ({err}); save the table "
+                                 f"with numpy.save") from None
+        _refuse_dtype(dtype, where)
+        nbytes = math.prod(shape) * dtype.itemsize
+        if size != f.tell() + nbytes:
+            raise TableFileError(f"{where} has {size} bytes but its header describes "
+                                 f"{f.tell() + nbytes} (shape {shape}, {dtype}); the file is "
+                                 f"truncated or corrupt -- save the table again with numpy.save")
+        data = np.frombuffer(f.read(nbytes), dtype=dtype)
+    return data.reshape(shape, order="F" if fortran else "C")
+
+
+# One CSV cell: a decimal number (or nan/inf, refused later with its position), spaces around.
+_CSV_CELL = r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)\s*"
+_CSV_ROW = re.compile(rf"{_CSV_CELL}(?:,{_CSV_CELL})*", re.IGNORECASE)
+_CSV_CELL_RE = re.compile(_CSV_CELL, re.IGNORECASE)
+
+
+def _read_csv(full: Path, where: str) -> FloatArray:
+    """Comma-separated decimal numbers, one row per line; '#' comments and blank lines skipped.
+
+    Strict where numpy is lenient: every cell must be a plain decimal number (no '1_000', no
+    empty cells), every row must have the same number of cells, the text must be UTF-8.
+    """
+    try:
+        text = full.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise TableFileError(f"{where} is not UTF-8 text (byte {err.start} cannot be decoded); "
+                             f"save it as UTF-8 comma-separated numbers") from None
+    rows: list[list[str]] = []
+    first = 0
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        body = line.split("#", 1)[0]
+        if not body.strip():
+            continue
+        cells = body.split(",")
+        if not _CSV_ROW.fullmatch(body):
+            col, cell = next((i, c) for i, c in enumerate(cells, start=1)
+                             if not _CSV_CELL_RE.fullmatch(c))
+            raise TableFileError(f"{where}: line {lineno}, column {col}: {cell.strip()[:24]!r} "
+                                 f"is not a number; write only comma-separated decimal numbers")
+        if not rows:
+            first = lineno
+        elif len(cells) != len(rows[0]):
+            raise TableFileError(f"{where}: line {lineno} has {len(cells)} values but line "
+                                 f"{first} has {len(rows[0])}; every row needs one value per "
+                                 f"token")
+        rows.append(cells)
+    if not rows:
+        raise TableFileError(f"{where} holds no numbers; write one comma-separated row of "
+                             f"next-token probabilities per token")
+    return np.array(rows, dtype=np.float64)
+
+
 @lru_cache(maxsize=64)
 def load_table(path: str) -> FloatArray:
-    """Read a .npy (no pickles) or comma-separated .csv table from the working directory."""
+    """Read a 2-D table of finite, non-negative reals from a .npy or comma-separated .csv file.
+
+    The path must pass :func:`check_path`. Every fault of the file itself (unreadable, empty,
+    truncated, not numbers, complex, boolean, not 2-D, NaN/inf, negative) is a one-line
+    :class:`TableFileError` naming the file; :func:`check_table` then checks it as a table.
+    """
     full = check_path(path)
+    where = repr(path)
     try:
-        if full.suffix == ".npy":
-            data = np.load(full, allow_pickle=False)
-        else:
-            data = np.loadtxt(full, delimiter=",", ndmin=2)
-    except (OSError, ValueError) as err:
-        raise TableFileError(f"{path!r}: cannot read a numeric table ({err})") from None
-    return np.asarray(data, dtype=np.float64)
+        data = _read_npy(full, where) if full.suffix == ".npy" else _read_csv(full, where)
+    except OSError as err:
+        raise TableFileError(f"{where} cannot be read ({err.strerror})") from None
+    if data.ndim != 2:
+        raise TableFileError(f"{where} holds an array of shape {data.shape}; a table is a 2-D "
+                             f"(V, V) array, one row per token")
+    table = data.astype(np.float64)
+    _refuse_bad_entries(table, where)
+    return table
 
 
 @dataclass(frozen=True)
