@@ -4,7 +4,7 @@ import sys
 
 from snakemake.io import report as report_flag
 
-from specsim.config import load_grid
+from specsim.config import check_config_files, load_grid
 from specsim.grid import PATH_KEYS, ConfigError
 from specsim.job import describe, to_arg
 from specsim.tables import available_tables
@@ -12,6 +12,7 @@ from specsim.figures import available_figures
 
 # The JSON schema (defaults filled in) plus cross-field checks, before any job runs.
 try:
+    check_config_files([str(path) for path in workflow.configfiles])  # e.g. duplicate keys
     GRID = load_grid(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as err:
     sys.exit(f"config error: {err}")
@@ -43,7 +44,11 @@ localrules:
 
 def point_files(wildcards=None):
     """Both files of every grid point (Monte Carlo and exact)."""
-    return [f"results/{kind}/{p.path}.parquet" for p in GRID.points for kind in ("sim", "exact")]
+    return [
+        f"results/{kind}/{p.path}.parquet"
+        for p in GRID.points
+        for kind in ("sim", "exact")
+    ]
 
 
 def point_job(wildcards):
