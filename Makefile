@@ -55,6 +55,7 @@ report: run  ## browsable HTML report of every figure, with captions
 
 bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; then the DAG's timings
 	$(PY) benchmarks/bench_engine.py
+	$(PY) benchmarks/bench_dag.py
 
 readme-figures: run  ## refresh the committed copies of the key figures shown in README.md
 	$(PY) -c "from specsim.figures import copy_readme_figures as c; c('results/figures', 'docs/figures')"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,15 @@ def _load_grid(path: str):  # type: ignore[no-untyped-def]
     from specsim.grid import Grid
 
     return Grid.from_json(json.loads(Path(path).read_text()))
+
+
+def put_on_path() -> None:
+    """Put the directory of the running interpreter -- where pip installed the ``specsim``
+    command beside it -- first on PATH, so Snakemake's shell jobs run this installation's
+    ``specsim`` whether or not the venv is activated, and no absolute path enters a rule."""
+    here = os.path.dirname(sys.executable)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != here:
+        os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", "")])
 
 
 class _NoPandas:

@@ -37,6 +37,7 @@ MEASURES = ("long_run", "equivalence")
 EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
 # A point's output path, Paramspace style: one `key~value` directory level per parameter.
 PATH_KEYS = ("model", "draft", "alpha", "gamma", "temperature", "rule", "measure")
+POINT_REGEX = "/".join(f"{key}~[^/~]+" for key in PATH_KEYS)  # Snakemake's {point} wildcard
 
 
 class ConfigError(ValueError):
@@ -103,7 +104,7 @@ class Point:
     @property
     def path(self) -> str:
         """Relative path stem under ``results/sim/`` and ``results/exact/``."""
-        return "/".join(f"{k}~{v}" for k, v in self.path_params.items())
+        return point_path(self.path_params)
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -120,6 +121,12 @@ class Point:
             "path": self.path,
             "spec": self.spec.to_dict(),
         }
+
+
+def point_path(params: Any) -> str:
+    """``model~m/draft~d/.../measure~x`` from a mapping of :data:`PATH_KEYS` to strings (a
+    point's values, Snakemake wildcards, or ``{key}`` placeholders for the rule's pattern)."""
+    return "/".join(f"{key}~{params[key]}" for key in PATH_KEYS)
 
 
 def digest(obj: Any) -> str:

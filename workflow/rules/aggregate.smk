@@ -16,8 +16,7 @@ rule tables:
     conda:
         "../envs/specsim.yaml"
     params:
-        specsim=SPECSIM,
         names=TABLES,
     shell:
-        "{params.specsim} tables --grid {input.grid:q} --points {input.points:q} "
+        "specsim tables --grid {input.grid:q} --points {input.points:q} "
         "--out-dir results/tables {params.names} 2> {log:q}"

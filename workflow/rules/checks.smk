@@ -15,10 +15,8 @@ rule checks:
         "logs/checks.log",
     conda:
         "../envs/specsim.yaml"
-    params:
-        specsim=SPECSIM,
     shell:
-        "{params.specsim} checks --grid {input.grid:q} --tables-dir results/tables --out {output:q} "
+        "specsim checks --grid {input.grid:q} --tables-dir results/tables --out {output:q} "
         "2> {log:q}"
 
 
@@ -31,7 +29,5 @@ rule gate:
         "logs/gate.log",
     conda:
         "../envs/specsim.yaml"
-    params:
-        specsim=SPECSIM,
     shell:
-        "{params.specsim} gate --checks {input:q} --out {output:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"
+        "specsim gate --checks {input:q} --out {output:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"

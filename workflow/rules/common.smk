@@ -1,11 +1,11 @@
 # Everything that is not a rule: validation, the grid, target lists, wildcard constraints.
-import shlex
 import sys
 
 from snakemake.io import report as report_flag
 
+from specsim.cli import put_on_path
 from specsim.config import check_config_files, load_grid
-from specsim.grid import PATH_KEYS, ConfigError
+from specsim.grid import POINT_REGEX, ConfigError
 from specsim.job import describe, to_arg
 from specsim.tables import available_tables
 from specsim.figures import available_figures
@@ -17,22 +17,16 @@ try:
 except ConfigError as err:
     sys.exit(f"config error: {err}")
 
-# The package's CLI, run by the interpreter that runs Snakemake (venv need not be activated).
-SPECSIM = f"{shlex.quote(sys.executable)} -m specsim.cli"
-# A point's output path, Paramspace style: model~{model}/draft~{draft}/.../measure~{measure}
-POINT = "/".join(f"{key}~{{{key}}}" for key in PATH_KEYS)
+# Jobs run the `specsim` command installed beside the Python that runs Snakemake (the pinned
+# .venv; it need not be activated). On a cluster each job starts Snakemake again, which does the
+# same. No absolute path enters a rule, a parameter or the report.
+put_on_path()
 TABLES = available_tables(GRID)
 FIGURES = available_figures(GRID)
 
 
 wildcard_constraints:
-    model=r"[a-z][a-z0-9_]*",
-    draft=r"[^/]+",
-    alpha=r"[^/]+",
-    gamma=r"\d+",
-    temperature=r"[^/]+",
-    rule=r"[a-z][a-z0-9_]*",
-    measure=r"long_run|equivalence",
+    point=POINT_REGEX,
     table=r"[a-z][a-z0-9_]*",
     figure=r"[a-z][a-z0-9_]*",
 
@@ -43,18 +37,14 @@ localrules:
 
 
 def point_files(wildcards=None):
-    """Both files of every grid point (Monte Carlo and exact)."""
-    return [
-        f"results/{kind}/{p.path}.parquet"
-        for p in GRID.points
-        for kind in ("sim", "exact")
-    ]
+    """The Monte Carlo file of every grid point (its job also writes the exact file; a job
+    with a missing output reruns, so listing one of the two is enough and halves DAG work)."""
+    return [f"results/sim/{p.path}.parquet" for p in GRID.points]
 
 
 def point_job(wildcards):
     """The point job's description (JSON): its identity, budget, seed, numbers version."""
-    point = GRID.point_at("/".join(f"{key}~{wildcards[key]}" for key in PATH_KEYS))
-    return to_arg(describe(GRID, point))
+    return to_arg(describe(GRID, GRID.point_at(wildcards.point)))
 
 
 def table_files(wildcards=None):

@@ -16,8 +16,7 @@ rule figures:
     conda:
         "../envs/specsim.yaml"
     params:
-        specsim=SPECSIM,
         names=FIGURES,
     shell:
-        "{params.specsim} figures --grid {input.grid:q} --tables-dir results/tables "
+        "specsim figures --grid {input.grid:q} --tables-dir results/tables "
         "--out-dir results/figures {params.names} 2> {log:q}"

@@ -19,29 +19,27 @@ rule grid:
         write_json(output[0], {**GRID.to_json(), "versions": versions()})
 
 
+# One wildcard, {point} = model~<m>/draft~<d>/alpha~<a>/gamma~<g>/temperature~<t>/rule~<r>/
+# measure~<x>: every job costs Snakemake a few ms per wildcard and resource to plan, and grids run
+# to 10^4 points. Memory and runtime for schedulers are set per profile (workflow/profiles/slurm).
 rule point:
     output:
-        sim=f"results/sim/{POINT}.parquet",
-        exact=f"results/exact/{POINT}.parquet",
+        sim="results/sim/{point}.parquet",
+        exact="results/exact/{point}.parquet",
     log:
-        f"logs/point/{POINT}.log",
-    conda:
-        "../envs/specsim.yaml"
+        "logs/point/{point}.log",
     threads: 1
-    resources:
-        mem_mb=500,
-        runtime=10,
     params:
         job=point_job,
     shell:
-        "{SPECSIM} point --job {params.job:q} --sim {output.sim:q} --exact {output.exact:q} "
+        "specsim point --job {params.job:q} --sim {output.sim:q} --exact {output.exact:q} "
         "2> {log:q}"
 
 
 rule collect:
     input:
         grid="results/grid.json",
-        points=point_files,
+        points=point_files,  # the sim files; their job writes the exact twin beside each
     output:
         "results/points.parquet",
     log:
@@ -51,5 +49,5 @@ rule collect:
     conda:
         "../envs/specsim.yaml"
     shell:
-        "{SPECSIM} collect --grid {input.grid:q} --results-dir results --out {output:q} "
+        "specsim collect --grid {input.grid:q} --results-dir results --out {output:q} "
         "2> {log:q}"
