@@ -12,7 +12,9 @@ from specsim.figures import available_figures
 
 # The JSON schema (defaults filled in) plus cross-field checks, before any job runs.
 try:
-    check_config_files([str(path) for path in workflow.configfiles])  # e.g. duplicate keys
+    check_config_files(
+        [str(path) for path in workflow.configfiles]
+    )  # e.g. duplicate keys
     GRID = load_grid(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as err:
     sys.exit(f"config error: {err}")
@@ -38,7 +40,8 @@ localrules:
 
 def point_files(wildcards=None):
     """The Monte Carlo file of every grid point (its job also writes the exact file; a job
-    with a missing output reruns, so listing one of the two is enough and halves DAG work)."""
+    with a missing output reruns, so listing one of the two is enough and halves DAG work).
+    """
     return [f"results/sim/{p.path}.parquet" for p in GRID.points]
 
 
