@@ -33,12 +33,18 @@ round starts at the last emitted token.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal, cast, get_args
+from typing import Final, cast, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from specsim.models import residual
+from specsim.verify import (
+    Rule,
+    acceptance_probability,
+    rejection_distribution,
+    residual,
+    rule_spec,
+)
 
 __all__ = [
     "RULES",
@@ -64,7 +70,6 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-Rule = Literal["correct", "greedy", "no_resample", "continue"]
 RULES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
 
 _ROW_SUM_TOL: Final = 1e-9
@@ -238,7 +243,7 @@ def residual_table(P: ArrayLike, Q: ArrayLike) -> FloatArray:
 
 
 def _residual(P: FloatArray, Q: FloatArray) -> FloatArray:
-    return residual(P, Q)
+    return residual(P, Q)  # specsim.verify.residual: the one residual
 
 
 @dataclass(frozen=True)
@@ -252,16 +257,18 @@ class _Kernels:
 
 
 def _kernels(P: FloatArray, Q: FloatArray, rule: Rule) -> _Kernels:
-    if rule == "greedy":
-        onehot = np.zeros_like(P)
-        onehot[np.arange(P.shape[0]), np.argmax(P, axis=1)] = 1.0
-        acc = Q * onehot
+    """Per row (context, or position) of P, Q (..., V): the rule's accept step as masses
+    q(x) a(x) with a = :func:`specsim.verify.acceptance_probability` (written min(p, q) for the
+    ratio rules, which is q min(1, p/q) without rounding), and its rejection distribution."""
+    spec = rule_spec(rule)
+    if spec.accept == "argmax":
+        acc = Q * acceptance_probability(P, Q, rule)
         rej = Q - acc
     else:
         acc = np.minimum(P, Q)  # q[x] * min(1, p[x]/q[x])
         rej = np.maximum(Q - P, 0.0)  # q[x] - min(p[x], q[x])
-    final = P if rule == "no_resample" else _residual(P, Q)
-    return _Kernels(acc=acc, rej=rej, rho=rej.sum(axis=1), final=final)
+    final = rejection_distribution(P, Q, rule)
+    return _Kernels(acc=acc, rej=rej, rho=rej.sum(axis=-1), final=final)
 
 
 @dataclass(frozen=True)
