@@ -52,6 +52,7 @@ __all__ = [
     "accept",
     "acceptance_probability",
     "check_round",
+    "check_rows",
     "first_rejection",
     "rejection_distribution",
     "residual",
@@ -259,50 +260,56 @@ def _first_bad(mask: NDArray[np.bool_]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
-def check_round(p: ArrayLike, q: ArrayLike, row_tol: float = ROW_TOL
-                ) -> tuple[FloatArray, FloatArray]:
-    """Validate one round's rows and return them as float64, each divided by its sum.
+def check_rows(a: ArrayLike, name: str, row_tol: float = ROW_TOL) -> FloatArray:
+    """Validate probability rows (..., V) and return them as float64, each divided by its sum.
 
-    p must have shape (..., γ+1, V) and q (..., γ, V) with the same leading axes and V;
-    entries finite and >= 0; every row must sum to 1 within ``row_tol`` (default 1e-4: float32
-    softmax output passes, logits or unnormalised scores do not). Rows within the tolerance are
-    renormalised, so the round is Alg. 1 for exactly norm(p), norm(q). Raises ValueError.
+    Entries must be finite and >= 0 and every row must sum to 1 within ``row_tol`` (default
+    1e-4: float32 softmax output passes, logits or unnormalised scores do not). Rows within the
+    tolerance are renormalised (a row summing to exactly 1 is unchanged, bit for bit). Raises
+    ValueError with a one-line message naming ``name`` and the first offending index.
     """
-    arrays = []
-    for name, a in (("p", p), ("q", q)):
-        try:
-            arr = np.asarray(a, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be an array of probabilities") from None
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have at least 2 axes (..., positions, V), "
-                             f"got shape {arr.shape}")
-        arrays.append(arr)
-    pa, qa = arrays
-    if pa.shape[-1] != qa.shape[-1] or pa.shape[-1] == 0:
-        raise ValueError(f"p and q must share a non-empty vocabulary axis: p {pa.shape}, "
-                         f"q {qa.shape}")
-    if pa.shape[:-2] != qa.shape[:-2] or pa.shape[-2] != qa.shape[-2] + 1:
-        raise ValueError(f"p must be (..., γ+1, V) and q (..., γ, V) with the same leading "
-                         f"axes: got p {pa.shape}, q {qa.shape}")
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of probabilities") from None
+    if arr.ndim < 1 or arr.shape[-1] == 0:
+        raise ValueError(f"{name} must have a non-empty last (vocabulary) axis, "
+                         f"got shape {arr.shape}")
     if not 0.0 <= row_tol < 1.0:
         raise ValueError(f"row_tol must lie in [0, 1), got {row_tol!r}")
-    out = []
-    for name, arr in (("p", pa), ("q", qa)):
-        if not np.isfinite(arr).all():
-            i = _first_bad(~np.isfinite(arr))
-            raise ValueError(f"{name} has a non-finite entry {arr[i]} at index {i}")
-        if (arr < 0).any():
-            i = _first_bad(arr < 0)
-            raise ValueError(f"{name} has a negative entry {arr[i]} at index {i}")
-        s = arr.sum(axis=-1, keepdims=True)
-        off = np.abs(s[..., 0] - 1.0) > row_tol
-        if off.any():
-            i = _first_bad(off)
-            raise ValueError(f"row {i} of {name} sums to {s[i][0]:.9g}, not 1 (row_tol="
-                             f"{row_tol}); pass probabilities, e.g. softmax(logits)")
-        out.append(arr / s)
-    return out[0], out[1]
+    if not np.isfinite(arr).all():
+        i = _first_bad(~np.isfinite(arr))
+        raise ValueError(f"{name} has a non-finite entry {arr[i]} at index {i}")
+    if (arr < 0).any():
+        i = _first_bad(arr < 0)
+        raise ValueError(f"{name} has a negative entry {arr[i]} at index {i}")
+    s = arr.sum(axis=-1, keepdims=True)
+    off = np.abs(s[..., 0] - 1.0) > row_tol
+    if off.any():
+        i = _first_bad(off)
+        raise ValueError(f"row {i} of {name} sums to {s[i][0]:.9g}, not 1 (row_tol={row_tol}); "
+                         f"pass probabilities, e.g. softmax(logits)")
+    return np.asarray(arr / s, dtype=np.float64)
+
+
+def check_round(p: ArrayLike, q: ArrayLike, row_tol: float = ROW_TOL
+                ) -> tuple[FloatArray, FloatArray]:
+    """Validate one round's rows (:func:`check_rows`) and their shapes: p (..., γ+1, V) and
+    q (..., γ, V) with the same leading axes and V. Returns both renormalised, float64."""
+    shapes = []
+    for name, a in (("p", p), ("q", q)):
+        shape = np.shape(a)
+        if len(shape) < 2:
+            raise ValueError(f"{name} must have at least 2 axes (..., positions, V), "
+                             f"got shape {shape}")
+        shapes.append(shape)
+    sp, sq = shapes
+    if sp[-1] != sq[-1]:
+        raise ValueError(f"p and q must share the vocabulary axis: p {sp}, q {sq}")
+    if sp[:-2] != sq[:-2] or sp[-2] != sq[-2] + 1:
+        raise ValueError(f"p must be (..., γ+1, V) and q (..., γ, V) with the same leading "
+                         f"axes: got p {sp}, q {sq}")
+    return check_rows(p, "p", row_tol), check_rows(q, "q", row_tol)
 
 
 def _check_tokens(draft_tokens: ArrayLike, shape: tuple[int, ...], vocab: int) -> IntArray:
