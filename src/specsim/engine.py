@@ -6,14 +6,9 @@ in one (simulated) target call, stop at the first rejection and emit a residual 
 Sampling is by inverse CDF from uniforms (:mod:`specsim.sampling`), so a round consumes exactly
 2γ+1 uniforms per chain: u[i] draws draft i, u[γ+i] tests it, u[2γ] draws the final token.
 
-The four acceptance rules reproduce the from-scratch program's ``verify_round``; their
-semantics, the acceptance test and the residual live in :mod:`specsim.verify` (``RULES``):
-
-* ``correct``      accept x with probability min(1, p(x)/q(x)); on rejection sample from
-                   norm(max(p - q, 0)) (p itself when that residual has no mass).
-* ``greedy``       BREAK: accept iff x is the target's argmax; on rejection sample the residual.
-* ``no_resample``  BREAK: on rejection sample from p instead of the residual.
-* ``continue``     BREAK: after the residual token keep emitting the rest of the drafted tokens.
+The four rules -- ``correct`` and the seed program's deliberate breakages ``greedy``,
+``no_resample`` and ``continue`` (its ``verify_round``) -- are defined once, with their accept
+step and rejection distribution, in :data:`specsim.verify.RULES`.
 
 The i.i.d. path hands its drafted round to :func:`specsim.verify.verify_uniforms`; the Markov
 path keeps its own loops for speed but tabulates the same pieces per (context, token) cell:
