@@ -1,18 +1,19 @@
 """The speculative-sampling engine, vectorised over independent chains.
 
-One call to a ``*_round`` function plays one round of Leviathan et al. 2022, Algorithm 1, for
-every chain at once: draft γ tokens with the draft model, verify all γ positions in one
-(simulated) target call, stop at the first rejection and emit a residual (or bonus) token.
-Sampling is by inverse CDF from uniforms, so a round consumes exactly 2γ+1 uniforms per chain.
+One call to a ``*_round`` function plays one round of Leviathan et al. 2022 (arXiv 2211.17192),
+Algorithm 1, for every chain at once: draft γ tokens with the draft model, verify all γ positions
+in one (simulated) target call, stop at the first rejection and emit a residual (or bonus) token.
+Sampling is by inverse CDF from uniforms (:mod:`specsim.sampling`), so a round consumes exactly
+2γ+1 uniforms per chain: u[i] draws draft i, u[γ+i] tests it, u[2γ] draws the final token.
 
-The four acceptance rules reproduce the from-scratch program's ``verify_round``:
+The four rules -- ``correct`` and the seed program's deliberate breakages ``greedy``,
+``no_resample`` and ``continue`` (its ``verify_round``) -- are defined once, with their accept
+step and rejection distribution, in :data:`specsim.verify.RULES`.
 
-* ``correct``      accept x with probability min(1, p(x)/q(x)); on rejection sample from
-                   norm(max(p - q, 0)) (p itself when that residual has no mass).
-* ``greedy``       BREAK: accept iff x is the target's argmax; on rejection sample the residual.
-* ``no_resample``  BREAK: on rejection sample from p instead of the residual.
-* ``continue``     BREAK: after the residual token keep emitting the rest of the drafted tokens.
-
+The i.i.d. path hands its drafted round to :func:`specsim.verify.verify_uniforms`; the Markov
+path keeps its own loops for speed but tabulates the same pieces per (context, token) cell:
+:func:`specsim.verify.acceptance_probability` (a chain accepts iff u < the cell) and
+:func:`specsim.verify.residual`, chosen by the rule's ``on_rejection``.
 Loops run over draft positions and rounds, never over chains.
 """
 
@@ -20,115 +21,30 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from specsim.models import FloatArray, ModelSpec, iid_pairs, residual
+from specsim.models import FloatArray, ModelSpec, iid_pairs
+from specsim.sampling import (
+    IntArray,
+    TableSampler,
+    inverse_cdf_rows,
+    normalised_cdf,
+)
+from specsim.verify import (
+    RULE_NAMES,
+    Rule,
+    acceptance_probability,
+    first_rejection,
+    residual,
+    rule_spec,
+    verify_uniforms,
+)
 
-Rule = Literal["correct", "greedy", "no_resample", "continue"]
-RULES: tuple[Rule, ...] = ("correct", "greedy", "no_resample", "continue")
-IntArray = NDArray[np.intp]
+RULES: tuple[Rule, ...] = RULE_NAMES
 
 CHUNK = 1 << 14  # chains advanced together; bounds memory at any number of chains or rounds
-
-
-def normalised_cdf(probs: FloatArray) -> FloatArray:
-    """Cumulative sums along the last axis, divided by the total so the last entry is exactly 1.
-
-    Dividing (rather than overwriting the last entry with 1) keeps zero-probability trailing
-    tokens at zero width, so inverse-CDF sampling never returns them.
-    """
-    c = np.cumsum(probs, axis=-1)
-    return c / c[..., -1:]
-
-
-def inverse_cdf_rows(cdf: FloatArray, u: FloatArray) -> IntArray:
-    """Sample one index per row of ``cdf`` (..., V) from uniforms ``u`` (...): #{k: cdf_k <= u}."""
-    v = cdf.shape[-1]
-    return np.minimum((cdf <= u[..., None]).sum(axis=-1), v - 1)
-
-
-class TableSampler:
-    """Exact inverse-CDF sampling from many rows of one table, vectorised over chains.
-
-    A guide table (Chen & Asau's indexed search) splits [0, 1) into M = 2^k equal buckets.
-    M grows (within a memory cap) until no bucket holds more than one *distinct* CDF value;
-    then each bucket stores that value ``thr`` and the two tokens on either side of it, and a
-    draw is one lookup and one comparison. Where the cap is reached first, a bucket stores the
-    range of CDF indices a uniform in it can land on and vectorised bisection finishes the
-    search. Either way the result is exactly ``#{k: cdf_k <= u}`` -- the token
-    ``searchsorted(cdf, u, 'right')`` returns -- because M is a power of two and ``floor(u*M)``
-    is exact. Zero-probability tokens have zero-width cells and are never returned.
-    """
-
-    MAX_ENTRIES = 1 << 22  # guide-table cap (rows * M)
-
-    def __init__(self, table: FloatArray, m_min: int = 4) -> None:
-        rows, v = table.shape
-        cdf = normalised_cdf(np.asarray(table, dtype=np.float64))
-        self.v = v
-        self.cdf = cdf.ravel()
-        m = 1 << max(2, int(np.ceil(np.log2(max(4 * v, m_min)))))
-        while True:
-            distinct = self._max_distinct(cdf, m)
-            if distinct <= 1 or rows * m * 2 > self.MAX_ENTRIES:
-                break
-            m *= 2
-        self.m = m
-        edges = np.arange(m + 1) / m
-        lo = np.empty((rows, m), dtype=np.intp)
-        hi = np.empty((rows, m), dtype=np.intp)
-        for r in range(rows):  # table construction only; sampling has no Python loop
-            lo[r] = np.searchsorted(cdf[r], edges[:-1], side="right")
-            hi[r] = np.searchsorted(cdf[r], edges[1:], side="left")
-        hi = np.minimum(hi, v - 1)
-        self.single = distinct <= 1
-        if self.single:
-            # the one CDF value inside the bucket (if any) and the token just past it
-            thr = cdf[np.arange(rows)[:, None], np.minimum(lo, v - 1)]
-            after = np.empty_like(lo)
-            for r in range(rows):
-                after[r] = np.searchsorted(cdf[r], thr[r], side="right")
-            self.thr = thr.ravel()
-            self.below = lo.astype(np.int32).ravel()
-            self.above = np.minimum(after, v - 1).astype(np.int32).ravel()
-            self.steps = 1 if distinct == 1 else 0  # 0: every breakpoint on a bucket edge
-        else:
-            self.lo = lo.astype(np.int32).ravel()
-            self.hi = hi.astype(np.int32).ravel()
-            span = int((hi - lo).max(initial=0))
-            self.steps = int(np.ceil(np.log2(span + 1))) if span > 0 else 0
-
-    @staticmethod
-    def _max_distinct(cdf: FloatArray, m: int) -> int:
-        """Most distinct CDF values strictly inside one bucket (m/M, (m+1)/M), over all rows."""
-        worst = 0
-        for row in cdf:
-            vals = np.unique(row[(row > 0) & (row < 1)])
-            inner = vals[vals * m != np.floor(vals * m)]  # values on an edge change nothing inside
-            if inner.size:
-                worst = max(worst, int(np.bincount(np.floor(inner * m).astype(np.intp)).max()))
-        return worst
-
-    def __call__(self, rows: IntArray, u: FloatArray) -> IntArray:
-        bucket = rows * self.m + (u * self.m).astype(np.intp)
-        if self.single:
-            if self.steps == 0:
-                return self.below[bucket].astype(np.intp)
-            return np.where(u >= self.thr[bucket], self.above[bucket],
-                            self.below[bucket]).astype(np.intp)
-        lo = self.lo[bucket].astype(np.intp)
-        if self.steps == 0:
-            return lo
-        hi = self.hi[bucket].astype(np.intp)
-        for _ in range(self.steps):
-            mid = (lo + hi) >> 1
-            right = self.cdf[rows * self.v + mid] <= u
-            lo = np.where(right, mid + 1, lo)
-            hi = np.where(right, hi, mid)
-        return lo
 
 
 @dataclass(frozen=True)
@@ -145,7 +61,7 @@ class RoundResult:
 
     def tokens(self, rule: Rule) -> IntArray:
         """Tokens emitted this round (``continue`` keeps the drafts after a rejection)."""
-        if rule == "continue":
+        if rule_spec(rule).keep_drafts:
             return np.where(self.n_accepted < self.gamma, self.gamma, self.gamma + 1)
         return self.n_accepted + 1
 
@@ -155,19 +71,9 @@ class RoundResult:
 
     def next_context(self, rule: Rule) -> IntArray:
         """Last emitted token: the context the next round starts from."""
-        if rule == "continue":
+        if rule_spec(rule).keep_drafts:
             return np.where(self.n_accepted < self.gamma - 1, self.x[-1], self.final)
         return self.final
-
-
-def first_rejection(accept: NDArray[np.bool_]) -> IntArray:
-    """Number of leading accepted positions per chain (γ when all were accepted)."""
-    alive = accept[0].copy()
-    n_acc = alive.astype(np.intp)
-    for row in accept[1:]:
-        alive &= row
-        n_acc += alive
-    return n_acc
 
 
 class MarkovKernel:
@@ -180,14 +86,27 @@ class MarkovKernel:
         self.p = np.ascontiguousarray(target, dtype=np.float64)
         self.q = np.ascontiguousarray(draft, dtype=np.float64)
         self.size = target.shape[0]
-        # min(1, p/q) per (context, token) cell: the seed's accept_prob; q = 0 is never drafted.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.ratio = np.where(self.q > 0, np.minimum(1.0, self.p / self.q), 0.0).ravel()
-        self.argmax_p = self.p.argmax(axis=1)
+        # Accept probability per (context, token) cell and accept step ("ratio": min(1, p/q),
+        # the seed's accept_prob; "argmax": one-hot greedy); a chain accepts iff u < the cell.
+        self.accept_prob = {spec.accept: acceptance_probability(self.p, self.q, name).ravel()
+                            for name, spec in ((r, rule_spec(r)) for r in ("correct", "greedy"))}
         self.draft_sampler = TableSampler(self.q)
-        # Final-token table: rows [0, S) sample p (bonus / no_resample), rows [S, 2S) the residual.
-        self.final_sampler = TableSampler(np.vstack([self.p, residual(self.p, self.q)]))
+        self.final_sampler = TableSampler(self._final_rows())
         self._build_encoded()
+
+    def _final_rows(self) -> FloatArray:
+        """Final-token table: rows [0, S) are p (bonus, and the rejection token of rules that
+        sample p), rows [S, 2S) the residual (the rejection token of the other rules)."""
+        return np.vstack([self.p, residual(self.p, self.q)])
+
+    def _final_row(self, stop: IntArray, rejected: NDArray[np.bool_], rule: Rule,
+                   unit: int = 1) -> IntArray:
+        """Row of :meth:`_final_rows` (times ``unit``, the encoded row width) to sample at the
+        stopping contexts: offset by S where the round stopped at a rejection and the rule's
+        rejection distribution is the residual."""
+        if rule_spec(rule).on_rejection == "target":
+            return stop
+        return stop + (self.size * unit) * rejected
 
     def _build_encoded(self) -> None:
         """Tables for :meth:`advance`: tokens carried as ``token * M`` (M = 2^k buckets).
@@ -204,7 +123,7 @@ class MarkovKernel:
         if q.m != m:
             q = TableSampler(self.q, m_min=m)
         if f.m != m:
-            f = TableSampler(np.vstack([self.p, residual(self.p, self.q)]), m_min=m)
+            f = TableSampler(self._final_rows(), m_min=m)
         if not (q.single and f.single and q.m == f.m == m):
             return
         s = self.size
@@ -212,12 +131,11 @@ class MarkovKernel:
         self.q_thr, self.f_thr = q.thr, f.thr
         self.q_above, self.q_below = q.above.astype(np.intp) * m, q.below.astype(np.intp) * m
         self.f_above, self.f_below = f.above.astype(np.intp) * m, f.below.astype(np.intp) * m
-        ratio = np.zeros((s, m))
-        ratio[:, : s] = self.ratio.reshape(s, s)
-        self.ratio_enc = ratio.ravel()
-        amax = np.full((s, m), -1, dtype=np.intp)
-        amax[:, 0] = self.argmax_p * m
-        self.argmax_enc = amax.ravel()
+        self.accept_enc = {}
+        for kind, table in self.accept_prob.items():
+            enc = np.zeros((s, m))
+            enc[:, :s] = table.reshape(s, s)
+            self.accept_enc[kind] = enc.ravel()
 
     def encode(self, tokens: IntArray) -> IntArray:
         """Token -> the state :meth:`advance` carries (token * M, or the token itself)."""
@@ -242,18 +160,13 @@ class MarkovKernel:
             b[i + 1] = np.where(u[i] >= self.q_thr[bucket], self.q_above[bucket],
                                 self.q_below[bucket])
         ctx, x = b[:-1], b[1:]
-        if rule == "greedy":
-            accept = x == self.argmax_enc[ctx]
-        else:
-            accept = u[gamma : 2 * gamma] < self.ratio_enc[ctx + (x >> self.shift)]
-        n_acc = first_rejection(accept)
-        stop = b.ravel()[n_acc * n + np.arange(n)]
-        if rule != "no_resample":
-            stop += (self.size * m) * (n_acc < gamma)
+        table = self.accept_enc[rule_spec(rule).accept]
+        n_acc = first_rejection(u[gamma : 2 * gamma] < table[ctx + (x >> self.shift)], axis=0)
+        stop = b.ravel()[n_acc * n + np.arange(n)]  # encoded: row offsets scale by M too
         last = u[2 * gamma]
-        bucket = stop + (last * m).astype(np.intp)
+        bucket = self._final_row(stop, n_acc < gamma, rule, m) + (last * m).astype(np.intp)
         final = np.where(last >= self.f_thr[bucket], self.f_above[bucket], self.f_below[bucket])
-        if rule == "continue":
+        if rule_spec(rule).keep_drafts:
             final = np.where(n_acc < gamma - 1, b[gamma], final)
         return n_acc, final
 
@@ -267,14 +180,10 @@ class MarkovKernel:
             xs[i + 1] = self.draft_sampler(xs[i], u[i])
         x = xs[1:]
         cell = xs[:-1] * v + x  # (context, drafted token) of every position
-        if rule == "greedy":
-            accept = x == self.argmax_p[xs[:-1]]
-        else:
-            accept = u[gamma : 2 * gamma] < self.ratio[cell]
-        n_acc = first_rejection(accept)
+        table = self.accept_prob[rule_spec(rule).accept]
+        n_acc = first_rejection(u[gamma : 2 * gamma] < table[cell], axis=0)
         stop = xs.ravel()[n_acc * n + np.arange(n)]  # context of the stopping position
-        row = stop if rule == "no_resample" else stop + v * (n_acc < gamma)
-        final = self.final_sampler(row, u[2 * gamma])
+        final = self.final_sampler(self._final_row(stop, n_acc < gamma, rule), u[2 * gamma])
         return RoundResult(x, n_acc, final)
 
 
@@ -346,28 +255,13 @@ def iid_round(
     ``positions`` is γ+1 (a fresh pair per position) or 1 (one pair for the whole round, the
     notebook's ``speculative_step``). Drafts do not depend on context, so all γ are drawn at once.
     """
-    n, npos, _ = p.shape
+    npos = p.shape[1]
     pos = np.minimum(np.arange(gamma + 1), npos - 1)
     q_draft = q[:, pos[:gamma]]  # (n, γ, V)
     p_all = p[:, pos]  # (n, γ+1, V)
-    x = inverse_cdf_rows(normalised_cdf(q_draft), u[:gamma].T).T  # (γ, n)
-    px = np.take_along_axis(p_all[:, :gamma], x.T[..., None], axis=2)[..., 0].T
-    qx = np.take_along_axis(q_draft, x.T[..., None], axis=2)[..., 0].T
-    if rule == "greedy":
-        accept = x == p_all[:, :gamma].argmax(axis=2).T
-    else:
-        accept = u[gamma : 2 * gamma] * qx < px
-    n_acc = first_rejection(accept)
-    rejected = n_acc < gamma
-    chains = np.arange(n)
-    p_stop = p_all[chains, n_acc]
-    if rule == "no_resample":
-        dist = p_stop
-    else:
-        q_stop = q_draft[chains, np.minimum(n_acc, gamma - 1)]
-        dist = np.where(rejected[:, None], residual(p_stop, q_stop), p_stop)
-    final = inverse_cdf_rows(normalised_cdf(dist), u[2 * gamma])
-    return RoundResult(x, n_acc, final)
+    x = inverse_cdf_rows(normalised_cdf(q_draft), u[:gamma].T)  # (n, γ)
+    res = verify_uniforms(p_all, q_draft, x, rule, u[gamma : 2 * gamma].T, u[2 * gamma])
+    return RoundResult(x.T, res.accepted, res.final)
 
 
 def long_run_iid(

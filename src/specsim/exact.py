@@ -4,7 +4,7 @@ Sources: Leviathan, Kalman & Matias 2022, "Fast Inference from Transformers via 
 Decoding" (arXiv 2211.17192), cited below as [L]; Chen et al. 2023, "Accelerating Large
 Language Model Decoding with Speculative Sampling" (arXiv 2302.01318), cited as [C].
 
-Three layers:
+Four layers:
 
 1. Closed forms of [L] Section 3 (i.i.d. acceptance with rate ``alpha``), numpy-broadcasting.
 2. An exact forward dynamic programme over one speculative round for Markov tables ``P``
@@ -14,6 +14,8 @@ Three layers:
    law of the round-start chain the exact long-run rates.
 3. The exact joint law of the first ``n`` emitted tokens (lossless check, [L] Thm 3.5 /
    [C] Thm 1), compared with the target's own law.
+4. The exact law of one round of :func:`specsim.verify.verify` on given per-position rows
+   (:func:`verify_law`), or on rows that depend on the drafted prefix (:func:`verify_law_tree`).
 
 Round semantics (the seed program's ``verify_round``): from start context ``s`` the draft
 proposes ``x_1..x_gamma`` autoregressively from ``Q``; position ``i`` (0-based) is tested in
@@ -32,19 +34,30 @@ round starts at the last emitted token.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Literal, cast, get_args
+from typing import Final, cast, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from specsim.models import residual
+from specsim.verify import (
+    ROW_TOL,
+    Rule,
+    acceptance_probability,
+    check_round,
+    check_rows,
+    rejection_distribution,
+    residual,
+    rule_spec,
+)
 
 __all__ = [
     "RULES",
     "LongRun",
     "RoundLaw",
     "Rule",
+    "VerifyLaw",
     "arithmetic_operations",
     "break_even_c",
     "context_acceptance",
@@ -59,12 +72,13 @@ __all__ = [
     "table1_rows",
     "target_joint",
     "tv",
+    "verify_law",
+    "verify_law_tree",
     "walltime_improvement",
 ]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-Rule = Literal["correct", "greedy", "no_resample", "continue"]
 RULES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
 
 _ROW_SUM_TOL: Final = 1e-9
@@ -238,7 +252,7 @@ def residual_table(P: ArrayLike, Q: ArrayLike) -> FloatArray:
 
 
 def _residual(P: FloatArray, Q: FloatArray) -> FloatArray:
-    return residual(P, Q)
+    return residual(P, Q)  # specsim.verify.residual: the one residual
 
 
 @dataclass(frozen=True)
@@ -252,16 +266,18 @@ class _Kernels:
 
 
 def _kernels(P: FloatArray, Q: FloatArray, rule: Rule) -> _Kernels:
-    if rule == "greedy":
-        onehot = np.zeros_like(P)
-        onehot[np.arange(P.shape[0]), np.argmax(P, axis=1)] = 1.0
-        acc = Q * onehot
+    """Per row (context, or position) of P, Q (..., V): the rule's accept step as masses
+    q(x) a(x) with a = :func:`specsim.verify.acceptance_probability` (written min(p, q) for the
+    ratio rules, which is q min(1, p/q) without rounding), and its rejection distribution."""
+    spec = rule_spec(rule)
+    if spec.accept == "argmax":
+        acc = Q * acceptance_probability(P, Q, rule)
         rej = Q - acc
     else:
         acc = np.minimum(P, Q)  # q[x] * min(1, p[x]/q[x])
         rej = np.maximum(Q - P, 0.0)  # q[x] - min(p[x], q[x])
-    final = P if rule == "no_resample" else _residual(P, Q)
-    return _Kernels(acc=acc, rej=rej, rho=rej.sum(axis=1), final=final)
+    final = rejection_distribution(P, Q, rule)
+    return _Kernels(acc=acc, rej=rej, rho=rej.sum(axis=-1), final=final)
 
 
 @dataclass(frozen=True)
@@ -555,3 +571,161 @@ def horizon_average(
         accepted_per_round=float(w @ law.mean_accepted),
         trials_per_round=float(w @ law.trials),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. one round on given rows: the exact law of specsim.verify
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VerifyLaw:
+    """Exact law of one round of :func:`specsim.verify.verify` ([L] Alg. 1 or a broken rule).
+
+    Leading axes (if any) are those of the inputs; then, with N the number of accepted drafts:
+
+    accepted[..., k]     P(N = k), k = 0..gamma.
+    n_emitted[..., m]    P(m tokens emitted), m = 0..gamma+1 (index 0 is always 0).
+    final[..., k, y]     P(N = k and the token the round draws -- the rejection token for
+                         k < gamma, the bonus token for k = gamma -- is y).
+    emitted[..., j, y]   P(the j-th emitted token of the round is y), j = 0..gamma; row j sums
+                         to P(n_emitted > j). For ``correct`` it is P(N >= j) p_j ([L] Thm 3.5
+                         position by position), so ``first_token`` is p_0 exactly.
+    """
+
+    rule: Rule
+    gamma: int
+    accepted: FloatArray
+    n_emitted: FloatArray
+    final: FloatArray
+    emitted: FloatArray
+
+    @property
+    def first_token(self) -> FloatArray:
+        """Law of the round's first emitted token (always emitted): emitted[..., 0, :]."""
+        return np.asarray(self.emitted[..., 0, :])
+
+    @property
+    def mean_accepted(self) -> FloatArray | float:
+        return _out(self.accepted @ np.arange(self.gamma + 1, dtype=np.float64))
+
+    @property
+    def mean_emitted(self) -> FloatArray | float:
+        return _out(self.n_emitted @ np.arange(self.gamma + 2, dtype=np.float64))
+
+
+def verify_law(p: ArrayLike, q: ArrayLike, rule: str = "correct",
+               row_tol: float = ROW_TOL) -> VerifyLaw:
+    """Exact law of one verification round with fixed rows ([L] Alg. 1, [C] Alg. 2).
+
+    ``p`` (..., gamma+1, V) and ``q`` (..., gamma, V) as for :func:`specsim.verify.verify`,
+    validated and renormalised the same way (:func:`specsim.verify.check_round`), with the
+    drafts x_i ~ q_i drawn independently: row i does not depend on the drafted prefix (the
+    i.i.d. setting of [L] Sec. 3.1 when all rows are equal; see :func:`verify_law_tree` for
+    prefix-dependent rows). With acc_i = q_i a_i (a from the rule's accept step), beta_i =
+    sum acc_i and R_k = prod_{i<k} beta_i: P(N = k) = R_k (1 - beta_k) for k < gamma and
+    P(N = gamma) = R_gamma ([L] Eq. 1 when beta_i = alpha). O(gamma V) per round.
+    """
+    r = _check_rule(rule)
+    spec = rule_spec(r)
+    pa, qa = check_round(p, q, row_tol)
+    g = qa.shape[-2]
+    k = _kernels(pa[..., :g, :], qa, r)  # rows (..., gamma, V)
+    reach = np.concatenate([np.ones((*qa.shape[:-2], 1)), np.cumprod(k.acc.sum(axis=-1), -1)],
+                           axis=-1)  # (..., gamma+1): P(N >= k)
+    stop = reach[..., :g] * k.rho  # P(N = k), k < gamma
+    accepted = np.concatenate([stop, reach[..., g:]], axis=-1)
+    final = np.concatenate([stop[..., None] * k.final, reach[..., g:, None] * pa[..., g:, :]],
+                           axis=-2)
+    emitted = final.copy()
+    emitted[..., :g, :] += reach[..., :g, None] * k.acc
+    n_emitted = np.zeros((*accepted.shape[:-1], g + 2))
+    if spec.keep_drafts:  # after a rejection at k < j the j-th token is the draft x_j ~ q_j
+        below = np.cumsum(accepted, axis=-1) - accepted  # P(N < j)
+        emitted[..., :g, :] += below[..., :g, None] * qa
+        n_emitted[..., g] = stop.sum(axis=-1)
+        n_emitted[..., g + 1] = accepted[..., g]
+    else:
+        n_emitted[..., 1:] = accepted
+    return VerifyLaw(r, g, accepted, n_emitted, final, emitted)
+
+
+def verify_law_tree(
+    target: Callable[[tuple[int, ...]], ArrayLike],
+    draft: Callable[[tuple[int, ...]], ArrayLike],
+    gamma: int,
+    rule: str = "correct",
+    row_tol: float = ROW_TOL,
+    max_rows: int = 1_000_000,
+) -> VerifyLaw:
+    """Exact law of one round whose rows depend on the drafted prefix, by enumerating it.
+
+    ``target(prefix)`` is the target's next-token row (V,) after the drafted tokens ``prefix``
+    (a tuple of 0..gamma ints; ``()`` is the round's first position) and ``draft(prefix)`` the
+    draft's (prefix of 0..gamma-1 ints): what an autoregressive draft and target give ([L]
+    Alg. 1 with the rows M_q(x_<i), M_p(x_<i)). The round is a tree: depth-first over the
+    accepted prefixes (only tokens with acceptance mass are expanded), plus, for ``continue``,
+    the drafts that follow a rejection. The work is at most sum_k V^k rows; more than
+    ``max_rows`` calls raise ValueError. With rows that ignore the prefix this equals
+    :func:`verify_law`; with Markov tables it equals :func:`round_law` (tests check both).
+    """
+    r = _check_rule(rule)
+    spec = rule_spec(r)
+    g = int(gamma)
+    if g != gamma or g < 0:
+        raise ValueError(f"gamma must be an integer >= 0, got {gamma!r}")
+    calls = 0
+    laws: dict[str, FloatArray] = {}
+
+    def row(fn: Callable[[tuple[int, ...]], ArrayLike], name: str,
+            prefix: tuple[int, ...]) -> FloatArray:
+        nonlocal calls
+        calls += 1
+        if calls > max_rows:
+            raise ValueError(f"the round's tree needs more than max_rows={max_rows} rows")
+        out = check_rows(fn(prefix), f"{name}{prefix}", row_tol)
+        if out.ndim != 1:
+            raise ValueError(f"{name}{prefix} must be one row (V,), got shape {out.shape}")
+        if not laws:
+            v = out.shape[0]
+            laws.update(accepted=np.zeros(g + 1), final=np.zeros((g + 1, v)),
+                        emitted=np.zeros((g + 1, v)))
+        elif out.shape[0] != laws["final"].shape[1]:
+            raise ValueError(f"{name}{prefix} has {out.shape[0]} entries, not "
+                             f"V={laws['final'].shape[1]}")
+        return out
+
+    def drafts_after(prefix: tuple[int, ...], mass: float) -> None:
+        """``continue``: the drafts after a rejection are emitted as drawn from q."""
+        j = len(prefix)
+        q_j = row(draft, "draft", prefix)
+        laws["emitted"][j] += mass * q_j
+        if j + 1 < g:
+            for x in np.flatnonzero(q_j):
+                drafts_after((*prefix, int(x)), mass * q_j[x])
+
+    def visit(prefix: tuple[int, ...], mass: float) -> None:
+        i = len(prefix)
+        p_i = row(target, "target", prefix)
+        if i == g:  # every draft accepted: the bonus token
+            laws["accepted"][g] += mass
+            laws["final"][g] += mass * p_i
+            laws["emitted"][g] += mass * p_i
+            return
+        k = _kernels(p_i, row(draft, "draft", prefix), r)
+        stop = mass * float(k.rho)
+        laws["accepted"][i] += stop
+        laws["final"][i] += stop * k.final
+        laws["emitted"][i] += mass * k.acc + stop * k.final
+        if spec.keep_drafts and i + 1 < g:
+            for x in np.flatnonzero(k.rej):
+                drafts_after((*prefix, int(x)), mass * k.rej[x])
+        for x in np.flatnonzero(k.acc):
+            visit((*prefix, int(x)), mass * k.acc[x])
+
+    visit((), 1.0)
+    accepted = laws["accepted"]
+    n_emitted = np.zeros(g + 2)
+    if spec.keep_drafts:
+        n_emitted[g], n_emitted[g + 1] = accepted[:g].sum(), accepted[g]
+    else:
+        n_emitted[1:] = accepted
+    return VerifyLaw(r, g, accepted, n_emitted, laws["final"], laws["emitted"])

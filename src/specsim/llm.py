@@ -53,10 +53,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from specsim import exact, stats
-from specsim.engine import inverse_cdf_rows, normalised_cdf, residual
 from specsim.intensity import Device, TransformerShape, pass_cost, ridge_macs_per_byte
 from specsim.models import softmax as softmax_table
 from specsim.realtext import best_time, seed_for, verify
+from specsim.sampling import StackedRowSampler, sample_rows
+from specsim.verify import accept, rejection_distribution, rule_spec
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -386,8 +387,8 @@ Draft = ModelDraft | NGramDraft
 
 
 def sample(p: FloatArray, u: float) -> int:
-    """Inverse-CDF draw (the engine's sampler) from one distribution."""
-    return int(inverse_cdf_rows(normalised_cdf(p[None, :]), np.array([u]))[0])
+    """Inverse-CDF draw (:func:`specsim.sampling.sample_rows`) from one distribution."""
+    return int(sample_rows(p[None, :], np.array([u]))[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -731,28 +732,23 @@ def speculative_table(lab: Lab, costs: pd.DataFrame, alphas: pd.DataFrame) -> pd
 # ---------------------------------------------------------------------------------------------
 # Lossless check on the real model
 # ---------------------------------------------------------------------------------------------
-def _row_sampler(rows: FloatArray) -> Callable[[IntArray, FloatArray], IntArray]:
-    """Inverse-CDF draws from many rows at once: row r's CDF is shifted by r into one
-    increasing array, so one searchsorted serves every chain (#{k: cdf_k <= u} per row)."""
-    m, v = rows.shape
-    flat = (normalised_cdf(rows) + np.arange(m)[:, None]).ravel()
-
-    def draw(which: IntArray, u: FloatArray) -> IntArray:
-        k = np.searchsorted(flat, which + u, side="right") - which * v
-        return np.minimum(k, v - 1)
-
-    return draw
+_row_sampler = StackedRowSampler  # the old name (tests)
 
 
 def _alg1_position(p: FloatArray, q: FloatArray, which: IntArray, u: FloatArray,
                    rule: str) -> tuple[IntArray, NDArray[np.bool_]]:
     """One drafted position of [L] Alg. 1 for chains whose contexts are rows ``which`` of
-    p, q (m, V): x ~ q, accept iff u1 q(x) < p(x), else draw from norm(max(p - q, 0)) (the
-    correct rule) or from p (``no_resample``, a broken rule kept to show the test's power)."""
-    x = _row_sampler(q)(which, u[0])
-    accept = u[1] * q[which, x] < p[which, x]
-    fallback = residual(p, q) if rule == "correct" else p
-    return np.where(accept, x, _row_sampler(fallback)(which, u[2])), accept
+    p, q (m, V): x ~ q, then the verification core's test (:func:`specsim.verify.accept`,
+    u1 q(x) < p(x)) and, on rejection, a draw from the rule's rejection distribution
+    (:func:`specsim.verify.rejection_distribution`: the residual for ``correct``, p for
+    ``no_resample``, a broken rule kept to show the test's power). Rows are gathered by index,
+    never copied per chain (V = 49152)."""
+    if rule_spec(rule).accept != "ratio":
+        raise ValueError(f"rule {rule!r}: one position of Alg. 1 needs a ratio-test rule")
+    x = StackedRowSampler(q)(which, u[0])
+    ok = accept(u[1], p[which, x], q[which, x])
+    fallback = StackedRowSampler(rejection_distribution(p, q, rule))
+    return np.where(ok, x, fallback(which, u[2])), ok
 
 
 def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e-3
@@ -803,7 +799,7 @@ def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e
             known = np.flatnonzero(r < m)
             t2, _ = _alg1_position(p2, q2, r[known], u[3:6, known], rule)
             if s.lossless_gamma == 1:  # accepted: the bonus token comes from p(. | h t1)
-                bonus = _row_sampler(p2)(r[known], u[6, known])
+                bonus = StackedRowSampler(p2)(r[known], u[6, known])
                 t2 = np.where(acc1[known], bonus, t2)
             counts += np.bincount(r[known] * v + t2, minlength=m * v + 1)
             counts[-1] += n - known.size

@@ -90,13 +90,6 @@ def overlap(p: FloatArray, q: FloatArray) -> FloatArray:
     return np.minimum(p, q).sum(axis=-1)
 
 
-def residual(p: FloatArray, q: FloatArray) -> FloatArray:
-    """norm(max(p - q, 0)) on the last axis; p where that has no mass (Leviathan Alg. 1)."""
-    r = np.clip(p - q, 0.0, None)
-    s = r.sum(axis=-1, keepdims=True)
-    return np.where(s > 0, r / np.where(s > 0, s, 1.0), p)
-
-
 def calibration_weights(target: FloatArray, other: FloatArray, alpha: float) -> FloatArray:
     """Blend weights w per row with sum_x min(p, w p + (1-w) o) = alpha exactly.
 

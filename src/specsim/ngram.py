@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from specsim.sampling import sample_rows as sample  # noqa: F401  (the old name, for callers)
+
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 CodeArray = NDArray[np.uint8]
@@ -371,13 +373,6 @@ class NGramModel:
             levels = {k: Level.from_arrays(z[f"order{k}_keys"], z[f"order{k}_counts"])
                       for k in orders}
             return cls(z["unigram"], levels)
-
-
-def sample(probs: FloatArray, u: FloatArray) -> IntArray:
-    """Inverse-CDF draw per row (the engine's sampler): #{k: cdf_k <= u}."""
-    from specsim.engine import inverse_cdf_rows, normalised_cdf
-
-    return inverse_cdf_rows(normalised_cdf(probs), u)
 
 
 def overlap(model: NGramModel, ctx: IntArray, target_order: int, draft_order: int) -> FloatArray:

@@ -15,12 +15,12 @@ experiments, each a sub-command of ``python -m specsim.realtext`` (one Snakemake
   beside [L] Thm 3.8 with the measured c. Timings are not deterministic: they live in their
   own table and nothing asserts on them.
 
-A round uses the engine's pieces: drafts are drawn one position at a time (each draft
-distribution depends on the drafted prefix) with the engine's inverse-CDF sampler, the target is
-called once on all γ+1 contexts, and :func:`verify` does acceptance, first rejection
-(:func:`specsim.engine.first_rejection`) and the residual (:func:`specsim.engine.residual`) or
-bonus token exactly as :func:`specsim.engine.iid_round` does -- the tests check they agree draw
-for draw.
+A round uses the shared pieces: drafts are drawn one position at a time (each draft
+distribution depends on the drafted prefix) with the inverse-CDF sampler of
+:mod:`specsim.sampling`, the target is called once on all γ+1 contexts, and :func:`verify` hands
+acceptance, first rejection and the residual (or bonus) token to the verification core
+:func:`specsim.verify.verify_uniforms`, the same code :func:`specsim.engine.iid_round` runs --
+the tests check they agree draw for draw.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from specsim import exact, stats
-from specsim.engine import RoundResult, first_rejection, residual
+from specsim.engine import RoundResult
 from specsim.ngram import (
     Corpus,
     FloatArray,
@@ -52,9 +52,10 @@ from specsim.ngram import (
     context_ids,
     decode,
     load_corpus,
-    sample,
     save_corpus,
 )
+from specsim.sampling import sample_rows
+from specsim.verify import verify_uniforms
 
 RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context bookkeeping
 CHUNK = 1 << 14  # chains advanced together in the lossless check
@@ -178,23 +179,12 @@ class Round:
 
 def verify(p: FloatArray, q: FloatArray, x: IntArray, rule: str, u: FloatArray) -> RoundResult:
     """Accept/reject γ drafts ``x`` (γ, n) given target rows p (γ+1, n, V) and draft rows
-    q (γ, n, V): exactly :func:`specsim.engine.iid_round` once the drafts are drawn (the same
-    uniforms u[γ:2γ] for acceptance and u[2γ] for the final token, the same primitives)."""
-    gamma, n = x.shape
-    chains = np.arange(n)
-    pos = np.arange(gamma)[:, None]
-    if rule == "greedy":
-        accept = x == p[:gamma].argmax(axis=-1)
-    else:
-        accept = u[gamma : 2 * gamma] * q[pos, chains, x] < p[pos, chains, x]
-    n_acc = first_rejection(accept)
-    p_stop = p[n_acc, chains]
-    if rule == "no_resample":
-        dist = p_stop
-    else:
-        q_stop = q[np.minimum(n_acc, gamma - 1), chains]
-        dist = np.where((n_acc < gamma)[:, None], residual(p_stop, q_stop), p_stop)
-    return RoundResult(x, n_acc, sample(dist, u[2 * gamma]))
+    q (γ, n, V), position-major: :func:`specsim.verify.verify_uniforms` on the chain-major
+    views, with the engine's uniforms u[γ:2γ] for acceptance and u[2γ] for the final token."""
+    gamma = x.shape[0]
+    res = verify_uniforms(np.moveaxis(p, 0, 1), np.moveaxis(q, 0, 1), x.T, rule,
+                          u[gamma : 2 * gamma].T, u[2 * gamma])
+    return RoundResult(x, res.accepted, res.final)
 
 
 def spec_round(pair: NGramPair, ctx: IntArray, gamma: int, rule: str, u: FloatArray) -> Round:
@@ -211,7 +201,7 @@ def spec_round(pair: NGramPair, ctx: IntArray, gamma: int, rule: str, u: FloatAr
     q = np.empty((gamma, n, V))
     for i in range(gamma):  # draft: autoregressive, one cheap call per position
         q[i] = pair.draft(ctxs[i])
-        x[i] = sample(q[i], u[i])
+        x[i] = sample_rows(q[i], u[i])
         ctxs[i + 1] = append(ctxs[i], x[i], pair.length)
     p = pair.target(ctxs)  # (γ+1, n, V): the single target call verifying γ+1 positions
     res = verify(p, q, x, rule, u)
@@ -221,7 +211,7 @@ def spec_round(pair: NGramPair, ctx: IntArray, gamma: int, rule: str, u: FloatAr
 
 def plain_step(pair: NGramPair, ctx: IntArray, u: FloatArray) -> IntArray:
     """Plain autoregressive sampling from the target: one call, one character."""
-    return append(ctx, sample(pair.target(ctx), u), pair.length)
+    return append(ctx, sample_rows(pair.target(ctx), u), pair.length)
 
 
 def prompts(corpus: Corpus, n: int, length: int, seed: np.random.SeedSequence) -> IntArray:
@@ -441,7 +431,7 @@ def _costs_at_batch(model: NGramModel, corpus: Corpus, s: Settings, seed: int, b
                         "ratio": t_plain / t_k[1]})
     for order in s.draft_orders:
         pair = NGramPair(model, s.target_order, order)
-        t_d = best_time(lambda pair=pair: append(ctx, sample(pair.draft(ctx), u), length),
+        t_d = best_time(lambda pair=pair: append(ctx, sample_rows(pair.draft(ctx), u), length),
                         s.cost_repeats)
         c = t_d / t_k[1]
         rows.append(base | {"measure": "draft_step", "draft_order": order, "positions": 1,
