@@ -19,6 +19,7 @@ from specsim.figures import (
     FIGURES,
     NEEDS,
     README_FIGURES,
+    RULE_ORDER,
     STYLE,
     available_figures,
     copy_readme_figures,
@@ -259,6 +260,20 @@ def _drawn(name: str, synthetic: Path, llm_tables: Path) -> plt.Figure:
 
 def _texts(fig: plt.Figure) -> list[Text]:
     return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def test_rule_legend_uses_the_config_names(synthetic: Path, llm_tables: Path) -> None:
+    """config.yaml and equivalence.csv say no_resample / continue: so must the legend, first."""
+    fig = _drawn("equivalence", synthetic, llm_tables)
+    try:
+        legends = fig.findobj(Legend)
+        rule_legend = next(lg for lg in legends if lg.get_title().get_text() == "rule")
+        labels = [t.get_text() for t in rule_legend.get_texts()]
+        assert len(labels) == len(RULE_ORDER)
+        for rule, label in zip(RULE_ORDER, labels, strict=True):
+            assert label.split()[0] == rule, (rule, label)
+    finally:
+        plt.close(fig)
 
 
 def test_roofline_shows_every_model(synthetic: Path, llm_tables: Path) -> None:
