@@ -17,6 +17,7 @@ from matplotlib.text import Text
 from specsim import exact, intensity, llm
 from specsim.figures import (
     FIGURES,
+    MIN_FONTSIZE,
     NEEDS,
     README_FIGURES,
     RULE_ORDER,
@@ -234,7 +235,7 @@ def test_copy_readme_figures(tmp_path: Path) -> None:
     assert (dst / "roofline.png").read_bytes() == (src / "roofline.png").read_bytes()
 
 
-# --- first-hour readability ------------------------------------------------------------------
+# --- first-hour readability: fonts, rule names, the roofline's overlapping lines ----------------
 ALL_FIGURES = [*sorted(FIGURES), *(f"llm:{n}" for n in llm.FIGURES)]
 
 
@@ -262,6 +263,37 @@ def _texts(fig: plt.Figure) -> list[Text]:
     return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
 
 
+@pytest.mark.parametrize("name", ALL_FIGURES)
+def test_every_text_is_readable_at_the_saved_size(name: str, synthetic: Path,
+                                                  llm_tables: Path) -> None:
+    """No text under MIN_FONTSIZE pt (figures are saved at their figsize, never scaled)."""
+    fig = _drawn(name, synthetic, llm_tables)
+    try:
+        small = [(t.get_text(), t.get_fontsize()) for t in _texts(fig)
+                 if t.get_fontsize() < MIN_FONTSIZE]
+        assert not small, f"{name}: text under {MIN_FONTSIZE} pt: {small}"
+        assert len(_texts(fig)) > 5
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("name", ALL_FIGURES)
+def test_no_text_or_legend_is_cut_off(name: str, synthetic: Path, llm_tables: Path) -> None:
+    """Larger fonts must not push a legend or a label past the edge of the saved canvas."""
+    fig = _drawn(name, synthetic, llm_tables)
+    try:
+        r = fig.canvas.get_renderer()
+        drawn, box = fig.get_tightbbox(r), fig.bbox_inches  # inches: all that is drawn
+        tol = 1.0 / fig.dpi
+        for a in fig.findobj(Legend):
+            e = a.get_window_extent(r).transformed(fig.dpi_scale_trans.inverted())
+            assert e.x0 >= -tol and e.x1 <= box.x1 + tol, f"{name}: legend cut off: {e}"
+        assert (drawn.x0 >= -tol and drawn.y0 >= -tol and drawn.x1 <= box.x1 + tol
+                and drawn.y1 <= box.y1 + tol), f"{name}: drawn {drawn} past the figure {box}"
+    finally:
+        plt.close(fig)
+
+
 def test_rule_legend_uses_the_config_names(synthetic: Path, llm_tables: Path) -> None:
     """config.yaml and equivalence.csv say no_resample / continue: so must the legend, first."""
     fig = _drawn("equivalence", synthetic, llm_tables)
@@ -272,6 +304,19 @@ def test_rule_legend_uses_the_config_names(synthetic: Path, llm_tables: Path) ->
         assert len(labels) == len(RULE_ORDER)
         for rule, label in zip(RULE_ORDER, labels, strict=True):
             assert label.split()[0] == rule, (rule, label)
+    finally:
+        plt.close(fig)
+
+
+def test_heatmap_digits_are_readable(synthetic: Path, llm_tables: Path) -> None:
+    fig = _drawn("optimal_k_heatmap", synthetic, llm_tables)
+    try:
+        digits = [t for t in _texts(fig) if t.get_text().isdigit()
+                  and t.get_fontweight() == "bold"]
+        assert len(digits) == 2  # the two optimal_k points in the synthetic table
+        assert all(t.get_fontsize() >= MIN_FONTSIZE for t in digits)
+        # each in a box drawn around it, so two-digit values are not clipped by a marker
+        assert all(t.get_bbox_patch() is not None for t in digits)
     finally:
         plt.close(fig)
 

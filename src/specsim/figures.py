@@ -31,6 +31,9 @@ from specsim.io import atomic_path
 from specsim.models import ModelSpec, markov_pair
 
 COLUMN = 3.4  # inches: one column of a two-column paper
+# No text in any figure is smaller than this at the size it is saved (figures are saved at
+# their figsize, no cropping or scaling), so a printed column stays readable.
+MIN_FONTSIZE = 7.0
 WIDE = 7.0  # inches: both columns, for multi-panel figures
 # Okabe & Ito's colour-blind-safe palette (yellow left out: unreadable on white).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
@@ -41,7 +44,8 @@ STYLE = {
     "font.size": 8,
     "axes.titlesize": 8,
     "axes.labelsize": 8,
-    "legend.fontsize": 6.5,
+    "legend.fontsize": MIN_FONTSIZE,
+    "legend.title_fontsize": MIN_FONTSIZE,
     "legend.framealpha": 0.85,
     "legend.edgecolor": "0.8",
     "xtick.labelsize": 7,
@@ -206,8 +210,7 @@ def equivalence(grid: Grid, tables_dir: str) -> plt.Figure:
         Patch(facecolor="0.85", edgecolor="0.55", lw=0.7, label="sampling floor"),
     ]
     leg = ax.legend(handles=handles, loc="upper left", ncol=2, title="rule",
-                    title_fontsize=6.5, bbox_to_anchor=(0.0, 1.0), handletextpad=0.3,
-                    columnspacing=0.8)
+                    bbox_to_anchor=(0.0, 1.0), handletextpad=0.3, columnspacing=0.8)
     ax.add_artist(leg)
     fig.legend(handles=kinds, loc="outside lower center", ncol=2, handletextpad=0.3,
                columnspacing=0.8, frameon=False)
@@ -270,7 +273,7 @@ def accept_curve(grid: Grid, tables_dir: str) -> plt.Figure:
         Line2D([], [], color="0.3", marker=".", ms=3, ls="-", lw=0.6,
                label="simulated ± 95% CI"),
     ]
-    ax.legend(handles=handles, loc="upper left", ncol=2, fontsize=5.8, handletextpad=0.3,
+    ax.legend(handles=handles, loc="upper left", ncol=2, handletextpad=0.3,
               columnspacing=0.6, borderaxespad=0.3)
     top = gmax + 1
     ax.set_ylim(0.9, top + 0.3 + 0.55 * (top - 1))
@@ -331,7 +334,7 @@ def jensen(grid: Grid, tables_dir: str) -> plt.Figure:
     ax.set_ylabel("exact: Eq. 1(ᾱ) − E[tokens]\n(tokens per round, symlog)")
     ax.set_title("Jensen's gap: Eq. 1 at the mean acceptance ᾱ\n"
                  "overestimates when acceptance varies")
-    ax.legend(loc="upper left", fontsize=6)
+    ax.legend(loc="upper left")
     sim.axhline(0.0, color="0.3", lw=0.7)
     sim.set_ylabel("simulated: Eq. 1(α̂) − tokens\n(10⁻³ tokens, ± 95% CI)")
     sim.set_xscale("log", base=2)
@@ -404,7 +407,8 @@ def temperature(grid: Grid, tables_dir: str) -> plt.Figure:
             cost = 1.0 + float(gam[0]) * float(cs[0])
             bot.axhline(cost, color="0.4", lw=0.7, ls=":")
             bot.annotate("break-even (speedup 1×)", (0.98, cost), xycoords=("axes fraction",
-                         "data"), xytext=(0, 2), textcoords="offset points", fontsize=6,
+                         "data"), xytext=(0, 2), textcoords="offset points",
+                         fontsize=MIN_FONTSIZE,
                          color="0.3", ha="right")
             sec = bot.secondary_yaxis("right", functions=(lambda t, k=cost: t / k,
                                                           lambda s, k=cost: s * k))
@@ -415,11 +419,12 @@ def temperature(grid: Grid, tables_dir: str) -> plt.Figure:
             top.axvline(1.0, color="0.5", lw=0.7, ls=":")
             bot.axvline(1.0, color="0.5", lw=0.7, ls=":")
             top.annotate("matched\ntemperature", (1.0, 0.3), xycoords=("data", "axes fraction"),
-                         xytext=(3, 0), textcoords="offset points", fontsize=6, color="0.3")
+                         xytext=(3, 0), textcoords="offset points", fontsize=MIN_FONTSIZE,
+                         color="0.3")
         top.set_title(f"({chr(ord('a') + j)}) study {study}")
         top.tick_params(labelbottom=True)
         bot.set_xlabel(xlabel)
-        top.legend(loc="lower right" if j != 0 else "lower left", fontsize=6)
+        top.legend(loc="lower right" if j != 0 else "lower left")
     axes[0, 0].set_ylabel("acceptance rate α̂")
     axes[1, 0].set_ylabel("tokens per target call")
     axes[0, 0].set_ylim(-0.02, 1.05)
@@ -450,8 +455,8 @@ def optimal_k(grid: Grid, tables_dir: str) -> plt.Figure:
     order = _unique(best.sort_values(["alpha"], na_position="first", kind="mergesort")
                     ["series"])
     col = _colors(order)
-    fig, axes = plt.subplots(1, len(cs), figsize=(WIDE if len(cs) > 1 else COLUMN, 3.2),
-                             sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(cs), figsize=(WIDE if len(cs) > 1 else COLUMN, 3.4),
+                             sharey=True, squeeze=False, layout="constrained")
     axes = axes[0]
     cache: dict[tuple, tuple[np.ndarray, str]] = {}
     for j, c in enumerate(cs):
@@ -508,9 +513,8 @@ def optimal_k(grid: Grid, tables_dir: str) -> plt.Figure:
     if curve is not None:
         handles.append(Line2D([], [], color="0.3", marker=".", ms=3, ls="",
                               label="simulated ± 95% CI"))
-    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=6, frameon=False,
-               bbox_to_anchor=(0.5, 0.0))
-    fig.set_layout_engine("tight", rect=(0, 0.16, 1, 1))
+    fig.legend(handles=handles, loc="outside lower center", ncol=3 if len(cs) > 1 else 1,
+               frameon=False)
     return fig
 
 
@@ -538,24 +542,28 @@ def optimal_k_heatmap(grid: Grid, tables_dir: str) -> plt.Figure:
     mesh = ax.pcolormesh(edges_a, edges_c, g_opt, cmap=cmap, norm=norm, rasterized=True)
     levels = [1.25, 1.5, 2, 3, 4, 6, 10]
     cont = ax.contour(A, C, s_opt, levels=levels, colors="white", linewidths=0.6)
-    ax.clabel(cont, fmt=lambda v: f"{v:g}×", fontsize=5.5, inline_spacing=2)
+    ax.clabel(cont, fmt=lambda v: f"{v:g}×", fontsize=MIN_FONTSIZE, inline_spacing=2)
     ax.grid(False)
     ticks = [1, 2, 3, 4, 6, 8, 12, 16, 32, 64]
     cb = fig.colorbar(mesh, ax=ax, ticks=ticks, pad=0.02, fraction=0.06)
     cb.ax.set_yticklabels([str(t) if t < HEATMAP_GAMMA_MAX else f"≥{t}" for t in ticks])
-    cb.ax.tick_params(labelsize=6)
+    cb.ax.tick_params(labelsize=MIN_FONTSIZE)
     cb.set_label("optimal draft length γ*")
     best = _optional_table(tables_dir, "optimal_k")
     if best is not None:
         pts = best[best["alpha"].notna() & best["alpha"].between(A.min(), A.max())
                    & best["c"].between(C.min(), C.max())]
-        ax.plot(pts["alpha"], pts["c"], ls="", marker="o", ms=8.5, mfc="white", mec="black",
-                mew=0.5, label="simulated γ* (optimal_k study)")
+        # each number in a white box sized to it (a fixed marker would clip "12" at 7 pt)
         for _, r in pts.iterrows():
             ax.annotate(str(int(r["gamma_opt"])), (r["alpha"], r["c"]), ha="center",
-                        va="center", fontsize=5, fontweight="bold")
+                        va="center", fontsize=MIN_FONTSIZE, fontweight="bold",
+                        bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "black",
+                              "lw": 0.5})
         if len(pts):
-            ax.legend(loc="upper left", fontsize=6)
+            ax.legend(handles=[Line2D([], [], ls="", marker="s", ms=7, mfc="white",
+                                      mec="black", mew=0.5,
+                                      label="simulated γ* (optimal_k study)")],
+                      loc="upper left")
     ax.set_xlabel("acceptance rate α")
     ax.set_ylabel("draft cost c (fraction of a target call)")
     ax.set_title("Optimal γ (colour) and its speedup (contours)")
@@ -574,7 +582,8 @@ def break_even(grid: Grid, tables_dir: str) -> plt.Figure:
                        for m, a in zip(d["model"], d["alpha"], strict=True)]
     order = _unique(be.sort_values("c_star_exact", ascending=False)["series"])
     col = _colors(order)
-    fig, ax = plt.subplots(figsize=(COLUMN, 2.9))
+    fig, ax = plt.subplots(figsize=(COLUMN, 2.6 + 0.16 * (len(order) + 2)),
+                           layout="constrained")
     cmin, cmax = sv["c"].min(), sv["c"].max()
     dense = np.geomspace(cmin / 2, cmax * 1.5, 200)
     ymax = 0.0
@@ -595,13 +604,15 @@ def break_even(grid: Grid, tables_dir: str) -> plt.Figure:
                     fmt="|", ms=9, mew=1.4, color=col[s], zorder=4)
     ax.axhline(1.0, color="0.3", lw=0.7)
     ax.axhspan(0.0, 1.0, color="0.92", lw=0, zorder=0)
-    ax.text(dense[0] * 1.1, 0.93, "slower than target-only", fontsize=6, color="0.35", va="top")
+    ax.text(dense[0] * 1.1, 0.93, "slower than target-only", fontsize=MIN_FONTSIZE, color="0.35",
+            va="top")
     poor = sv[(sv["model"] == DEMO5_POOR[0]) & np.isclose(sv["c"], DEMO5_POOR[1])]
     if len(poor):
         p = poor.iloc[0]
         ax.annotate(f"quarter-size poor draft:\n{p['speedup']:.2f}× at c = {p['c']:g}",
                     (p["c"], p["speedup"]), xytext=(-52, -30), textcoords="offset points",
-                    fontsize=6, arrowprops={"arrowstyle": "->", "lw": 0.6, "color": "0.2"})
+                    fontsize=MIN_FONTSIZE,
+                    arrowprops={"arrowstyle": "->", "lw": 0.6, "color": "0.2"})
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(dense[0], dense[-1])
@@ -619,7 +630,8 @@ def break_even(grid: Grid, tables_dir: str) -> plt.Figure:
                           label="simulated c* ± 95% CI"))
     handles.append(Line2D([], [], color="0.3", marker="o", ms=3.2, ls="",
                           label="simulated speedup ± 95% CI"))
-    ax.legend(handles=handles, loc="upper right", fontsize=5.8)
+    # below the axes: inside, at 7 pt, it would hide the curves at small c
+    fig.legend(handles=handles, loc="outside lower center", frameon=False)
     return fig
 
 
@@ -667,19 +679,20 @@ def wallclock(grid: Grid, tables_dir: str) -> plt.Figure:
                 error_kw={"elinewidth": 0.6, "capsize": 1.5})
         for yi, v in zip(y, vals, strict=True):
             ax.annotate(f"{v * t_target:.2f}×", (v, yi), xytext=(3, 0),
-                        textcoords="offset points", va="center", fontsize=6)
+                        textcoords="offset points", va="center", fontsize=MIN_FONTSIZE)
         ax.set_yticks(y)
-        ax.set_yticklabels(labels, fontsize=6.5)
+        ax.set_yticklabels(labels, fontsize=MIN_FONTSIZE)
         ax.grid(False, axis="y")
         ax.set_xlim(0, vals.max() * 1.22)
         ax.set_xlabel("tokens per second (labels: speedup)")
         ax.set_title(f"target {t_target * 1e3:g} ms, draft {t_draft * 1e3:g} ms/token "
-                     f"(c = {t_draft / t_target:.2g}), γ = {gamma}", fontsize=7, loc="right")
+                     f"(c = {t_draft / t_target:.2g}), γ = {gamma}", fontsize=MIN_FONTSIZE,
+                     loc="right")
     for ax in list(axes.flat)[len(pairs):]:
         ax.set_visible(False)
     fig.legend(handles=[Patch(color=PALETTE[0], label="α-calibrated draft"),
                         Patch(color=PALETTE[1], label="seed draft (ᾱ: its mean acceptance)")],
-               loc="lower center", ncol=2, frameon=False, fontsize=6)
+               loc="lower center", ncol=2, frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
