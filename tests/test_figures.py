@@ -6,18 +6,26 @@ import json
 from pathlib import Path
 
 import matplotlib.image as mpimg
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
 
-from specsim import exact, intensity
+from specsim import exact, intensity, llm
 from specsim.figures import (
     FIGURES,
+    MIN_FONTSIZE,
     NEEDS,
     README_FIGURES,
+    RULE_ORDER,
+    STYLE,
     available_figures,
     copy_readme_figures,
     make_figure,
+    roofline_spread,
 )
 from specsim.grid import Grid
 
@@ -130,6 +138,29 @@ def write_tables(d: Path) -> None:
     intensity.ridge_table().to_csv(d / "roofline.csv", index=False)
 
 
+def write_llm_tables(d: Path) -> None:
+    """The three CSVs specsim.llm's figures read, with the real run's draft names."""
+    d.mkdir(parents=True, exist_ok=True)
+    k = np.array([1, 2, 3, 4, 5, 8, 16])
+    pd.DataFrame({"positions": k, "macs_per_byte": 0.25 * k, "ridge_macs_per_byte": 6.0,
+                  "measured_ratio": 1 + 0.1 * k, "roofline_ratio": np.maximum(1, k / 24)}
+                 ).to_csv(d / "intensity.csv", index=False)
+    rows = [{"draft": "none (target only)", "gamma": 0, "c": np.nan, "accept_rate": np.nan,
+             "speedup_measured": 1.0, "speedup_thm38": np.nan, "speedup_cost_model": np.nan}]
+    for i, (name, c, a) in enumerate((("ngram-3", 0.02, 0.35), ("int8", 0.6, 0.9),
+                                      ("skip-20", 0.85, 0.7))):
+        rows += [{"draft": name, "gamma": g, "c": c, "accept_rate": a,
+                  "speedup_measured": 1 + 0.1 * g - 0.05 * i, "speedup_thm38": 1 + 0.12 * g,
+                  "speedup_cost_model": 1 + 0.11 * g} for g in (1, 2, 4)]
+    pd.DataFrame(rows).to_csv(d / "speculative.csv", index=False)
+    names = ["target", "ngram-1", "ngram-2", "ngram-3", "int8 (batched pass)", "int8",
+             "skip-10", "skip-20"]
+    held = np.array([1.0, 0.2, 0.3, 0.35, 0.5, 0.9, 0.4, 0.7])
+    pd.DataFrame({"draft": names, "alpha_heldout": held, "alpha_median": held,
+                  "alpha_p10": held * 0.5, "alpha_p90": np.minimum(1, held * 1.3)}
+                 ).to_csv(d / "alpha.csv", index=False)
+
+
 def _assert_pdf_png(pdf: Path) -> None:
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF-") and b"%%EOF" in data[-64:]
@@ -202,3 +233,131 @@ def test_copy_readme_figures(tmp_path: Path) -> None:
     copied = copy_readme_figures(src, dst)
     assert [p.name for p in copied] == [f"{n}.png" for n in README_FIGURES]
     assert (dst / "roofline.png").read_bytes() == (src / "roofline.png").read_bytes()
+
+
+# --- first-hour readability: fonts, rule names, the roofline's overlapping lines ----------------
+ALL_FIGURES = [*sorted(FIGURES), *(f"llm:{n}" for n in llm.FIGURES)]
+
+
+@pytest.fixture(scope="module")
+def llm_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("llm")
+    write_llm_tables(d)
+    return d
+
+
+def _drawn(name: str, synthetic: Path, llm_tables: Path) -> plt.Figure:
+    """The figure laid out and drawn exactly as ``_save`` writes it (same style, size, layout)."""
+    with plt.rc_context(STYLE):
+        if name.startswith("llm:"):
+            fig = llm.FIGURES[name[4:]](llm_tables)
+        else:
+            fig = FIGURES[name](_grid(CONFIG), str(synthetic))
+        if fig.get_layout_engine() is None:
+            fig.tight_layout()
+        fig.canvas.draw()
+    return fig
+
+
+def _texts(fig: plt.Figure) -> list[Text]:
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+@pytest.mark.parametrize("name", ALL_FIGURES)
+def test_every_text_is_readable_at_the_saved_size(name: str, synthetic: Path,
+                                                  llm_tables: Path) -> None:
+    """No text under MIN_FONTSIZE pt (figures are saved at their figsize, never scaled)."""
+    fig = _drawn(name, synthetic, llm_tables)
+    try:
+        small = [(t.get_text(), t.get_fontsize()) for t in _texts(fig)
+                 if t.get_fontsize() < MIN_FONTSIZE]
+        assert not small, f"{name}: text under {MIN_FONTSIZE} pt: {small}"
+        assert len(_texts(fig)) > 5
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("name", ALL_FIGURES)
+def test_no_text_or_legend_is_cut_off(name: str, synthetic: Path, llm_tables: Path) -> None:
+    """Larger fonts must not push a legend or a label past the edge of the saved canvas."""
+    fig = _drawn(name, synthetic, llm_tables)
+    try:
+        r = fig.canvas.get_renderer()
+        drawn, box = fig.get_tightbbox(r), fig.bbox_inches  # inches: all that is drawn
+        tol = 1.0 / fig.dpi
+        for a in fig.findobj(Legend):
+            e = a.get_window_extent(r).transformed(fig.dpi_scale_trans.inverted())
+            assert e.x0 >= -tol and e.x1 <= box.x1 + tol, f"{name}: legend cut off: {e}"
+        assert (drawn.x0 >= -tol and drawn.y0 >= -tol and drawn.x1 <= box.x1 + tol
+                and drawn.y1 <= box.y1 + tol), f"{name}: drawn {drawn} past the figure {box}"
+    finally:
+        plt.close(fig)
+
+
+def test_rule_legend_uses_the_config_names(synthetic: Path, llm_tables: Path) -> None:
+    """config.yaml and equivalence.csv say no_resample / continue: so must the legend, first."""
+    fig = _drawn("equivalence", synthetic, llm_tables)
+    try:
+        legends = fig.findobj(Legend)
+        rule_legend = next(lg for lg in legends if lg.get_title().get_text() == "rule")
+        labels = [t.get_text() for t in rule_legend.get_texts()]
+        assert len(labels) == len(RULE_ORDER)
+        for rule, label in zip(RULE_ORDER, labels, strict=True):
+            assert label.split()[0] == rule, (rule, label)
+    finally:
+        plt.close(fig)
+
+
+def test_heatmap_digits_are_readable(synthetic: Path, llm_tables: Path) -> None:
+    fig = _drawn("optimal_k_heatmap", synthetic, llm_tables)
+    try:
+        digits = [t for t in _texts(fig) if t.get_text().isdigit()
+                  and t.get_fontweight() == "bold"]
+        assert len(digits) == 2  # the two optimal_k points in the synthetic table
+        assert all(t.get_fontsize() >= MIN_FONTSIZE for t in digits)
+        # each in a box drawn around it, so two-digit values are not clipped by a marker
+        assert all(t.get_bbox_patch() is not None for t in digits)
+    finally:
+        plt.close(fig)
+
+
+def test_roofline_shows_every_model(synthetic: Path, llm_tables: Path) -> None:
+    """The sizes' lines coincide (to a few %): each must still be visible and distinguishable
+    -- stacked, each later one narrower with a smaller marker of another shape -- and the
+    figure must say that they overlap."""
+    shapes = [s.name for s in intensity.SHAPES]
+    fig = _drawn("roofline", synthetic, llm_tables)
+    try:
+        ax = fig.axes[0]
+        for formula in ("full count", "seed formula"):
+            lines = {ln.get_label(): ln for ln in ax.get_lines()}
+            drawn = [lines[f"{s} ({formula})"] for s in shapes]
+            assert all(ln.get_visible() and ln.get_alpha() in (None, 1.0) for ln in drawn)
+            assert len({ln.get_color() for ln in drawn}) == len(shapes)
+            z = [ln.get_zorder() for ln in drawn]
+            lw = [ln.get_linewidth() for ln in drawn]
+            assert z == sorted(z) and len(set(z)) == len(z)  # drawn in order ...
+            assert lw == sorted(lw, reverse=True) and len(set(lw)) == len(lw)  # ... narrower
+            if formula == "full count":
+                ms = [ln.get_markersize() for ln in drawn]
+                assert ms == sorted(ms, reverse=True) and len(set(ms)) == len(ms)
+                assert len({ln.get_marker() for ln in drawn}) == len(shapes)
+        # the legend has one entry per model, with that model's marker and width
+        entries = {t.get_text(): h for lg in fig.findobj(Legend)
+                   for t, h in zip(lg.get_texts(), lg.legend_handles, strict=True)}
+        for s in shapes:
+            h, ln = entries[s], {x.get_label(): x for x in ax.get_lines()}[f"{s} (full count)"]
+            assert isinstance(h, Line2D)
+            assert (h.get_marker(), h.get_linewidth()) == (ln.get_marker(), ln.get_linewidth())
+        note = " ".join(t.get_text() for t in _texts(fig))
+        assert "overlap" in note
+    finally:
+        plt.close(fig)
+
+
+def test_the_sizes_truly_coincide() -> None:
+    """What the roofline's note claims: full-count intensity depends on the model's size by
+    a few % only (each weight is read once and used once per token, at any size)."""
+    it = intensity.intensity_table()
+    assert 0.0 < roofline_spread(it) < 0.05
+    assert roofline_spread(it, "seed") < 0.2

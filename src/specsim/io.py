@@ -17,9 +17,13 @@ does not hash to its recorded digest, or that was written for another identity (
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
+import platform
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,12 +84,48 @@ class PointFileError(RuntimeError):
     """A point file that is unreadable, corrupt, of another schema, or stale."""
 
 
-def versions() -> dict[str, str]:
-    return {
-        "specsim": specsim.__version__,
-        "numpy": np.__version__,
-        "pyarrow": pa.__version__,
-    }
+NOT_INSTALLED = "not installed"
+# PEP 508: a requirement starts with its project name; extras, versions, markers follow.
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+
+
+def _canonical_name(name: str) -> str:
+    """PEP 503 normalised project name: lower case, runs of -_. as one '-'."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(requirement: str) -> str | None:
+    """Project name of one requirement string (``'snakemake>=9; extra == "workflow"'`` ->
+    ``'snakemake'``); None for a blank line or a comment."""
+    m = _REQUIREMENT_NAME.match(requirement)
+    return _canonical_name(m.group(1)) if m else None
+
+
+@functools.cache
+def _versions(dist: str) -> tuple[tuple[str, str], ...]:
+    try:
+        requires = importlib.metadata.requires(dist) or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []  # running from a source tree that was never installed
+    names = {n for r in requires if (n := requirement_name(r)) is not None} - {dist}
+    found = {"python": platform.python_version(), dist: specsim.__version__}
+    for name in names:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = NOT_INSTALLED
+    return tuple(sorted(found.items()))
+
+
+def versions(dist: str = "specsim") -> dict[str, str]:
+    """Version of python, of specsim (the code imported) and of every package specsim's
+    distribution requires, extras included (snakemake, pytest, torch, ...), sorted by name.
+
+    Names come from ``importlib.metadata.requires``, so a dependency added to pyproject.toml
+    is recorded without editing this list; one that is not installed is recorded as
+    ``"not installed"``, never an error.
+    """
+    return dict(_versions(dist))
 
 
 _PROC_STATUS = Path("/proc/self/status")  # Linux >= 4.7 reports the umask here
@@ -170,7 +210,7 @@ def payload_digest(record: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _canonical(record: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
+def _canonical_row(record: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
     """The row as the schema stores it (ints as int, floats as float, lists as lists)."""
     out: dict[str, Any] = {}
     for field in schema:
@@ -196,7 +236,7 @@ def write_point_file(path: str | os.PathLike[str], kind: str, record: dict[str, 
     unknown = set(record) - set(schema.names)
     if unknown:
         raise ValueError(f"{kind} record has fields outside its schema: {sorted(unknown)}")
-    row = _canonical(record, schema)
+    row = _canonical_row(record, schema)
     meta = {
         b"specsim.schema": SCHEMA_TAG[kind],
         b"specsim.point_digest": point_digest.encode(),
