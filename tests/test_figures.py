@@ -361,3 +361,12 @@ def test_the_sizes_truly_coincide() -> None:
     it = intensity.intensity_table()
     assert 0.0 < roofline_spread(it) < 0.05
     assert roofline_spread(it, "seed") < 0.2
+
+
+def test_output_registry_lists_every_builder() -> None:
+    """Snakemake plans from specsim.outputs (no pandas/matplotlib); it must name every
+    table and figure the builders can make, and nothing else."""
+    from specsim import outputs, tables
+
+    assert list(outputs.TABLE_NEEDS) == list(tables.BUILDERS)
+    assert list(outputs.FIGURE_NEEDS) == list(FIGURES)

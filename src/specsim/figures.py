@@ -29,6 +29,7 @@ from specsim import exact
 from specsim.grid import Grid
 from specsim.io import atomic_path
 from specsim.models import ModelSpec, markov_pair
+from specsim.outputs import FIGURE_NEEDS, available_figures  # noqa: F401 (re-export)
 
 COLUMN = 3.4  # inches: one column of a two-column paper
 # No text in any figure is smaller than this at the size it is saved (figures are saved at
@@ -796,25 +797,7 @@ FIGURES: dict[str, Callable[[Grid, str], plt.Figure]] = {
     "wallclock": wallclock,
     "roofline": roofline,
 }
-# The analysis each figure's table comes from; None = needs no simulation (always drawn).
-NEEDS: dict[str, str | None] = {
-    "equivalence": "equivalence",
-    "accept_curve": "accept_curve",
-    "jensen": "accept_curve",
-    "temperature": "temperature",
-    "optimal_k": "optimal_k",
-    "optimal_k_heatmap": None,
-    "break_even": "break_even",
-    "wallclock": "accept_curve",
-    "roofline": None,
-}
-
-
-def available_figures(grid: Grid) -> list[str]:
-    """Figures whose analysis some study of the config runs (plus those that need none)."""
-    analyses = {s["analysis"] for s in grid.studies.values()}
-    return [name for name in FIGURES
-            if (need := NEEDS.get(name, name)) is None or need in analyses]
+NEEDS = FIGURE_NEEDS  # which analysis each figure needs: specsim.outputs, kept light
 
 
 def make_figure(grid: Grid, tables_dir: str, name: str, out: str) -> None:

@@ -15,6 +15,7 @@ from specsim.engine import residual
 from specsim.grid import Grid
 from specsim.io import write_table
 from specsim.models import blend, random_table
+from specsim.outputs import available_tables  # noqa: F401 (re-export)
 
 KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 GAMMA_MAX_CLOSED_FORM = 64
@@ -226,15 +227,6 @@ BUILDERS: dict[str, Callable[[Grid, pd.DataFrame], pd.DataFrame]] = {
     "roofline": roofline,
     "worked_example": worked_example,
 }
-NEEDS = {"first_token": "equivalence", "speedup_vs_c": "break_even",
-         "optimal_k_curve": "optimal_k"}
-ALWAYS = ("leviathan_table1", "intensity", "roofline", "worked_example")
-
-
-def available_tables(grid: Grid) -> list[str]:
-    analyses = {s["analysis"] for s in grid.studies.values()}
-    return [name for name in BUILDERS
-            if name in ALWAYS or NEEDS.get(name, name) in analyses]
 
 
 def write_analyses(grid: Grid, points_path: str, names: list[str], out_dir: str) -> None:

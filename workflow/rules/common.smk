@@ -7,8 +7,7 @@ from specsim.cli import put_on_path
 from specsim.config import check_config_files, load_grid
 from specsim.grid import POINT_REGEX, ConfigError
 from specsim.job import describe, to_arg
-from specsim.tables import available_tables
-from specsim.figures import available_figures
+from specsim.outputs import available_figures, available_tables
 
 # The JSON schema (defaults filled in) plus cross-field checks, before any job runs.
 try:
