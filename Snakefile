@@ -6,7 +6,12 @@ from snakemake.utils import min_version
 min_version("8.0")
 
 
-configfile: "config.yaml"
+# `--configfile other.yaml` replaces config.yaml (it does not extend it), so a config such as
+# tests/data/tiny.yaml runs alone; `--config key=value` still overrides single keys. The run
+# prints the studies it computes and the file each came from.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 report: "workflow/report/workflow.rst"
@@ -23,5 +28,5 @@ include: "workflow/rules/realtext.smk"
 rule all:
     default_target: True
     input:
-        all_targets(),
+        all_inputs,
         RT_TARGETS,

@@ -28,6 +28,7 @@ from specsim.figures import (
     roofline_spread,
 )
 from specsim.grid import Grid
+from specsim.io import write_checksum
 
 REPO = Path(__file__).resolve().parents[1]
 MARKOV = {"family": "markov", "vocab": 6, "target": {"seed": 1, "sharpness": 2.5}}
@@ -136,6 +137,8 @@ def write_tables(d: Path) -> None:
     intensity.intensity_table(tokens=(1, 4, 16, 64, 256, 512)).to_csv(d / "intensity.csv",
                                                                       index=False)
     intensity.ridge_table().to_csv(d / "roofline.csv", index=False)
+    for csv in d.glob("*.csv"):  # readers verify each table against its checksum sidecar
+        write_checksum(csv, csv.read_bytes())
 
 
 def write_llm_tables(d: Path) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from specsim.grid import Grid
-from specsim.io import write_table, write_text
+from specsim.io import read_table, write_table, write_text
 from specsim.stats import student_t_quantile
 
 CHECK_LEVEL = 1e-4  # per-row false-alarm rate of the Monte Carlo vs exact checks
@@ -29,7 +29,7 @@ class Check:
 def _tables(tables_dir: str) -> Callable[[str], pd.DataFrame | None]:
     def load(name: str) -> pd.DataFrame | None:
         path = Path(tables_dir) / f"{name}.csv"
-        return pd.read_csv(path) if path.exists() else None
+        return read_table(path) if path.exists() else None
 
     return load
 
@@ -188,7 +188,7 @@ def run_checks(grid: Grid, tables_dir: str, out: str) -> None:
 
 
 def gate(checks_csv: str, out: str) -> int:
-    df = pd.read_csv(checks_csv)
+    df = read_table(checks_csv)
     failed = df[~df["passed"]]
     if len(failed):
         for _, r in failed.iterrows():

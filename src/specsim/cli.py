@@ -13,13 +13,20 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
+
+GATE = "results/checks.ok"  # relative to the working directory, as in the workflow
 
 
 def _load_grid(path: str):  # type: ignore[no-untyped-def]
-    from specsim.grid import Grid
+    """The grid of a verified grid.json: its checksum and its config digest must hold."""
+    from specsim.grid import Grid, digest
+    from specsim.io import IntegrityError, read_json_verified
 
-    return Grid.from_json(json.loads(Path(path).read_text()))
+    doc = read_json_verified(path)
+    if doc.get("config_digest") != digest(doc.get("config"))[:16]:
+        raise IntegrityError(f"{path}: its config does not match its recorded config digest "
+                             f"(edited by hand?); delete it and rerun snakemake")
+    return Grid.from_json(doc)
 
 
 def put_on_path() -> None:
@@ -86,10 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--out", required=True)
 
     args = parser.parse_args(argv)
-    if args.cmd == "gate":
-        from specsim.checks import gate
-
-        return gate(args.checks, args.out)
     if args.cmd == "point":
         _without_pandas()
         from specsim import job
@@ -98,8 +101,33 @@ def main(argv: list[str] | None = None) -> int:
             desc = json.loads(args.job)
         except json.JSONDecodeError as err:
             parser.error(f"--job is not JSON ({err})")
-        job.run(desc, args.sim, args.exact, sys.stderr)
+        from specsim.grid import ConfigError
+
+        try:
+            job.run(desc, args.sim, args.exact, sys.stderr)
+        except ConfigError as err:
+            print(f"specsim point: {err}", file=sys.stderr)
+            return 1
         return 0
+    from specsim.grid import ConfigError
+    from specsim.io import IntegrityError
+
+    try:
+        return _aggregate(args)
+    except (IntegrityError, ConfigError) as err:
+        # nothing downstream may keep claiming success over data that failed verification
+        if os.path.exists(GATE):
+            os.unlink(GATE)
+            err = type(err)(f"{err} ({GATE} removed)")
+        print(f"specsim {args.cmd}: {err}", file=sys.stderr)
+        return 1
+
+
+def _aggregate(args: argparse.Namespace) -> int:
+    if args.cmd == "gate":
+        from specsim.checks import gate
+
+        return gate(args.checks, args.out)
     grid = _load_grid(args.grid)
     if args.cmd == "collect":
         from specsim.collect import collect

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from specsim import exact, stats
 from specsim.grid import Grid
-from specsim.io import SCHEMAS, atomic_path, read_point_file
+from specsim.io import SCHEMAS, read_point_file, write_frame
 from specsim.job import describe
 from specsim.reference import round_tokens
 
@@ -102,5 +102,4 @@ def collect(grid: Grid, results_dir: str | Path, out: str) -> None:
             est.append(_equivalence_estimates(row, level))
     df = pd.concat([df.reset_index(drop=True), pd.DataFrame(est)], axis=1)
     df = df.drop(columns=["accepted_hist"]).sort_values("point_id").reset_index(drop=True)
-    with atomic_path(out) as tmp:
-        df.to_parquet(tmp, index=False)
+    write_frame(df, out)

@@ -9,6 +9,7 @@ would silently keep only the last value.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,42 @@ def validate_config(config: Any, schema_path: str | Path) -> dict[str, Any]:
 
 
 def load_grid(config: Any, schema_path: str | Path) -> Grid:
-    """Schema, then cross-field checks: the grid every rule works from."""
-    return build_grid(validate_config(config, schema_path))
+    """Schema, then cross-field checks, then the work the grid asks for: the grid every rule
+    works from."""
+    from specsim import work
+
+    grid = build_grid(validate_config(config, schema_path))
+    work.check(grid)
+    return grid
+
+
+def study_sources(paths: list[str], config: dict[str, Any]) -> dict[str, str]:
+    """Which config file defines each study (the last one wins, as in Snakemake's merge)."""
+    out: dict[str, str] = {}
+    for path in paths:
+        studies = (read_config(path) or {}).get("studies") or {}
+        out |= {name: Path(path).name for name in studies}
+    return {name: out.get(name, "--config") for name in config.get("studies", {})}
+
+
+def stale_provenance(grid_json: str | Path, config_digest: str, triggers: set[str]) -> str | None:
+    """Why a finished run's results would silently outlive this config, or None.
+
+    With Snakemake's ``params`` rerun trigger off (e.g. ``--rerun-triggers mtime``), a config
+    edit reruns nothing: results/grid.json, the point files and every table would stay those
+    of the old config with exit status 0. Refuse that case before any job runs.
+    """
+    if "params" in triggers:
+        return None
+    try:
+        recorded = json.loads(Path(grid_json).read_text(encoding="utf-8")).get("config_digest")
+    except (OSError, ValueError, AttributeError):
+        return None  # absent (fresh run) or corrupt: its reader will name it
+    if recorded == config_digest:
+        return None
+    return (f"{grid_json} was built from another config (digest {recorded}, this config "
+            f"{config_digest}) and --rerun-triggers excludes 'params', so nothing would be "
+            f"recomputed; rerun with the default triggers, or delete {grid_json}")
 
 
 class _DuplicateKeyError(yaml.YAMLError):

@@ -27,7 +27,7 @@ from matplotlib.patches import Patch
 
 from specsim import exact
 from specsim.grid import Grid
-from specsim.io import atomic_path
+from specsim.io import atomic_path, read_table
 from specsim.models import ModelSpec, markov_pair
 from specsim.outputs import FIGURE_NEEDS, available_figures  # noqa: F401 (re-export)
 
@@ -88,12 +88,12 @@ def _save(fig: plt.Figure, pdf_path: str) -> None:
 
 
 def _table(tables_dir: str, name: str) -> pd.DataFrame:
-    return pd.read_csv(Path(tables_dir) / f"{name}.csv")
+    return read_table(Path(tables_dir) / f"{name}.csv")
 
 
 def _optional_table(tables_dir: str, name: str) -> pd.DataFrame | None:
     path = Path(tables_dir) / f"{name}.csv"
-    return pd.read_csv(path) if path.exists() else None
+    return read_table(path) if path.exists() else None
 
 
 def _yerr(df: pd.DataFrame, mid: str, lo: str, hi: str, shift: float | pd.Series = 0.0):

@@ -80,7 +80,12 @@ SCHEMAS = {
 SCHEMA_TAG = {kind: f"{kind}/1".encode() for kind in SCHEMAS}
 
 
-class PointFileError(RuntimeError):
+class IntegrityError(RuntimeError):
+    """A result file that is unreadable, corrupt, tampered with or stale; the message names
+    the file and what to delete or rerun."""
+
+
+class PointFileError(IntegrityError):
     """A point file that is unreadable, corrupt, of another schema, or stale."""
 
 
@@ -115,6 +120,14 @@ def _versions(dist: str) -> tuple[tuple[str, str], ...]:
         except importlib.metadata.PackageNotFoundError:
             found[name] = NOT_INSTALLED
     return tuple(sorted(found.items()))
+
+
+def point_versions() -> dict[str, str]:
+    """The software that shapes a point file's numbers, read from the imported modules (a
+    point job cannot afford :func:`versions`' ~0.3 s metadata scan; grid.json has the full
+    list)."""
+    return {"numpy": np.__version__, "pyarrow": pa.__version__,
+            "python": platform.python_version(), "specsim": specsim.__version__}
 
 
 def versions(dist: str = "specsim") -> dict[str, str]:
@@ -186,10 +199,111 @@ def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str], float_digits
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]):
             out[col] = out[col].round(float_digits)
+    data = out.to_csv(index=False, lineterminator="\n").encode()
     with atomic_path(csv_path) as tmp:
-        out.to_csv(tmp, index=False, lineterminator="\n")
+        tmp.write_bytes(data)
+    write_checksum(csv_path, data)
     md = Path(csv_path).with_suffix(".md")
     write_text(md, to_markdown(df))
+
+
+def checksum_path(path: str | os.PathLike[str]) -> Path:
+    """``<file>.sha256`` beside ``path``, in ``sha256sum`` format (``sha256sum -c`` reads it)."""
+    return Path(f"{path}.sha256")
+
+
+def write_checksum(path: str | os.PathLike[str], data: bytes) -> None:
+    write_text(checksum_path(path), f"{hashlib.sha256(data).hexdigest()}  {Path(path).name}\n")
+
+
+def read_verified(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of ``path`` after checking them against its ``.sha256`` sidecar."""
+    fix = "delete it and rerun snakemake to rebuild it"
+    try:
+        data = Path(path).read_bytes()
+        recorded = checksum_path(path).read_text(encoding="ascii").split()[0]
+    except FileNotFoundError as err:
+        raise IntegrityError(f"{path}: {Path(err.filename).name} is missing; {fix}") from None
+    except (OSError, UnicodeDecodeError, IndexError) as err:
+        raise IntegrityError(f"{path}: cannot read it or its checksum ({type(err).__name__}); "
+                             f"{fix}") from None
+    if hashlib.sha256(data).hexdigest() != recorded:
+        raise IntegrityError(f"{path}: content does not match {checksum_path(path).name} "
+                             f"(corrupt or edited); {fix}")
+    return data
+
+
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A table written by :func:`write_table`, verified against its checksum first."""
+    import io as _io
+
+    import pandas as pd
+
+    data = read_verified(path)
+    try:
+        return pd.read_csv(_io.BytesIO(data))
+    except Exception as err:
+        raise IntegrityError(f"{path}: not a readable table ({type(err).__name__}: {err}); "
+                             f"delete it and rerun snakemake") from None
+
+
+def write_json_verified(path: str | os.PathLike[str], obj: dict[str, Any]) -> None:
+    """JSON with a ``sha256`` member over the canonical JSON of everything else."""
+    body = {k: v for k, v in obj.items() if k != "sha256"}
+    write_json(path, {**body, "sha256": _json_digest(body)})
+
+
+def _json_digest(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_json_verified(path: str | os.PathLike[str]) -> dict[str, Any]:
+    fix = "delete it and rerun snakemake to rebuild it"
+    try:
+        obj = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise IntegrityError(f"{path}: no such file; rerun snakemake to build it") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise IntegrityError(f"{path}: not readable JSON ({type(err).__name__}); {fix}") from None
+    if not isinstance(obj, dict) or "sha256" not in obj:
+        raise IntegrityError(f"{path}: no checksum member (not written by specsim); {fix}")
+    body = {k: v for k, v in obj.items() if k != "sha256"}
+    if _json_digest(body) != obj["sha256"]:
+        raise IntegrityError(f"{path}: content does not match its checksum (corrupt or edited); "
+                             f"{fix}")
+    return body
+
+
+def _table_digest(table: pa.Table) -> str:
+    """sha256 of the table's values as canonical JSON, column by column (types that Parquet
+    may map differently on reading -- string vs large_string -- give the same digest)."""
+    return payload_digest(table.to_pydict())
+
+
+def write_frame(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """A DataFrame as Parquet with page checksums and a digest of its data in the metadata."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = {**(table.schema.metadata or {}),
+            b"specsim.payload_sha256": _table_digest(table).encode()}
+    with atomic_path(path) as tmp:
+        pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd",
+                       write_page_checksum=True)
+
+
+def read_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read and verify a :func:`write_frame` file."""
+    fix = "delete it and rerun snakemake to rebuild it"
+    try:
+        table = pq.read_table(path, page_checksum_verification=True)
+        recorded = (table.schema.metadata or {}).get(b"specsim.payload_sha256", b"").decode()
+        ok = recorded == _table_digest(table)
+        if ok:
+            return table.to_pandas()
+    except Exception as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise IntegrityError(f"{path}: not a readable Parquet file ({reason}); {fix}") from None
+    raise IntegrityError(f"{path}: content does not match its recorded checksum; {fix}")
 
 
 def to_markdown(df: pd.DataFrame) -> str:
@@ -241,7 +355,7 @@ def write_point_file(path: str | os.PathLike[str], kind: str, record: dict[str, 
         b"specsim.schema": SCHEMA_TAG[kind],
         b"specsim.point_digest": point_digest.encode(),
         b"specsim.payload_sha256": payload_digest(row).encode(),
-        b"specsim.versions": json.dumps(versions(), sort_keys=True).encode(),
+        b"specsim.versions": json.dumps(point_versions(), sort_keys=True).encode(),
     }
     table = pa.Table.from_pylist([row], schema=schema.with_metadata(meta))
     with atomic_path(path) as tmp:
@@ -269,7 +383,7 @@ def read_point_file(path: str | os.PathLike[str], kind: str,
         found = meta.get(b"specsim.point_digest", b"").decode("ascii")
     except PointFileError:
         raise
-    except (OSError, ValueError, pa.ArrowException, UnicodeDecodeError) as err:
+    except Exception as err:
         # ArrowInvalid/IOError: truncated or bit-flipped pages (CRC), undecodable footer
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise PointFileError(f"{path}: not a readable point file ({reason}); {fix}") from None

@@ -13,7 +13,7 @@ import pandas as pd
 from specsim import exact, intensity
 from specsim.engine import residual
 from specsim.grid import Grid
-from specsim.io import write_table
+from specsim.io import read_frame, write_table
 from specsim.models import blend, random_table
 from specsim.outputs import available_tables  # noqa: F401 (re-export)
 
@@ -233,6 +233,6 @@ def write_analyses(grid: Grid, points_path: str, names: list[str], out_dir: str)
     unknown = sorted(set(names) - set(BUILDERS))
     if unknown:
         raise ValueError(f"unknown tables {unknown}; known: {sorted(BUILDERS)}")
-    points = pd.read_parquet(points_path)
+    points = read_frame(points_path)
     for name in names:
         write_table(BUILDERS[name](grid, points), f"{out_dir}/{name}.csv")

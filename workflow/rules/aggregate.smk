@@ -9,6 +9,7 @@ rule tables:
     output:
         csv=table_outputs(),
         md=expand("results/tables/{table}.md", table=TABLES),
+        sha=expand("results/tables/{table}.csv.sha256", table=TABLES),
     log:
         "logs/tables.log",
     benchmark:

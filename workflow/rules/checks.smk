@@ -6,23 +6,25 @@ rule checks:
         grid="results/grid.json",
         tables=table_files,
     output:
-        report(
+        csv=report(
             "results/tables/checks.csv",
             caption="../report/checks.rst",
             category="Checks",
         ),
+        sha="results/tables/checks.csv.sha256",
     log:
         "logs/checks.log",
     conda:
         "../envs/specsim.yaml"
     shell:
-        "specsim checks --grid {input.grid:q} --tables-dir results/tables --out {output:q} "
+        "specsim checks --grid {input.grid:q} --tables-dir results/tables --out {output.csv:q} "
         "2> {log:q}"
 
 
 rule gate:
     input:
-        "results/tables/checks.csv",
+        csv="results/tables/checks.csv",
+        sha="results/tables/checks.csv.sha256",
     output:
         "results/checks.ok",
     log:
@@ -30,4 +32,4 @@ rule gate:
     conda:
         "../envs/specsim.yaml"
     shell:
-        "specsim gate --checks {input:q} --out {output:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"
+        "specsim gate --checks {input.csv:q} --out {output:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"

@@ -4,7 +4,13 @@ import sys
 from snakemake.io import report as report_flag
 
 from specsim.cli import put_on_path
-from specsim.config import check_config_files, load_grid
+from specsim.config import (
+    check_config_files,
+    load_grid,
+    stale_provenance,
+    study_sources,
+)
+from specsim.work import summary
 from specsim.grid import POINT_REGEX, ConfigError
 from specsim.job import describe, to_arg
 from specsim.outputs import available_figures, available_tables
@@ -13,10 +19,15 @@ from specsim.outputs import available_figures, available_tables
 try:
     check_config_files(
         [str(path) for path in workflow.configfiles]
-    )  # e.g. duplicate keys
+    )  # duplicate keys, ...
     GRID = load_grid(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as err:
     sys.exit(f"config error: {err}")
+print(
+    "specsim: studies\n"
+    + summary(GRID, study_sources([str(p) for p in workflow.configfiles], config)),
+    file=sys.stderr,
+)
 
 # Jobs run the `specsim` command installed beside the Python that runs Snakemake (the pinned
 # .venv; it need not be activated). On a cluster each job starts Snakemake again, which does the
@@ -51,6 +62,21 @@ def point_job(wildcards):
 
 def table_files(wildcards=None):
     return expand("results/tables/{table}.csv", table=TABLES)
+
+
+def refuse_stale_results():
+    """Under `--rerun-triggers` without 'params' a config edit would rerun nothing and leave
+    the old config's results in place with exit status 0: stop instead (checked while the
+    DAG is built, when the triggers are known)."""
+    triggers = {str(t.name).lower() for t in workflow.rerun_triggers}
+    stale = stale_provenance("results/grid.json", GRID.config_digest, triggers)
+    if stale:
+        sys.exit(f"config error: {stale}")
+
+
+def all_inputs(wildcards):
+    refuse_stale_results()
+    return all_targets()
 
 
 def all_targets():

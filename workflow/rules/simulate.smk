@@ -13,10 +13,11 @@ rule grid:
     params:
         digest=GRID.config_digest,
     run:
-        from specsim.io import versions, write_json
+        from specsim.io import versions, write_json_verified
 
-        # provenance: the validated config, its digest, every point, and the software versions
-        write_json(output[0], {**GRID.to_json(), "versions": versions()})
+        # provenance: the validated config, its digest, every point, the software versions and
+        # a checksum over all of it (readers verify both digests)
+        write_json_verified(output[0], {**GRID.to_json(), "versions": versions()})
 
 
 # One wildcard, {point} = model~<m>/draft~<d>/alpha~<a>/gamma~<g>/temperature~<t>/rule~<r>/
@@ -28,6 +29,8 @@ rule point:
         exact="results/exact/{point}.parquet",
     log:
         "logs/point/{point}.log",
+    conda:
+        "../envs/specsim.yaml"
     threads: 1
     params:
         job=point_job,
