@@ -124,3 +124,13 @@ def test_cli_names_the_file_and_withdraws_the_gate(tmp_path: Path, monkeypatch: 
     err = capsys.readouterr().err
     assert rc == 1 and "results/grid.json" in err and len(err.strip().splitlines()) == 1
     assert not Path("results/checks.ok").exists()
+
+
+def test_templated_config_is_refused(tmp_path: Path) -> None:
+    from specsim.config import check_config_files
+    from specsim.grid import ConfigError
+
+    path = tmp_path / "yte.yaml"
+    path.write_text("__use_yte__: true\nseed: 1\n")
+    with pytest.raises(ConfigError, match="__use_yte__"):
+        check_config_files([str(path)])

@@ -136,3 +136,18 @@ def test_editing_a_table_file_reruns_only_its_model(tiny_config: dict[str, Any],
     jobs = scheduled(work, config)
     sims = under(jobs, "results/sim/")
     assert len(sims) == 3 and all("model~mine/" in f for f in sims)
+
+
+def test_a_config_edit_under_mtime_triggers_is_refused(copy_of_tiny: Path,
+                                                       tiny_config: dict[str, Any],
+                                                       tmp_path: Path) -> None:
+    """`--rerun-triggers mtime` would rerun nothing after a seed change and keep the old
+    tables with exit status 0; specsim stops instead, naming the file and the fix."""
+    cfg = copy.deepcopy(tiny_config)
+    cfg["seed"] = 9
+    res = snakemake(copy_of_tiny, save(cfg, tmp_path / "seed.yaml"), "-n", "--rerun-triggers",
+                    "mtime", check=False)
+    assert res.returncode != 0
+    assert "results/grid.json was built from another config" in res.stdout + res.stderr
+    res = snakemake(copy_of_tiny, TINY, "-n", "--rerun-triggers", "mtime")
+    assert "Nothing to be done" in res.stdout + res.stderr

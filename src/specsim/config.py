@@ -202,4 +202,8 @@ def check_config_files(paths: list[str]) -> None:
     passes ``workflow.configfiles`` here so such a file stops the run before any job starts.
     """
     for path in paths:
-        read_config(path)
+        data = read_config(path)
+        if isinstance(data, dict) and data.get("__use_yte__"):
+            raise ConfigError(f"{path}: __use_yte__: Snakemake has already run this config's "
+                              f"YTE template code while loading it; specsim refuses templated "
+                              f"configs -- render it yourself (yte) and pass the result")

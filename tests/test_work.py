@@ -1,0 +1,56 @@
+"""The work a config asks for is judged before any job: the estimate, its ceiling, studies whose
+answer cannot exist, and which config file each study came from."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+from conftest import ROOT, SCHEMA, SNAKEMAKE
+
+from specsim import work
+from specsim.config import load_grid
+from specsim.grid import ConfigError
+
+
+def test_estimate_counts_every_round(tiny_config: dict[str, Any]) -> None:
+    grid = load_grid(copy.deepcopy(tiny_config), SCHEMA)
+    b = grid.config["budget"]
+    long_run = sum(p.measure == "long_run" for p in grid.points)
+    equivalence = len(grid.points) - long_run
+    assert work.estimate(grid) == (long_run * b["chains"] * (b["rounds"] + b["burn_in"])
+                                   + equivalence * b["equivalence_trials"])
+
+
+def test_work_above_the_ceiling_is_refused_with_the_estimate(
+        tiny_config: dict[str, Any]) -> None:
+    cfg = copy.deepcopy(tiny_config)
+    cfg["budget"] |= {"chains": 10**8, "rounds": 10**8}
+    with pytest.raises(ConfigError) as err:
+        load_grid(cfg, SCHEMA)
+    msg = str(err.value)
+    assert msg.startswith("max_work:") and "simulated rounds" in msg and "core-days" in msg
+    cfg["max_work"] = 1e20  # raising the ceiling is the deliberate confirmation
+    load_grid(cfg, SCHEMA)
+
+
+@pytest.mark.parametrize("study", ["optimal_k", "break_even"])
+def test_a_study_without_an_answer_is_refused(tiny_config: dict[str, Any], study: str) -> None:
+    cfg = copy.deepcopy(tiny_config)
+    cfg["studies"][study]["alpha"] = [0.5, 1.0]
+    with pytest.raises(ConfigError, match=rf"studies\.{study}\.alpha: 1\.0 has no"):
+        load_grid(cfg, SCHEMA)
+
+
+def test_configfile_replaces_config_yaml_and_the_run_says_so() -> None:
+    """From the repo root, `--configfile tests/data/tiny.yaml` runs the tiny studies alone."""
+    res = subprocess.run([SNAKEMAKE, "-n", "--configfile", "tests/data/tiny.yaml", "--quiet",
+                          "rules"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         check=True)
+    assert "(from tiny.yaml)" in res.stderr and "(from config.yaml)" not in res.stderr
+    assert "accept_curve_stub" not in res.stderr  # a study only config.yaml defines
+    grid = load_grid(yaml.safe_load((ROOT / "tests" / "data" / "tiny.yaml").read_text()), SCHEMA)
+    assert f"{len(grid.points)} grid points" in res.stderr
