@@ -27,7 +27,7 @@ from specsim.figures import RULE_ORDER, rule_label
 from specsim.grid import ConfigError, build_grid
 from specsim.job import describe
 from specsim.models import ModelSpec, blend, random_table
-from specsim.reference import exact_point
+from specsim.reference import exact_curve, exact_point
 from specsim.simulate import simulate_point
 from specsim.verify import RULE_NAMES, RULES
 
@@ -305,3 +305,28 @@ def test_a_new_family_runs_through_every_stage(monkeypatch: pytest.MonkeyPatch) 
             assert np.isclose(ref["tokens_exact"], ref["tokens_closed_form"])
     with pytest.raises(ConfigError, match=r"models\.toy\.noise: not a setting of a 'diagonal'"):
         build_grid(_with(config, "models.toy.noise", 0.3))
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. exact curves: the exact stage's numbers at other γ, for the optimal_k figure
+# ---------------------------------------------------------------------------------------------
+def test_exact_curve_agrees_with_each_points_reference(tiny_config: dict[str, Any]) -> None:
+    """At the point's own γ the curve is the reference's stationary value: the DP limit for
+    tables, the same quadrature (same β samples) for the stub, Eq. 1 for calibrated drafts."""
+    cfg = _with(tiny_config, "studies.optimal_k.models", ["calibrated", "seed_good", "stub"])
+    cfg["budget"]["quadrature_pairs"] = 4096
+    grid = load_grid(cfg, SCHEMA)
+    budget, root = grid.config["budget"], int(grid.config["seed"])
+    ids = set(grid.studies["optimal_k"]["points"])
+    methods = set()
+    for point in (p for p in grid.points if p.point_id in ids):
+        gammas = np.arange(1, point.gamma + 1)
+        tokens, method = exact_curve(point, gammas, budget, root)
+        ref = exact_point(point, budget, root)
+        assert np.isclose(tokens[-1], ref["tokens_stationary"], rtol=1e-12, atol=0), point.path
+        assert np.all(np.diff(tokens) > 0) and tokens[0] > 1
+        methods.add(method.split("(")[0])
+    assert methods == {"Eq. 1", "exact DP", "quadrature_mc"}
+    table = tables.optimal_k_exact(grid, pd.DataFrame())
+    assert set(table.groupby("model")["gamma"].max()) == {4}
+    assert list(table.columns) == ["study", *tables.KEYS, "tokens_stationary", "exact_method"]
