@@ -37,12 +37,12 @@ from specsim.exact import (
     stationary,
     target_joint,
 )
+from specsim.families import markov_pair
 from specsim.models import (
     ModelSpec,
     TableSpec,
     iid_frozen_markov,
     iid_pairs,
-    markov_pair,
 )
 from specsim.stats import chi2_sf, gof_test
 

@@ -52,7 +52,9 @@ CONFIG = {
         "sampling": {"analysis": "temperature", "models": ["calibrated"],
                      "temperature": [0.0, 1.0]},
         "optimal_k": {"analysis": "optimal_k", "models": ["seed_med", "calibrated"]},
-        "break_even": {"analysis": "break_even", "models": ["seed_poor", "calibrated"]},
+        "break_even": {"analysis": "break_even", "models": ["seed_poor", "calibrated"],
+                       "expect_slower": [{"model": "seed_poor", "c": 0.25,
+                                          "label": "quarter-size poor draft"}]},
     },
 }
 
@@ -100,28 +102,35 @@ def write_tables(d: Path) -> None:
               "alpha_exact": 0.706} for g in (1, 2, 4)]
     _long_run(rows).to_csv(d / "accept_curve.csv", index=False)
 
-    rows = [{"study": "quality", "model": "seed_med", "knob": k, "alpha": nan, "gamma": 4,
-             "temperature": 1.0, "c": 0.1, "alpha_exact": 0.3 + 0.6 * (k if k == k else 0.55)}
-            for k in (0.2, nan, 1.0)]
-    rows += [{"study": "mismatch", "model": "seed_temper", "knob": k, "alpha": nan, "gamma": 4,
-              "temperature": 1.0, "c": 0.1, "alpha_exact": 1 - 0.1 * abs(np.log(k))}
-             for k in (0.5, 1.0, 2.0)]
-    rows += [{"study": "sampling", "model": "calibrated", "knob": nan, "alpha": 0.7, "gamma": 4,
-              "temperature": t, "c": 0.1, "alpha_exact": 0.7} for t in (0.0, 1.0)]
+    rows = [{"study": "quality", "model": "seed_med", "draft": "blend", "knob": k,
+             "alpha": nan, "gamma": 4, "temperature": 1.0, "c": 0.1,
+             "alpha_exact": 0.3 + 0.6 * k} for k in (0.2, 0.55, 1.0)]
+    rows += [{"study": "mismatch", "model": "seed_temper", "draft": "temper", "knob": k,
+              "alpha": nan, "gamma": 4, "temperature": 1.0, "c": 0.1,
+              "alpha_exact": 1 - 0.1 * abs(np.log(k))} for k in (0.5, 1.0, 2.0)]
+    rows += [{"study": "sampling", "model": "calibrated", "draft": "calibrated", "knob": nan,
+              "alpha": 0.7, "gamma": 4, "temperature": t, "c": 0.1, "alpha_exact": 0.7}
+             for t in (0.0, 1.0)]
     t = _long_run(rows)
     t["accept_rate"] = t["alpha_exact"]
     t["alpha_bar"] = np.where(t["temperature"] > 0, t["alpha_exact"], np.nan)
     t.to_csv(d / "temperature.csv", index=False)
 
-    ok = []
-    for model, alpha, a_ex in (("seed_med", nan, 0.706), ("calibrated", 0.8, 0.8)):
+    ok, curves = [], []
+    for model, knob, alpha, a_ex in (("seed_med", 0.55, nan, 0.706),
+                                     ("calibrated", nan, 0.8, 0.8)):
         for c in (0.05, 0.2):
             g_opt, s_opt = exact.optimal_gamma(a_ex, c, 8)
-            ok.append({"model": model, "alpha": alpha, "temperature": 1.0, "knob": nan, "c": c,
-                       "gammas": "1;2;4;8", "gamma_opt": g_opt, "speedup_opt": s_opt,
+            ok.append({"study": "optimal_k", "model": model, "knob": knob, "alpha": alpha,
+                       "temperature": 1.0, "rule": "correct", "c": c, "gammas": "1;2;4;8",
+                       "gamma_opt": g_opt, "speedup_opt": s_opt,
                        "speedup_opt_ci_low": s_opt - 0.01, "speedup_opt_ci_high": s_opt + 0.01,
                        "alpha_exact": a_ex, "gamma_opt_closed_form": g_opt})
+        curves += [{"study": "optimal_k", "model": model, "knob": knob, "alpha": alpha,
+                    "gamma": g, "temperature": 1.0, "rule": "correct",
+                    "tokens_stationary": exact.expected_tokens(a_ex, g)} for g in range(1, 9)]
     pd.DataFrame(ok).to_csv(d / "optimal_k.csv", index=False)
+    pd.DataFrame(curves).to_csv(d / "optimal_k_exact.csv", index=False)
 
     be = _long_run([{"model": m, "alpha": a, "gamma": 4, "alpha_exact": ae}
                     for m, a, ae in (("seed_poor", nan, 0.36), ("calibrated", 0.8, 0.8))])

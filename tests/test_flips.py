@@ -134,3 +134,15 @@ def test_templated_config_is_refused(tmp_path: Path) -> None:
     path.write_text("__use_yte__: true\nseed: 1\n")
     with pytest.raises(ConfigError, match="__use_yte__"):
         check_config_files([str(path)])
+
+
+def test_grid_file_keeps_the_config_order(tmp_path: Path) -> None:
+    """The first model is a default (worked_example) and a point shared by two model names
+    takes the first name: a grid rebuilt from grid.json must see the same order."""
+    grid = _grid()
+    path = tmp_path / "grid.json"
+    write_json_verified(path, grid.to_json())
+    again = _load_grid(str(path))
+    assert list(again.config["models"]) == list(grid.config["models"])
+    assert list(again.config["studies"]) == list(grid.config["studies"])
+    assert [p.path for p in again.points] == [p.path for p in grid.points]

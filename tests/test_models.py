@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specsim.families import markov_pair
 from specsim.models import (
     ModelSpec,
     TableSpec,
@@ -24,7 +25,6 @@ from specsim.models import (
     calibration_weights,
     iid_frozen_markov,
     iid_pairs,
-    markov_pair,
     one_hot_argmax,
     one_hot_argmin,
     overlap,

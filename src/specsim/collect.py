@@ -19,6 +19,7 @@ from specsim.grid import Grid
 from specsim.io import SCHEMAS, read_point_file, write_frame
 from specsim.job import describe
 from specsim.reference import round_tokens
+from specsim.verify import rule_spec
 
 
 def _long_run_estimates(row: pd.Series) -> dict[str, Any]:
@@ -40,8 +41,9 @@ def _long_run_estimates(row: pd.Series) -> dict[str, Any]:
         "accept_rate": acc, "accept_ci_low": alo, "accept_ci_high": ahi,
         "accept_fraction": frac, "accept_fraction_ci_low": flo, "accept_fraction_ci_high": fhi,
         "alpha_fit": fit, "alpha_fit_low": fit_lo, "alpha_fit_high": fit_hi,
-        "alpha_moment": float(stats.alpha_from_tokens(tok, g)) if rule != "continue"
-        else np.nan,
+        # Eq. 1 inverted assumes tokens = accepted + 1: not so for a rule keeping its drafts
+        "alpha_moment": float(stats.alpha_from_tokens(tok, g))
+        if not rule_spec(rule).keep_drafts else np.nan,
         "max_tokens_observed": int(round_tokens(g, rule)[hist.sum(axis=0) > 0].max()),
     }
 

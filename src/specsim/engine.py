@@ -88,8 +88,10 @@ class MarkovKernel:
         self.size = target.shape[0]
         # Accept probability per (context, token) cell and accept step ("ratio": min(1, p/q),
         # the seed's accept_prob; "argmax": one-hot greedy); a chain accepts iff u < the cell.
-        self.accept_prob = {spec.accept: acceptance_probability(self.p, self.q, name).ravel()
-                            for name, spec in ((r, rule_spec(r)) for r in ("correct", "greedy"))}
+        # One table per accept step of the registry's rules (one rule stands for each step).
+        steps = {spec.accept: spec for spec in map(rule_spec, RULE_NAMES)}
+        self.accept_prob = {kind: acceptance_probability(self.p, self.q, spec.name).ravel()
+                            for kind, spec in steps.items()}
         self.draft_sampler = TableSampler(self.q)
         self.final_sampler = TableSampler(self._final_rows())
         self._build_encoded()

@@ -67,10 +67,12 @@ __all__ = [
     "optimal_gamma",
     "residual_table",
     "round_law",
+    "round_tokens",
     "speedup_exists",
     "stationary",
     "table1_rows",
     "target_joint",
+    "truncated_geometric_moments",
     "tv",
     "verify_law",
     "verify_law_tree",
@@ -214,6 +216,35 @@ def optimal_gamma(
     return g_opt, val
 
 
+def round_tokens(gamma: int, rule: str = "correct") -> IntArray:
+    """Tokens emitted in a round with k = 0..γ accepted drafts: k + 1 ([L] Alg. 1: the accepted
+    drafts and one residual or bonus token), or γ / γ + 1 for a rule that keeps its drafts
+    after a rejection (:attr:`specsim.verify.RuleSpec.keep_drafts`)."""
+    k = np.arange(gamma + 1)
+    if rule_spec(rule).keep_drafts:
+        return np.where(k < gamma, gamma, gamma + 1)
+    return k + 1
+
+
+def truncated_geometric_moments(b: ArrayLike, gamma: int,
+                                rule: str = "correct") -> dict[str, FloatArray]:
+    """Per-round means when every position accepts independently with probability ``b``.
+
+    The accepted count is a geometric truncated at γ ([L] §3.1, the law behind Eq. 1):
+    P(k) = b^k (1 - b) for k < γ and b^γ for k = γ. Broadcasts over ``b``; returns the mean
+    tokens (:func:`round_tokens`), accepted drafts and accept decisions (min(k + 1, γ)).
+    """
+    b = np.asarray(b, dtype=np.float64)
+    powers = b[..., None] ** np.arange(gamma + 1)  # b^0..b^γ
+    law = np.concatenate([powers[..., :gamma] * (1 - b[..., None]), powers[..., gamma:]], -1)
+    k = np.arange(gamma + 1)
+    return {
+        "tokens": law @ round_tokens(gamma, rule),
+        "accepted": law @ k,
+        "trials": law @ np.minimum(k + 1, gamma),
+    }
+
+
 def table1_rows(
     alphas: ArrayLike, gammas: ArrayLike, c: float = 0.0, c_hat: float = 0.0
 ) -> dict[str, FloatArray]:
@@ -324,7 +355,8 @@ def round_law(P: ArrayLike, Q: ArrayLike, gamma: int, rule: str = "correct") -> 
     V = Pa.shape[0]
     emit_on_reject = k.rho[:, None] * k.final
     cont_next: list[FloatArray] = []
-    if r == "continue":  # cont_next[j] = rej @ Q^j, needed for j = gamma-1-i >= 1
+    keep = rule_spec(r).keep_drafts
+    if keep:  # cont_next[j] = rej @ Q^j, needed for j = gamma-1-i >= 1
         m = k.rej
         for _ in range(g):
             cont_next.append(m)
@@ -334,7 +366,7 @@ def round_law(P: ArrayLike, Q: ArrayLike, gamma: int, rule: str = "correct") -> 
     nxt = np.zeros((V, V))
     for i in range(g):
         accepted[:, i] = A @ k.rho
-        if r == "continue" and i < g - 1:
+        if keep and i < g - 1:
             nxt += A @ cont_next[g - 1 - i]
         else:
             nxt += A @ emit_on_reject
@@ -342,7 +374,7 @@ def round_law(P: ArrayLike, Q: ArrayLike, gamma: int, rule: str = "correct") -> 
     accepted[:, g] = A.sum(axis=1)
     nxt += A @ Pa  # bonus token after gamma acceptances
     tokens = np.zeros((V, g + 2))
-    if r == "continue":
+    if keep:
         tokens[:, g] = accepted[:, :g].sum(axis=1)
         tokens[:, g + 1] = accepted[:, g]
     else:
@@ -440,7 +472,7 @@ def _round_prefix_laws(
     k = _kernels(P, Q, rule)
     zeros_u = np.zeros((V,) * (n + 1))
     T: dict[int, FloatArray] = {}
-    if rule != "continue":
+    if not rule_spec(rule).keep_drafts:
         # lengths 1..gamma+1: L-1 accepted then the rejection token, or gamma + bonus.
         emit = k.rho[:, None] * k.final
         paths = _paths(k.acc, min(gamma, n))

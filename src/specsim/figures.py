@@ -3,15 +3,17 @@
 Every figure is a function ``(grid, tables_dir) -> Figure`` registered in ``FIGURES``; ``NEEDS``
 names the analysis whose table it reads (``None``: it needs no simulation, only exact theory or
 the always-built tables), so ``available_figures`` can drop figures the config does not support.
-Where a figure needs a number no table holds it computes it here from the pure functions of
-``specsim.exact``, ``specsim.models`` and ``specsim.intensity`` and says so in its caption.
+Figures read the tables and the config only: no model is built here. Numbers of a model that
+no simulated point holds (the exact curves of ``optimal_k``) come from the exact stage through
+a table (``optimal_k_exact``); closed forms of :mod:`specsim.exact` (Eq. 1, Thm 3.8) are drawn
+directly. Rule names and legend labels come from :data:`specsim.verify.RULES`, draft-knob axis
+labels from :data:`specsim.families.KNOBS`.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -26,10 +28,12 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from specsim import exact
+from specsim.checks import expected_slower, slower_rows
+from specsim.families import KNOBS, Knob
 from specsim.grid import Grid
 from specsim.io import atomic_path, read_table
-from specsim.models import ModelSpec, markov_pair
 from specsim.outputs import FIGURE_NEEDS, available_figures  # noqa: F401 (re-export)
+from specsim.verify import RULE_NAMES, RULES
 
 COLUMN = 3.4  # inches: one column of a two-column paper
 # No text in any figure is smaller than this at the size it is saved (figures are saved at
@@ -63,17 +67,18 @@ STYLE = {
     "pdf.fonttype": 42,
     "svg.hashsalt": "specsim",
 }
-RULE_ORDER = ("correct", "greedy", "no_resample", "continue")
-# Legend labels: the rule's name as config.yaml and the CSVs spell it, then what it does.
-RULE_LABEL = {
-    "correct": "correct (residual)",
-    "greedy": "greedy (argmax)",
-    "no_resample": "no_resample (resample from p)",
-    "continue": "continue (keep later drafts)",
-}
+RULE_ORDER: tuple[str, ...] = RULE_NAMES  # the registry's order
+
+
+def rule_label(rule: str) -> str:
+    """Legend label: the rule's name as config.yaml and the CSVs spell it, then what it does
+    (:attr:`specsim.verify.RuleSpec.legend`)."""
+    spec = RULES.get(rule)  # type: ignore[call-overload]
+    return spec.legend if spec is not None else rule
+
+
 MARKERS = "osD^vP"
 README_FIGURES = ("accept_curve", "equivalence", "optimal_k_heatmap", "roofline", "jensen")
-DEMO5_POOR = ("seed_poor", 0.25)  # the program's "quarter-size poor draft" (demo 5)
 
 
 def _save(fig: plt.Figure, pdf_path: str) -> None:
@@ -110,36 +115,12 @@ def _unique(values: Iterable) -> list:
     return list(dict.fromkeys(values))
 
 
-def _spec(grid: Grid, model: str, knob: float | None = None) -> ModelSpec:
-    spec = ModelSpec.from_dict(model, grid.config["models"][model])
-    if knob is None or pd.isna(knob):
-        return spec
-    field = {"blend": "weight", "temper": "draft_temperature", "noise": "noise"}[spec.draft]
-    return replace(spec, **{field: float(knob)})
-
-
-def _default_knob(grid: Grid, model: str) -> float | None:
-    draft = grid.config["models"][model]["draft"]
-    key = {"blend": "weight", "temper": "temperature", "noise": "noise"}.get(draft["kind"])
-    return None if key is None else float(draft.get(key, 0.3 if key == "noise" else np.nan))
-
-
-def _exact_tokens(grid: Grid, model: str, alpha: float | None, temperature: float,
-                  gammas: np.ndarray, knob: float | None = None,
-                  alpha_fallback: float | None = None) -> tuple[np.ndarray, str]:
-    """Exact long-run tokens per round over ``gammas`` and how it was obtained.
-
-    Calibrated drafts: Eq. 1 is exact. Markov seed drafts: the renewal-reward DP of
-    ``exact.long_run``. Anything else (i.i.d. seed drafts): Eq. 1 at ``alpha_fallback``.
-    """
-    if alpha is not None and not pd.isna(alpha):
-        return np.asarray(exact.expected_tokens(alpha, gammas), float), "Eq. 1"
-    spec = _spec(grid, model, knob)
-    if spec.family == "markov":
-        P, Q = markov_pair(spec, float(temperature), None)
-        vals = [exact.long_run(P, Q, int(g)).tokens_per_round for g in gammas]
-        return np.asarray(vals, float), "exact DP"
-    return np.asarray(exact.expected_tokens(alpha_fallback, gammas), float), "Eq. 1 at ᾱ"
+def _matches(df: pd.DataFrame, **values: object) -> pd.Series:
+    """Rows equal to every value, an empty cell (NaN) matching a missing value (None/NaN)."""
+    mask = pd.Series(True, index=df.index)
+    for col, v in values.items():
+        mask &= df[col].isna() if pd.isna(v) else (df[col] == v)  # type: ignore[arg-type]
+    return mask
 
 
 def _model_label(df: pd.DataFrame, model: str, alpha: float | None = None) -> str:
@@ -200,7 +181,7 @@ def equivalence(grid: Grid, tables_dir: str) -> plt.Figure:
     ax.set_title(f"Is it lossless? {n:,} generations per rule")
     # name on the first line, what the rule does on the second: two columns fit one column
     handles = [Line2D([], [], color=rcol[r], marker="s", ls="", ms=4,
-                      label=RULE_LABEL.get(r, r).replace(" (", "\n(", 1)) for r in rules]
+                      label=rule_label(r).replace(" (", "\n(", 1)) for r in rules]
     kinds = [
         Line2D([], [], color="0.3", marker="_", ms=9, mew=1.6, ls="", label="exact"),
         Line2D([], [], color="0.3", marker="v", mfc="white", ms=4, ls="",
@@ -350,36 +331,35 @@ def jensen(grid: Grid, tables_dir: str) -> plt.Figure:
 # ---------------------------------------------------------------------------------------------
 # 4. temperature: draft quality, draft-temperature mismatch, sampling temperature
 # ---------------------------------------------------------------------------------------------
+def _swept_knob(grid: Grid, study: str, g: pd.DataFrame) -> tuple[bool, Knob | None, str]:
+    """Whether a temperature study sweeps its draft's knob (the config says: a ``draft:``
+    list) or the sampling temperature, the knob (:data:`specsim.families.KNOBS`, by the
+    table's ``draft`` kind) and the draft kind."""
+    kind = str(g["draft"].iloc[0])
+    return "draft" in grid.config["studies"].get(study, {}), KNOBS.get(kind), kind
+
+
 def _temperature_axis(grid: Grid, study: str, g: pd.DataFrame) -> tuple[str, pd.Series, str]:
     """Which knob a temperature study sweeps: the draft's knob or the sampling temperature."""
-    cfg = grid.config["studies"].get(study, {})
-    if "draft" in cfg:  # the study sweeps the draft's knob; otherwise the sampling temperature
-        knob = g["knob"].copy()
-        for m in g["model"].unique():
-            sel = (g["model"] == m) & knob.isna()
-            knob[sel] = _default_knob(grid, m)
-        kind = grid.config["models"][g["model"].iloc[0]]["draft"]["kind"]
-        if kind == "temper":
-            return "knob", knob, "draft temperature (target at T = 1)"
-        if kind == "blend":
-            return "knob", knob, "draft quality: blend weight w\n(draft = w·target + (1−w)·other)"
-        return "knob", knob, f"draft {kind} knob"
+    sweeps, knob, kind = _swept_knob(grid, study, g)
+    if sweeps:  # the study sweeps the draft's knob; otherwise the sampling temperature
+        return "knob", g["knob"], knob.axis_label if knob else f"draft {kind} knob"
     return "temperature", g["temperature"], "sampling temperature T (0 = greedy)"
 
 
-def _temperature_order(grid: Grid, study: str) -> tuple[int, str]:
-    """Draft-quality sweeps first, then draft-temperature sweeps, then sampling temperature."""
-    cfg = grid.config["studies"].get(study, {})
-    if "draft" not in cfg:
-        return (9, study)
-    kind = grid.config["models"][cfg["models"][0]]["draft"]["kind"]
-    return ({"blend": 0, "temper": 1}.get(kind, 2), study)
+def _temperature_order(grid: Grid, df: pd.DataFrame, study: str) -> tuple[int, str]:
+    """Draft-knob sweeps first, in the order of :data:`specsim.families.KNOBS` (quality,
+    then draft temperature, ...), then sampling-temperature studies."""
+    sweeps, _knob, kind = _swept_knob(grid, study, df[df["study"] == study])
+    if not sweeps:
+        return (len(KNOBS) + 1, study)
+    return (list(KNOBS).index(kind) if kind in KNOBS else len(KNOBS), study)
 
 
 def temperature(grid: Grid, tables_dir: str) -> plt.Figure:
     """Acceptance and tokens per call (speedup on the right axis) vs each study's knob."""
     df = _table(tables_dir, "temperature")
-    studies = sorted(_unique(df["study"]), key=lambda s: _temperature_order(grid, s))
+    studies = sorted(_unique(df["study"]), key=lambda s: _temperature_order(grid, df, s))
     models = _unique(df["model"])
     mcol = _colors(models)
     fig, axes = plt.subplots(2, len(studies), figsize=(WIDE, 3.9), sharey="row", squeeze=False)
@@ -416,10 +396,12 @@ def temperature(grid: Grid, tables_dir: str) -> plt.Figure:
             sec.set_ylabel(f"speedup at γ = {int(gam[0])}, c = {float(cs[0]):g} (×)")
             if j < len(studies) - 1:
                 sec.set_ylabel("")
-        if kind == "knob" and "temperature" in xlabel:
-            top.axvline(1.0, color="0.5", lw=0.7, ls=":")
-            bot.axvline(1.0, color="0.5", lw=0.7, ls=":")
-            top.annotate("matched\ntemperature", (1.0, 0.3), xycoords=("data", "axes fraction"),
+        knob = _swept_knob(grid, study, g)[1]
+        if kind == "knob" and knob is not None and knob.matched_at is not None:
+            top.axvline(knob.matched_at, color="0.5", lw=0.7, ls=":")
+            bot.axvline(knob.matched_at, color="0.5", lw=0.7, ls=":")
+            top.annotate(f"matched\n{knob.name.removeprefix('draft ')}", (knob.matched_at, 0.3),
+                         xycoords=("data", "axes fraction"),
                          xytext=(3, 0), textcoords="offset points", fontsize=MIN_FONTSIZE,
                          color="0.3")
         top.set_title(f"({chr(ord('a') + j)}) study {study}")
@@ -445,9 +427,12 @@ def temperature(grid: Grid, tables_dir: str) -> plt.Figure:
 def optimal_k(grid: Grid, tables_dir: str) -> plt.Figure:
     """Speedup vs γ per (model, α), one panel per c: exact curve, simulated optimum ± CI.
 
-    Per-γ simulated points are drawn from an ``optimal_k_curve`` table when one exists.
+    The exact curves are the ``optimal_k_exact`` table's (Eq. 1 for calibrated drafts, the
+    family's exact method otherwise, at every γ up to the study's largest); per-γ simulated
+    points are drawn from an ``optimal_k_curve`` table when one exists.
     """
     best = _table(tables_dir, "optimal_k")
+    exact_curves = _table(tables_dir, "optimal_k_exact")
     curve = _optional_table(tables_dir, "optimal_k_curve")
     cs = sorted(best["c"].unique())
     best = best.copy()
@@ -459,7 +444,6 @@ def optimal_k(grid: Grid, tables_dir: str) -> plt.Figure:
     fig, axes = plt.subplots(1, len(cs), figsize=(WIDE if len(cs) > 1 else COLUMN, 3.4),
                              sharey=True, squeeze=False, layout="constrained")
     axes = axes[0]
-    cache: dict[tuple, tuple[np.ndarray, str]] = {}
     for j, c in enumerate(cs):
         ax = axes[j]
         for s in order:
@@ -468,15 +452,14 @@ def optimal_k(grid: Grid, tables_dir: str) -> plt.Figure:
                 continue
             r = r.iloc[0]
             gams = np.array([int(v) for v in str(r["gammas"]).split(";")])
-            dense = np.arange(1, gams.max() + 1)
-            key = (r["model"], r["alpha"], r["temperature"], r["knob"])
-            if key not in cache:
-                cache[key] = _exact_tokens(grid, r["model"], r["alpha"], r["temperature"], dense,
-                                           r["knob"], r["alpha_exact"])
-            tokens, _how = cache[key]
-            sp = tokens / (1.0 + dense * c)
+            ex = exact_curves[_matches(exact_curves, study=r["study"], model=r["model"],
+                                       alpha=r["alpha"], temperature=r["temperature"],
+                                       knob=r["knob"], rule=r["rule"])].sort_values("gamma")
+            dense = ex["gamma"].to_numpy(int)
+            sp = ex["tokens_stationary"].to_numpy(float) / (1.0 + dense * c)
             ax.plot(dense, sp, "-", color=col[s], lw=0.9, zorder=1)
-            ax.plot(gams, sp[gams - 1], ls="", marker="o", ms=3.5, mfc="white", mec=col[s],
+            on_grid = np.isin(dense, gams)
+            ax.plot(dense[on_grid], sp[on_grid], ls="", marker="o", ms=3.5, mfc="white", mec=col[s],
                     mew=0.7, zorder=2)
             if curve is not None:
                 h = curve[(curve["model"] == r["model"]) & (curve["c"] == c)
@@ -489,9 +472,9 @@ def optimal_k(grid: Grid, tables_dir: str) -> plt.Figure:
                         yerr=[[r["speedup_opt"] - r["speedup_opt_ci_low"]],
                               [r["speedup_opt_ci_high"] - r["speedup_opt"]]],
                         fmt="*", ms=8, color=col[s], mec="black", mew=0.4, zorder=4)
-            g_star = int(dense[np.argmax(sp)])
-            if g_star not in gams:
-                ax.plot([g_star], [sp[g_star - 1]], marker="|", ms=7, color=col[s], mew=1.0)
+            i_star = int(np.argmax(sp))
+            if dense[i_star] not in gams:
+                ax.plot([dense[i_star]], [sp[i_star]], marker="|", ms=7, color=col[s], mew=1.0)
         ax.axhline(1.0, color="0.4", lw=0.7, ls=":")
         ax.set_title(f"draft cost c = {c:g} (of a target call)")
         ax.set_xlabel("draft length γ")
@@ -505,7 +488,7 @@ def optimal_k(grid: Grid, tables_dir: str) -> plt.Figure:
     handles = [Line2D([], [], color=col[s], lw=0.9, label=s) for s in order]
     handles += [
         Line2D([], [], color="0.3", lw=0.9, marker="o", mfc="white", ms=3.5,
-                label="exact (Eq. 1 or exact DP) / (1 + γc)"),
+                label="exact (Eq. 1, or the model's exact method) / (1 + γc)"),
         Line2D([], [], color="0.3", marker="*", mec="black", mew=0.4, ms=8, ls="",
                label="simulated optimum ± 95% CI"),
         Line2D([], [], color="0.3", marker="|", ms=7, mew=1.0, ls="",
@@ -607,13 +590,14 @@ def break_even(grid: Grid, tables_dir: str) -> plt.Figure:
     ax.axhspan(0.0, 1.0, color="0.92", lw=0, zorder=0)
     ax.text(dense[0] * 1.1, 0.93, "slower than target-only", fontsize=MIN_FONTSIZE, color="0.35",
             va="top")
-    poor = sv[(sv["model"] == DEMO5_POOR[0]) & np.isclose(sv["c"], DEMO5_POOR[1])]
-    if len(poor):
-        p = poor.iloc[0]
-        ax.annotate(f"quarter-size poor draft:\n{p['speedup']:.2f}× at c = {p['c']:g}",
-                    (p["c"], p["speedup"]), xytext=(-52, -30), textcoords="offset points",
-                    fontsize=MIN_FONTSIZE,
-                    arrowprops={"arrowstyle": "->", "lw": 0.6, "color": "0.2"})
+    for study, claim in expected_slower(grid):  # the config's claims, e.g. the program's demo 5
+        rows = sv[slower_rows(sv, study, claim)]
+        if len(rows):
+            p = rows.iloc[0]
+            ax.annotate(f"{claim['label']}:\n{p['speedup']:.2f}× at c = {p['c']:g}",
+                        (p["c"], p["speedup"]), xytext=(-52, -30), textcoords="offset points",
+                        fontsize=MIN_FONTSIZE,
+                        arrowprops={"arrowstyle": "->", "lw": 0.6, "color": "0.2"})
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(dense[0], dense[-1])

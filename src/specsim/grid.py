@@ -17,31 +17,22 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from specsim.models import (
-    ModelSpec,
-    TableFileError,
-    base_target,
-    calibration_weights,
-    check_table,
-    load_table,
-    temper,
-)
+from specsim.families import Family, family_of
+from specsim.models import ConfigError, ModelSpec
+
+__all__ = ["ConfigError", "Grid", "Point", "build_grid", "digest", "point_path"]
 
 MEASURES = ("long_run", "equivalence")
 EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
 # A point's output path, Paramspace style: one `key~value` directory level per parameter.
 PATH_KEYS = ("model", "draft", "alpha", "gamma", "temperature", "rule", "measure")
 POINT_REGEX = "/".join(f"{key}~[^/~]+" for key in PATH_KEYS)  # Snakemake's {point} wildcard
-
-
-class ConfigError(ValueError):
-    """A config value that cannot be used; the message names the key, the value and the fix."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +64,11 @@ class Point:
         """Computed once per point: the identity hashes user table files, so it reads them."""
         return digest(self.identity())[:16]
 
+    @property
+    def family(self) -> Family:
+        """The model's family: its tables, simulation and exact reference."""
+        return family_of(self.spec)
+
     def seed(self, root: int) -> np.random.SeedSequence:
         """SeedSequence from the root seed and the point's identity (four 32-bit words)."""
         words = [int(self.point_id[i : i + 8], 16) for i in range(0, 16, 8)]
@@ -85,11 +81,8 @@ class Point:
         Derived from the spec, not from the study that named the point first, so a point shared
         by several studies always reports the same value.
         """
-        field = _KNOB.get(self.spec.draft)
-        if field is None:
-            return None
-        return float({"weight": self.spec.weight, "temperature": self.spec.draft_temperature,
-                      "noise": self.spec.noise}[field])
+        knob = self.family.knob(self.spec.draft)
+        return None if knob is None else knob.value(self.spec)
 
     @cached_property
     def path_params(self) -> dict[str, str]:
@@ -152,6 +145,10 @@ class Grid:
         """Point by its path stem (:attr:`Point.path`): the Snakemake wildcard lookup."""
         return {p.path: p for p in self.points}
 
+    def model_spec(self, name: str) -> ModelSpec:
+        """The spec of the ``models:`` entry ``name`` (its family already checked it)."""
+        return ModelSpec.from_dict(name, self.config["models"][name])
+
     def point_at(self, path: str) -> Point:
         try:
             return self.by_path[path]
@@ -183,103 +180,30 @@ def _check_finite(obj: Any, path: str) -> None:
             _check_finite(v, f"{path}[{i}]")
 
 
-_FAMILY_DRAFTS = {
-    "markov": ("blend", "temper", "calibrated", "identical", "uniform"),
-    "iid": ("noise", "temper", "calibrated", "identical", "uniform"),
-    "custom": ("file", "blend", "temper", "calibrated", "identical", "uniform"),
-}
-_KNOB = {"blend": "weight", "temper": "temperature", "noise": "noise"}
-
-
 def _model_specs(models: dict[str, Any]) -> dict[str, ModelSpec]:
+    """Each entry read and cross-checked by its family (:meth:`Family.parse`)."""
     specs = {}
     for name, m in models.items():
-        key = f"models.{name}"
-        family, kind = m["family"], m["draft"]["kind"]
-        if kind not in _FAMILY_DRAFTS[family]:
-            raise ConfigError(f"{key}.draft.kind: {kind!r} is not available for family "
-                              f"{family!r}; choose one of {list(_FAMILY_DRAFTS[family])}")
-        wrong = {"markov": ("sigma", "noise", "share", "seed", "target_file"),
-                 "iid": ("target", "target_file"),
-                 "custom": ("target", "sigma", "noise", "share", "seed")}[family]
-        for k in wrong:
-            if k in m:
-                raise ConfigError(f"{key}.{k}: not a setting of a {family!r} model")
-        if family == "custom":
-            _check_custom(key, m)
-        elif kind == "file" or "file" in m["draft"]:
-            raise ConfigError(f"{key}.draft.kind: draft tables from files need family 'custom'")
-        if family == "iid" and isinstance(m["draft"].get("other"), dict):
-            raise ConfigError(f"{key}.draft.other: iid drafts take no table base")
-        if kind == "blend" and "weight" not in m["draft"]:
-            raise ConfigError(f"{key}.draft.weight: a blend draft needs a weight in [0, 1]")
-        if kind == "temper" and "temperature" not in m["draft"]:
-            raise ConfigError(f"{key}.draft.temperature: a temper draft needs a temperature > 0")
-        specs[name] = ModelSpec.from_dict(name, m)
+        try:
+            family = family_of(m["family"])
+        except ConfigError as err:
+            raise ConfigError(f"models.{name}.family: {err}") from None
+        specs[name] = family.parse(name, m)
     return specs
 
 
-def _check_custom(key: str, m: dict[str, Any]) -> None:
-    """Load and validate the user's tables now, so a bad file stops the run before any job."""
-    if "target_file" not in m:
-        raise ConfigError(f"{key}.target_file: a custom model needs a target table file")
-    kind = m["draft"]["kind"]
-    if kind == "file" and "file" not in m["draft"]:
-        raise ConfigError(f"{key}.draft.file: a 'file' draft needs the path of its table")
-    if isinstance(m["draft"].get("other"), dict):
-        raise ConfigError(f"{key}.draft.other: custom models take 'far' or 'uniform' bases")
-    files = [("target", f"{key}.target_file", m["target_file"])]
-    if kind == "file":
-        files.append(("draft", f"{key}.draft.file", m["draft"]["file"]))
-    shapes = []
-    for role, where, path in files:
-        try:
-            table = check_table(load_table(path), key, role)
-        except TableFileError as err:
-            raise ConfigError(f"{where}: {err}") from None
-        shapes.append(table.shape)
-        if table.shape[0] != m["vocab"]:
-            raise ConfigError(f"{where}: {path!r} has {table.shape[0]} rows but {key}.vocab is "
-                              f"{m['vocab']}; set vocab to the table's size")
-    if len(shapes) == 2 and shapes[0] != shapes[1]:
-        raise ConfigError(f"{key}: target {shapes[0]} and draft {shapes[1]} tables differ in "
-                          f"shape")
-
-
 def _with_knob(spec: ModelSpec, knob: float | None, where: str) -> ModelSpec:
+    """The spec with its draft's knob set to a study's ``draft:`` value."""
     if knob is None:
         return spec
-    field = _KNOB.get(spec.draft)
-    if field is None:
+    family = family_of(spec)
+    k = family.knob(spec.draft)
+    if k is None:
+        kinds = [d for d in family.drafts if family.knob(d) is not None]
         raise ConfigError(f"{where}: model {spec.name!r} has a {spec.draft!r} draft, which has no "
-                          f"knob to sweep; remove 'draft' or use a blend/temper/noise model")
-    if field == "weight":
-        if not 0 <= knob <= 1:
-            raise ConfigError(f"{where}: blend weight {knob} is outside [0, 1]")
-        return replace(spec, weight=knob)
-    if field == "temperature":
-        if knob <= 0:
-            raise ConfigError(f"{where}: draft temperature {knob} must be > 0")
-        return replace(spec, draft_temperature=knob)
-    return replace(spec, noise=knob)
-
-
-def _check_alpha(spec: ModelSpec, alpha: float, temperature: float, where: str) -> None:
-    """Raise unless the calibrated draft can reach ``alpha`` in every context."""
-    if not spec.is_markov:
-        if alpha < 1.0 / spec.vocab and temperature > 0:
-            raise ConfigError(f"{where}: alpha={alpha} cannot be reached by a calibrated iid "
-                              f"draft for every step; allowed: [1/vocab = {1 / spec.vocab:.4g}, 1]")
-        return
-    target = temper(base_target(spec), temperature)
-    other = spec.other.realise(target, spec.vocab)
-    if spec.other.special is None:
-        other = temper(other, temperature)
-    try:
-        calibration_weights(target, other, alpha)
-    except ValueError as err:
-        raise ConfigError(f"{where}: model {spec.name!r} at temperature {temperature}: "
-                          f"{err}") from None
+                          f"knob to sweep; remove 'draft' or use a model whose draft kind is one "
+                          f"of {kinds}")
+    return k.apply(spec, knob, where)
 
 
 def build_grid(config: dict[str, Any]) -> Grid:
@@ -319,13 +243,15 @@ def build_grid(config: dict[str, Any]) -> Grid:
                 for t in study["temperature"]:
                     for a in alphas:
                         if a is not None:
-                            _check_alpha(spec, a, t, f"{key}.alpha")
+                            family_of(spec).check_alpha(spec, a, t, f"{key}.alpha")
                         for g in study["gamma"]:
                             for rule in study["rule"]:
                                 p = Point(mname, spec, a, int(g), float(t), rule, measure, knob)
                                 points.setdefault(p.point_id, p)
                                 ids.append(p.point_id)
+        _check_expect_slower(study, specs, key)
         studies[sname] = {"analysis": study["analysis"], "points": ids, "c": list(study["c"])}
+    _check_worked_example(config.get("worked_example", {}), specs)
     if len(points) > config["max_points"]:
         raise ConfigError(f"the studies define {len(points)} grid points, more than max_points="
                           f"{config['max_points']}; raise max_points to confirm a grid this large")
@@ -342,3 +268,42 @@ def _check_enumerable(spec: ModelSpec, study: dict[str, Any], budget: dict[str, 
     if cells > 1_000_000:
         raise ConfigError(f"{where}: vocab {spec.vocab} gives {cells} two-token cells; the "
                           f"equivalence study supports vocab <= 1000")
+
+
+def _check_expect_slower(study: dict[str, Any], specs: dict[str, ModelSpec], key: str) -> None:
+    """A break_even study's claimed-slower drafts must be among its models, c values and α."""
+    claims = study.get("expect_slower", [])
+    if claims and study["analysis"] != "break_even":
+        raise ConfigError(f"{key}.expect_slower: only break_even studies take it (this study's "
+                          f"analysis is {study['analysis']!r})")
+    for i, claim in enumerate(claims):
+        where = f"{key}.expect_slower[{i}]"
+        if claim["model"] not in study["models"]:
+            raise ConfigError(f"{where}.model: {claim['model']!r} is not one of the study's "
+                              f"models {study['models']}")
+        if not any(math.isclose(claim["c"], c) for c in study["c"]):
+            raise ConfigError(f"{where}.c: {claim['c']} is not one of the study's c values "
+                              f"{study['c']}")
+        calibrated = specs[claim["model"]].calibrated
+        if "alpha" in claim and not (calibrated and claim["alpha"] in study["alpha"]):
+            raise ConfigError(f"{where}.alpha: {claim['alpha']} is not an α of this study's "
+                              f"calibrated model {claim['model']!r}")
+
+
+def _check_worked_example(cfg: dict[str, Any], specs: dict[str, ModelSpec]) -> None:
+    """The worked example's model must exist, have the context, and reach its α."""
+    where = "worked_example"
+    name = cfg.get("model", next(iter(specs)))
+    if name not in specs:
+        raise ConfigError(f"{where}.model: {name!r} is not defined under models: "
+                          f"(defined: {sorted(specs)})")
+    spec = specs[name]
+    if not 0 <= cfg.get("context", 0) < spec.vocab:
+        raise ConfigError(f"{where}.context: {cfg['context']} is not a token of model {name!r} "
+                          f"(vocab {spec.vocab})")
+    if spec.calibrated:
+        if "alpha" not in cfg:
+            raise ConfigError(f"{where}.alpha: model {name!r} has a calibrated draft; give the "
+                              f"alpha of the example")
+        family_of(spec).check_alpha(spec, cfg["alpha"], float(cfg.get("temperature", 1.0)),
+                                    f"{where}.alpha")

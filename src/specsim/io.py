@@ -187,8 +187,8 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
         tmp.write_text(text, encoding="utf-8", newline="\n")
 
 
-def write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    write_text(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+def write_json(path: str | os.PathLike[str], obj: Any, sort_keys: bool = True) -> None:
+    write_text(path, json.dumps(obj, indent=2, sort_keys=sort_keys, allow_nan=False) + "\n")
 
 
 def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str], float_digits: int = 10) -> None:
@@ -248,9 +248,11 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def write_json_verified(path: str | os.PathLike[str], obj: dict[str, Any]) -> None:
-    """JSON with a ``sha256`` member over the canonical JSON of everything else."""
+    """JSON with a ``sha256`` member over the canonical JSON of everything else. Key order is
+    kept as given (a config's order of models and studies means something: the first model is
+    a default, and a point shared by two model names takes the first name)."""
     body = {k: v for k, v in obj.items() if k != "sha256"}
-    write_json(path, {**body, "sha256": _json_digest(body)})
+    write_json(path, {**body, "sha256": _json_digest(body)}, sort_keys=False)
 
 
 def _json_digest(obj: Any) -> str:

@@ -36,9 +36,7 @@ def budget_keys(point: Point) -> tuple[str, ...]:
     """The budget keys that shape this point's numbers (simulation and exact reference)."""
     if point.measure == "equivalence":
         return _EQUIVALENCE_BUDGET
-    if point.spec.is_markov:  # exact: finite-horizon DP over burn_in + rounds
-        return _LONG_RUN_BUDGET
-    return (*_LONG_RUN_BUDGET, "quadrature_pairs")  # iid: labelled quadrature reference
+    return (*_LONG_RUN_BUDGET, *point.family.exact_budget)  # e.g. iid: quadrature_pairs
 
 
 def _spec_fields(spec: ModelSpec) -> dict[str, Any]:

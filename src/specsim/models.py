@@ -1,12 +1,19 @@
-"""Target/draft model pairs as explicit probability tables.
+"""Target/draft model pairs as explicit probability tables: the math every family builds on.
 
-Two families, both from the seeds:
+What each family of ``models:`` entries is -- how its entry is read and checked, how a point
+turns it into tables, simulates it and computes its exact reference -- lives in
+:mod:`specsim.families` (one module per family behind one interface). This module holds the
+pieces they share:
 
-* ``markov`` -- the from-scratch program's order-1 tables (row = current token, row contents =
-  next-token distribution), built by :func:`random_table` exactly as the program builds them, with
-  drafts from :func:`blend`, :func:`temper` or the α-calibrated construction :func:`calibrate`.
-* ``iid`` -- the notebook's stub: fresh target logits ``N(0, sigma^2)`` over a vocabulary of 20,
-  draft = target log-probabilities plus ``N(0, noise^2)`` logit noise.
+* the from-scratch program's order-1 tables (row = current token, row contents = next-token
+  distribution), built by :func:`random_table` exactly as the program builds them, with drafts
+  from :func:`blend`, :func:`temper` or the α-calibrated construction :func:`calibrate`
+  (:func:`table_pair`); user tables read and checked by :func:`load_table` / :func:`check_table`;
+* the notebook's stub (:func:`iid_pairs`): fresh target logits ``N(0, sigma^2)``, draft = target
+  log-probabilities plus ``N(0, noise^2)`` logit noise, and its frozen Markov form
+  (:func:`iid_frozen_markov`);
+* :class:`ModelSpec`, one validated ``models:`` entry, whose canonical :meth:`ModelSpec.to_dict`
+  is the model's identity (point ids and seeds derive from it).
 
 Sampling temperature follows Leviathan et al. 2022 §2.2: target and draft are both standardised
 at the same temperature ``T`` (``T > 0`` divides the logits by ``T``; ``T = 0`` is argmax, one-hot).
@@ -128,6 +135,14 @@ ROW_SUM_TOL = 1e-9  # rows off by more than this are an error, never silently re
 
 class TableFileError(ValueError):
     """A user-supplied table that cannot be used as a row-stochastic Markov table."""
+
+
+class ConfigError(ValueError):
+    """A config value that cannot be used; the message names the key, the value and the fix.
+
+    Re-exported as :class:`specsim.grid.ConfigError` (its historical home); defined here so the
+    model families can raise it without importing the grid.
+    """
 
 
 def check_path(path: str, root: Path | None = None) -> Path:
@@ -331,14 +346,20 @@ class TableSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One entry of ``models:`` in config.yaml (validated by the schema beforehand)."""
+    """One entry of ``models:`` in config.yaml, read by its family (:mod:`specsim.families`).
+
+    The fields are the union of what the families store; each family reads and describes only
+    its own (:meth:`specsim.families.Family.build`, :meth:`~specsim.families.Family.describe`).
+    Job descriptions carry every field (:func:`specsim.job.describe`), identities only the
+    canonical :meth:`to_dict`.
+    """
 
     name: str
-    family: Literal["markov", "iid"]
+    family: str  # a key of specsim.families.FAMILIES
     vocab: int
     draft: DraftKind
-    target_seed: int = 1
-    sharpness: float = 2.5
+    target_seed: int = 1  # markov
+    sharpness: float = 2.5  # markov
     weight: float = 1.0  # blend
     draft_temperature: float = 1.0  # temper
     other: TableSpec = TableSpec(special="far")  # blend / calibrated base
@@ -350,46 +371,19 @@ class ModelSpec:
     draft_file: str | None = None  # custom: the draft table file (draft kind 'file')
 
     @property
-    def is_markov(self) -> bool:
-        """Order-1 tables (the program's random tables, or the user's own files)."""
-        return self.family in ("markov", "custom")
-
-    @property
     def calibrated(self) -> bool:
         return self.draft == "calibrated"
 
     @classmethod
     def from_dict(cls, name: str, d: dict[str, Any]) -> ModelSpec:
-        family = d["family"]
-        draft = d.get("draft", {"kind": "calibrated"})
-        kw: dict[str, Any] = {"name": name, "family": family, "vocab": int(d["vocab"])}
-        kw["draft"] = draft["kind"]
-        if "weight" in draft:
-            kw["weight"] = float(draft["weight"])
-        if "temperature" in draft:
-            kw["draft_temperature"] = float(draft["temperature"])
-        if "other" in draft:
-            kw["other"] = TableSpec.from_dict(draft["other"])
-        if "file" in draft:
-            kw["draft_file"] = str(draft["file"])
-        if family == "custom":
-            kw["target_file"] = str(d["target_file"])
-        elif family == "markov":
-            t = d.get("target", {})
-            kw["target_seed"] = int(t.get("seed", 1))
-            kw["sharpness"] = float(t.get("sharpness", 2.5))
-        else:
-            for key in ("sigma", "noise"):
-                if key in d:
-                    kw[key] = float(d[key])
-            if "share" in d:
-                kw["share"] = d["share"]
-            if "seed" in d:
-                kw["seed"] = int(d["seed"])
-        return cls(**kw)
+        """The spec of a schema-valid entry, without the family's cross-field checks
+        (:meth:`specsim.families.Family.parse` runs those first)."""
+        from specsim.families import family_of  # the families import this module
 
-    def to_dict(self) -> dict[str, Any]:
-        """Canonical description: two specs are the same model iff their dicts are equal."""
+        return family_of(d["family"]).build(name, d)
+
+    def draft_dict(self) -> dict[str, Any]:
+        """The draft's canonical description (the same for every family)."""
         draft: dict[str, Any] = {"kind": self.draft}
         if self.draft == "blend":
             draft |= {"weight": self.weight, "other": self.other.to_dict()}
@@ -400,51 +394,49 @@ class ModelSpec:
         elif self.draft == "file":
             assert self.draft_file is not None
             draft |= {"file": self.draft_file, "sha256": file_digest(check_path(self.draft_file))}
-        out: dict[str, Any] = {"family": self.family, "vocab": self.vocab, "draft": draft}
-        if self.family == "custom":
-            assert self.target_file is not None
-            out["target"] = {"file": self.target_file,
-                             "sha256": file_digest(check_path(self.target_file))}
-        elif self.family == "markov":
-            out["target"] = {"seed": self.target_seed, "sharpness": self.sharpness}
-        else:
-            out |= {"sigma": self.sigma, "noise": self.noise, "share": self.share}
-            out["seed"] = self.seed
-        return out
+        return draft
+
+    def to_dict(self) -> dict[str, Any]:
+        """Canonical description: two specs are the same model iff their dicts are equal.
+
+        ``family``, ``vocab``, the draft (:meth:`draft_dict`), then the family's own settings
+        (:meth:`specsim.families.Family.describe`). Point ids and seeds hash this dict, so its
+        output for an existing model must never change (tests/test_families.py pins it).
+        """
+        from specsim.families import family_of
+
+        out: dict[str, Any] = {"family": self.family, "vocab": self.vocab,
+                               "draft": self.draft_dict()}
+        return out | family_of(self.family).describe(self)
 
 
-def markov_pair(
-    spec: ModelSpec, temperature: float, alpha: float | None
+def table_pair(
+    spec: ModelSpec, base: FloatArray, temperature: float, alpha: float | None
 ) -> tuple[FloatArray, FloatArray]:
-    """Target P and draft Q (both (V, V)) of a Markov model at a sampling temperature.
+    """Target P and draft Q (both (V, V)) from the untempered target ``base``.
 
     Drafts are built from the untempered target, then both tables are standardised at the
     temperature (Leviathan §2.2). Calibrated drafts are built *after* tempering, so that the
     per-context acceptance is exactly ``alpha`` at every temperature.
     """
-    if not spec.is_markov:
-        raise ValueError(f"model {spec.name!r} is not a table (markov/custom) model")
-    base = base_target(spec)
     target = temper(base, temperature)
     if spec.draft == "calibrated":
         if alpha is None:
             raise ValueError(f"model {spec.name!r} has a calibrated draft and needs an alpha")
-        other = spec.other.realise(target, spec.vocab)
-        if spec.other.special is None:
-            other = temper(other, temperature)
-        return target, calibrate(target, other, alpha)
-    return target, temper(_seed_draft(spec, base), temperature)
+        return target, calibrate(target, calibration_base(spec, target, temperature), alpha)
+    return target, temper(seed_draft(spec, base), temperature)
 
 
-def base_target(spec: ModelSpec) -> FloatArray:
-    """The untempered target table: the program's random table or the user's file."""
-    if spec.family == "custom":
-        assert spec.target_file is not None
-        return check_table(load_table(spec.target_file), spec.name, "target")
-    return random_table(spec.target_seed, spec.sharpness, spec.vocab)
+def calibration_base(spec: ModelSpec, target: FloatArray, temperature: float) -> FloatArray:
+    """The 'other' table a calibrated draft blends the (tempered) target with."""
+    other = spec.other.realise(target, spec.vocab)
+    if spec.other.special is None:
+        other = temper(other, temperature)
+    return other
 
 
-def _seed_draft(spec: ModelSpec, base: FloatArray) -> FloatArray:
+def seed_draft(spec: ModelSpec, base: FloatArray) -> FloatArray:
+    """A table model's own (uncalibrated) draft from its untempered target ``base``."""
     if spec.draft == "file":
         assert spec.draft_file is not None
         return check_table(load_table(spec.draft_file), spec.name, "draft")

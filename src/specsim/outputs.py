@@ -19,6 +19,7 @@ TABLE_NEEDS: dict[str, str | None] = {
     "temperature": "temperature",
     "optimal_k": "optimal_k",
     "optimal_k_curve": "optimal_k",
+    "optimal_k_exact": "optimal_k",
     "break_even": "break_even",
     "speedup_vs_c": "break_even",
     "leviathan_table1": None,

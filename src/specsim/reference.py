@@ -1,10 +1,12 @@
 """Exact reference values of one grid point: what its Monte Carlo estimate must agree with.
 
-Markov and custom tables: the finite-horizon average of exactly what the simulation reports
-(:func:`specsim.exact.horizon_average`), the stationary limit where one exists, and for the
-equivalence measure the enumerated law of the first two emitted tokens. The i.i.d. stub has no
-finite state space, so its reference is a labelled Monte Carlo quadrature over its (p, q)
-distribution, reported with its own standard error.
+The long-run reference is the model family's (:meth:`specsim.families.Family.exact_long_run`):
+for tables the finite-horizon DP average of exactly what the simulation reports and the
+stationary limit; for the i.i.d. stub a labelled Monte Carlo quadrature with its own standard
+error. The equivalence reference is the same for every family: the enumerated law of the first
+two emitted tokens of the family's equivalence chain (Leviathan et al. 2022 Thm 3.5 says the
+correct rule's law is the target's). :func:`exact_curve` gives the stationary exact tokens of a
+point's model at other draft lengths, for the tables that figures draw curves from.
 """
 
 from __future__ import annotations
@@ -14,85 +16,11 @@ from typing import Any
 import numpy as np
 
 from specsim import exact
+from specsim.exact import round_tokens
 from specsim.grid import Point
-from specsim.models import iid_pairs, markov_pair
 from specsim.simulate import equivalence_model
 
-
-def round_tokens(gamma: int, rule: str) -> np.ndarray:
-    """Tokens emitted in a round with k = 0..γ accepted drafts."""
-    k = np.arange(gamma + 1)
-    if rule == "continue":
-        return np.where(k < gamma, gamma, gamma + 1)
-    return k + 1
-
-
-def _truncated_geometric_moments(b: np.ndarray, gamma: int, rule: str) -> dict[str, np.ndarray]:
-    """Per-round means when every position accepts independently with probability b."""
-    powers = b[..., None] ** np.arange(gamma + 1)  # b^0..b^γ
-    law = np.concatenate([powers[..., :gamma] * (1 - b[..., None]), powers[..., gamma:]], -1)
-    k = np.arange(gamma + 1)
-    return {
-        "tokens": law @ round_tokens(gamma, rule),
-        "accepted": law @ k,
-        "trials": law @ np.minimum(k + 1, gamma),
-    }
-
-
-def _iid_reference(point: Point, root_seed: int, pairs: int) -> dict[str, Any]:
-    """Monte Carlo quadrature over the stub's (p, q) distribution -- labelled, with its error."""
-    spec = point.spec
-    rng = np.random.default_rng(point.seed(root_seed).spawn(1)[0].generate_state(4))
-    p, q = iid_pairs(spec, point.temperature, point.alpha, rng, (pairs,))
-    if point.rule == "greedy":
-        b = np.take_along_axis(q, p.argmax(axis=1)[:, None], axis=1)[:, 0]
-    else:
-        b = np.minimum(p, q).sum(axis=1)
-    g, rule = point.gamma, point.rule
-    if spec.share == "round":  # one pair per round: average the per-round law (Jensen)
-        m = _truncated_geometric_moments(b, g, rule)
-        tokens = float(m["tokens"].mean())
-        se = float(m["tokens"].std(ddof=1) / np.sqrt(b.size))
-        acc, trials = float(m["accepted"].mean()), float(m["trials"].mean())
-    else:  # a fresh pair per position: positions independent with the mean acceptance
-        mb = _truncated_geometric_moments(np.array(b.mean()), g, rule)
-        tokens, acc, trials = float(mb["tokens"]), float(mb["accepted"]), float(mb["trials"])
-        # delta method: d tokens / d mean-beta by a central difference, times SE(mean beta)
-        h = 1e-6
-        up, down = (float(_truncated_geometric_moments(np.array(b.mean() + d), g, rule)["tokens"])
-                    for d in (h, -h))
-        se = abs(up - down) / (2 * h) * float(b.std(ddof=1) / np.sqrt(b.size))
-    return {
-        "tokens_exact": tokens,
-        "tokens_exact_se": se,
-        "accept_rate_exact": acc / trials,
-        "accept_fraction_exact": acc / g,
-        "alpha_bar": float(b.mean()),
-        "tokens_stationary": tokens,
-        "exact_method": f"quadrature_mc(n={b.size})",
-    }
-
-
-def _exact_long_run(point: Point, root_seed: int, budget: dict[str, Any]) -> dict[str, Any]:
-    if not point.spec.is_markov:
-        return _iid_reference(point, root_seed, int(budget["quadrature_pairs"]))
-    p, q = markov_pair(point.spec, point.temperature, point.alpha)
-    h = exact.horizon_average(p, q, point.gamma, point.rule, 0, int(budget["burn_in"]),
-                              int(budget["rounds"]))
-    try:  # the limit a long simulation converges to, where the round-start chain has one
-        lr = exact.long_run(p, q, point.gamma, point.rule)
-        stationary_tokens, alpha_bar = lr.tokens_per_round, lr.alpha_bar
-    except ValueError:
-        stationary_tokens = alpha_bar = np.nan
-    return {
-        "tokens_exact": h.tokens_per_round,
-        "tokens_exact_se": 0.0,
-        "tokens_stationary": stationary_tokens,
-        "accept_rate_exact": h.accepted_per_round / h.trials_per_round,
-        "accept_fraction_exact": h.accepted_per_round / point.gamma,
-        "alpha_bar": alpha_bar,
-        "exact_method": "dp_horizon",
-    }
+__all__ = ["exact_curve", "exact_point", "round_tokens"]
 
 
 def _collapse(joint: np.ndarray, token_of: np.ndarray, vocab: int) -> np.ndarray:
@@ -126,7 +54,21 @@ def exact_point(point: Point, budget: dict[str, Any], root_seed: int) -> dict[st
     if point.measure == "equivalence":
         row |= _exact_equivalence(point, int(budget["max_enumeration"]))
     else:
-        row |= _exact_long_run(point, root_seed, budget)
+        row |= point.family.exact_long_run(point, root_seed, budget)
     if point.alpha is not None:
         row["tokens_closed_form"] = float(exact.expected_tokens(point.alpha, point.gamma))
     return row
+
+
+def exact_curve(point: Point, gammas: np.ndarray, budget: dict[str, Any],
+                root_seed: int) -> tuple[np.ndarray, str]:
+    """Stationary exact tokens per round of the point's model, α, temperature and rule at
+    each draft length in ``gammas``, and how they were obtained.
+
+    A calibrated draft accepts with probability exactly α in every context, so Leviathan et al.
+    2022 Eq. 1, E[tokens] = (1 - α^(γ+1)) / (1 - α), is exact for every family; otherwise the
+    family's own method (:meth:`specsim.families.Family.exact_curve`).
+    """
+    if point.alpha is not None:
+        return np.asarray(exact.expected_tokens(point.alpha, gammas), dtype=np.float64), "Eq. 1"
+    return point.family.exact_curve(point, np.asarray(gammas), root_seed, budget)

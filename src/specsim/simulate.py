@@ -1,4 +1,9 @@
-"""Simulate one grid point and return its sufficient statistics (one ``sim/1`` row)."""
+"""Simulate one grid point and return its sufficient statistics (one ``sim/1`` row).
+
+What the simulation of a model is belongs to its family (:mod:`specsim.families`): the long run
+is :meth:`Family.simulate_long_run`, the equivalence measure runs the family's
+:meth:`Family.equivalence_model` through the Markov engine.
+"""
 
 from __future__ import annotations
 
@@ -6,48 +11,28 @@ from typing import Any
 
 import numpy as np
 
-from specsim.engine import MarkovKernel, first_tokens_markov, long_run_iid, long_run_markov
+from specsim.engine import MarkovKernel, first_tokens_markov
+from specsim.families import EquivalenceModel
 from specsim.grid import Point
-from specsim.models import iid_frozen_markov, markov_pair
 
 
-def equivalence_model(point: Point) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-    """(P, Q, start state, token of each state) for the equivalence measure.
-
-    Markov models start at token 0 (the seed program's CTX0). The iid stub is frozen into one
-    (p, q) pair per position -- enough positions for two rounds -- and run as a Markov model
-    whose states carry the position (:func:`specsim.models.iid_frozen_markov`).
-    """
-    spec = point.spec
-    if spec.is_markov:
-        p, q = markov_pair(spec, point.temperature, point.alpha)
-        return p, q, 0, np.arange(spec.vocab)
-    p, q, start = iid_frozen_markov(spec, point.temperature, point.alpha, point.gamma + 2)
-    return p, q, start, np.arange(p.shape[0]) % spec.vocab
+def equivalence_model(point: Point) -> EquivalenceModel:
+    """(P, Q, start state, token of each state) for the equivalence measure."""
+    return point.family.equivalence_model(point)
 
 
 def simulate_point(point: Point, budget: dict[str, Any], root_seed: int) -> dict[str, Any]:
     """The point's sufficient statistics (one ``sim/1`` row); ``budget`` holds at least the
     keys its measure reads (:func:`specsim.job.budget_keys`)."""
     seed = point.seed(root_seed)
-    spec, g = point.spec, point.gamma
-    rule = point.rule
     if point.measure == "equivalence":
         trials = int(budget["equivalence_trials"])
         p, q, start, token_of = equivalence_model(point)
-        joint = first_tokens_markov(MarkovKernel(p, q), g, rule, seed, trials, start,  # type: ignore[arg-type]
-                                    token_of, spec.vocab).ravel()
+        joint = first_tokens_markov(MarkovKernel(p, q), point.gamma, point.rule,  # type: ignore[arg-type]
+                                    seed, trials, start, token_of, point.spec.vocab).ravel()
         return _record(point, seed, np.zeros(0, np.int64), joint, trials=trials)
-    chains, rounds, burn_in, batches = (int(budget[k]) for k in
-                                        ("chains", "rounds", "burn_in", "batches"))
-    if spec.is_markov:
-        p, q = markov_pair(spec, point.temperature, point.alpha)
-        hist = long_run_markov(MarkovKernel(p, q), g, rule, seed, chains, rounds,  # type: ignore[arg-type]
-                               burn_in, batches)
-    else:
-        hist = long_run_iid(spec, point.temperature, point.alpha, g, rule, seed,  # type: ignore[arg-type]
-                            chains, rounds, batches)
-        burn_in = 0
+    chains, rounds, batches = (int(budget[k]) for k in ("chains", "rounds", "batches"))
+    hist, burn_in = point.family.simulate_long_run(point, seed, budget)
     return _record(point, seed, hist, np.zeros(0, np.int64), chains=chains, rounds=rounds,
                    burn_in=burn_in, batches=batches)
 
@@ -70,5 +55,3 @@ def _record(point: Point, seed: np.random.SeedSequence, hist: np.ndarray, joint:
         "accepted_hist": hist.ravel().tolist(),
         "joint2": joint.tolist(),
     }
-
-

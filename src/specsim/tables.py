@@ -1,6 +1,10 @@
 """One tidy table per analysis, computed from ``results/points.parquet`` (and exact theory).
 
-Column names follow the design's contract (columns may be added, never renamed).
+Column names follow the design's contract (columns may be added, never renamed). Numbers of a
+model that no point file holds come from the stage that owns the model, the exact reference
+(:func:`specsim.reference.exact_curve`, ``optimal_k_exact``) or the model's family
+(:meth:`specsim.families.Family.example_rows`, ``worked_example``), with their inputs read from
+the config.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ import pandas as pd
 
 from specsim import exact, intensity
 from specsim.engine import residual
-from specsim.grid import Grid
+from specsim.families import family_of
+from specsim.grid import Grid, Point
 from specsim.io import read_frame, write_table
-from specsim.models import blend, random_table
 from specsim.outputs import available_tables  # noqa: F401 (re-export)
+from specsim.reference import exact_curve
 
 KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 GAMMA_MAX_CLOSED_FORM = 64
@@ -151,6 +156,35 @@ def optimal_k_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     return _sort(df[cols], ["study", *KEYS, "c"])
 
 
+def optimal_k_exact(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """Stationary exact tokens per round at every γ from 1 to the study's largest, per
+    (model, draft knob, α, temperature, rule) of the optimal_k studies: the curves of the
+    optimal_k figure, between and beyond the simulated γ (Eq. 1 for calibrated drafts, the
+    family's exact method otherwise: :func:`specsim.reference.exact_curve`)."""
+    by_id = {p.point_id: p for p in grid.points}
+    budget, root = grid.config["budget"], int(grid.config["seed"])
+    rows = []
+    for name, study in grid.studies.items():
+        if study["analysis"] != "optimal_k":
+            continue
+        longest: dict[tuple, Point] = {}  # per curve, its point with the largest γ
+        for pid in study["points"]:
+            p = by_id[pid]
+            key = (p.model, p.draft_knob, p.alpha, p.temperature, p.rule)
+            if key not in longest or p.gamma > longest[key].gamma:
+                longest[key] = p
+        for p in longest.values():
+            gammas = np.arange(1, p.gamma + 1)
+            tokens, method = exact_curve(p, gammas, budget, root)
+            rec = p.to_record()
+            rows += [{"study": name, **{k: rec[k] for k in KEYS}, "gamma": int(g),
+                      "tokens_stationary": float(t), "exact_method": method}
+                     for g, t in zip(gammas, tokens, strict=True)]
+    if not rows:
+        raise ValueError("no study in the config has analysis 'optimal_k'")
+    return _sort(pd.DataFrame(rows), ["study", *KEYS])
+
+
 def break_even(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     """c* = (E[tokens] - 1)/γ: simulated with CI, exact, and for calibrated drafts Eq. 1."""
     df = _long_run(grid, points, "break_even")
@@ -196,13 +230,21 @@ def roofline(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     return intensity.ridge_table()
 
 
+def _token_names(vocab: int) -> list[str]:
+    """The program's token names: a, b, c, ... (indices beyond 26 tokens)."""
+    return [chr(ord("a") + i) for i in range(vocab)] if vocab <= 26 else \
+        [str(i) for i in range(vocab)]
+
+
 def worked_example(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
-    """The program's demo 1: p, q, accept probability min(1, p/q) and residual, context 'a'."""
-    target = random_table(1, 2.5)
-    draft = blend(target, random_table(2, 2.5), 0.85)
-    p, q = target[0], draft[0]
+    """The program's demo 1: p, q, accept probability min(1, p/q) and residual, in one context
+    of the model that config's ``worked_example`` names (default: the first under models:)."""
+    cfg = grid.config.get("worked_example", {})
+    spec = grid.model_spec(cfg.get("model", next(iter(grid.config["models"]))))
+    p, q = family_of(spec).example_rows(spec, float(cfg.get("temperature", 1.0)),
+                                          cfg.get("alpha"), int(cfg.get("context", 0)))
     return pd.DataFrame({
-        "token": list("abcdef"),
+        "token": _token_names(spec.vocab),
         "p": p,
         "q": q,
         "accept_prob": np.minimum(1.0, p / q),
@@ -220,6 +262,7 @@ BUILDERS: dict[str, Callable[[Grid, pd.DataFrame], pd.DataFrame]] = {
     "temperature": temperature,
     "optimal_k": optimal_k,
     "optimal_k_curve": optimal_k_curve,
+    "optimal_k_exact": optimal_k_exact,
     "break_even": break_even,
     "speedup_vs_c": speedup_vs_c,
     "leviathan_table1": leviathan_table1,

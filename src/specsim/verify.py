@@ -78,7 +78,8 @@ class RuleSpec:
     step 'if r < p(x)/q(x)'); ``"argmax"`` accepts iff x is the target's argmax (first index on
     ties), whatever q is. ``on_rejection``: ``"residual"`` samples norm(max(p - q, 0)) ([L]
     Alg. 1, p' of Thm 3.5), ``"target"`` samples p. ``keep_drafts``: after the rejection token
-    the remaining drafts are emitted too (γ tokens in all).
+    the remaining drafts are emitted too (γ tokens in all). ``label``: what the rule does in a
+    few words, for figure legends (``name (label)``).
     """
 
     name: Rule
@@ -87,21 +88,28 @@ class RuleSpec:
     accept: Literal["ratio", "argmax"]
     on_rejection: Literal["residual", "target"]
     keep_drafts: bool = False
+    label: str = ""
+
+    @property
+    def legend(self) -> str:
+        """``name (label)``: the config's spelling first, then what the rule does."""
+        return f"{self.name} ({self.label})" if self.label else self.name
 
 
 RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
     "correct": RuleSpec(
         "correct", "accept x w.p. min(1, p(x)/q(x)); on rejection sample norm(max(p - q, 0)) "
-        "(p itself when that residual has no mass)", True, "ratio", "residual"),
+        "(p itself when that residual has no mass)", True, "ratio", "residual",
+        label="residual"),
     "greedy": RuleSpec(
         "greedy", "BREAK: accept iff x is the target's argmax; on rejection sample the residual",
-        False, "argmax", "residual"),
+        False, "argmax", "residual", label="argmax"),
     "no_resample": RuleSpec(
         "no_resample", "BREAK: on rejection sample from p instead of the residual",
-        False, "ratio", "target"),
+        False, "ratio", "target", label="resample from p"),
     "continue": RuleSpec(
         "continue", "BREAK: after the residual token keep emitting the rest of the drafted "
-        "tokens", False, "ratio", "residual", keep_drafts=True),
+        "tokens", False, "ratio", "residual", keep_drafts=True, label="keep later drafts"),
 })
 assert tuple(RULES) == RULE_NAMES
 

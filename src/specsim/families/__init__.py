@@ -1,0 +1,70 @@
+"""Model families: one module each behind one interface (:class:`Family`), one registry.
+
+==========  ===========================================  =====================================
+family      model                                        exact reference
+==========  ===========================================  =====================================
+``markov``  the program's ``random_table`` target         DP over the tables (:mod:`.markov`)
+``iid``     the notebook's stub, fresh N(0, σ²) logits   labelled quadrature (:mod:`.iid`)
+``custom``  the user's .npy/.csv tables                   DP over the tables (:mod:`.custom`)
+==========  ===========================================  =====================================
+
+The config's ``family:`` value is a key of :data:`FAMILIES`; the schema's ``family`` enum must
+list exactly these keys (tests/test_families.py holds them in step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from specsim.families.base import (
+    COMMON_KEYS,
+    KNOBS,
+    EquivalenceModel,
+    Family,
+    Knob,
+    PairSampler,
+    TablePair,
+)
+from specsim.families.custom import CustomFamily
+from specsim.families.iid import IidFamily
+from specsim.families.markov import MarkovFamily, TableFamily
+from specsim.models import ConfigError, FloatArray, ModelSpec
+
+__all__ = [
+    "COMMON_KEYS",
+    "FAMILIES",
+    "KNOBS",
+    "EquivalenceModel",
+    "Family",
+    "Knob",
+    "PairSampler",
+    "TableFamily",
+    "TablePair",
+    "family_of",
+    "markov_pair",
+]
+
+FAMILIES: Mapping[str, Family] = MappingProxyType({
+    f.name: f for f in (MarkovFamily(), IidFamily(), CustomFamily())
+})
+
+
+def family_of(spec_or_name: ModelSpec | str) -> Family:
+    """The family of a spec, or of a config's ``family:`` value."""
+    name = spec_or_name if isinstance(spec_or_name, str) else spec_or_name.family
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ConfigError(f"family {name!r} is not a model family; known: "
+                          f"{sorted(FAMILIES)}") from None
+
+
+def markov_pair(spec: ModelSpec, temperature: float,
+                alpha: float | None) -> tuple[FloatArray, FloatArray]:
+    """Target P and draft Q (V, V) of a table model at a sampling temperature; ValueError for
+    a model of a family without tables (:class:`TableFamily`)."""
+    family = family_of(spec)
+    if not isinstance(family, TableFamily):
+        raise ValueError(f"model {spec.name!r} is not a table model (family {spec.family!r})")
+    return family.pair(spec, temperature, alpha)
