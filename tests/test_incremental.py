@@ -37,7 +37,7 @@ def under(jobs: dict[str, list[str]], prefix: str) -> set[str]:
 
 
 def save(cfg: dict[str, Any], path: Path) -> Path:
-    path.write_text(yaml.safe_dump(cfg))
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
 
 

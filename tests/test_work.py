@@ -54,3 +54,12 @@ def test_configfile_replaces_config_yaml_and_the_run_says_so() -> None:
     assert "accept_curve_stub" not in res.stderr  # a study only config.yaml defines
     grid = load_grid(yaml.safe_load((ROOT / "tests" / "data" / "tiny.yaml").read_text()), SCHEMA)
     assert f"{len(grid.points)} grid points" in res.stderr
+
+
+def test_quadrature_memory_is_bounded(tiny_config: dict[str, Any]) -> None:
+    cfg = copy.deepcopy(tiny_config)
+    cfg["budget"]["quadrature_pairs"] = work.MAX_QUADRATURE_CELLS // 20 + 1  # stub: vocab 20
+    with pytest.raises(ConfigError, match=r"budget\.quadrature_pairs: .* use at most 419430 "):
+        load_grid(cfg, SCHEMA)
+    cfg["budget"]["quadrature_pairs"] = work.MAX_QUADRATURE_CELLS // 20
+    load_grid(cfg, SCHEMA)

@@ -290,10 +290,16 @@ def _check_expect_slower(study: dict[str, Any], specs: dict[str, ModelSpec], key
                               f"calibrated model {claim['model']!r}")
 
 
+def worked_example_default(specs: dict[str, ModelSpec]) -> str:
+    """The worked example's model when the config names none: the first model (in config
+    order) that needs no α, else the first."""
+    return next((n for n, s in specs.items() if not s.calibrated), next(iter(specs)))
+
+
 def _check_worked_example(cfg: dict[str, Any], specs: dict[str, ModelSpec]) -> None:
     """The worked example's model must exist, have the context, and reach its α."""
     where = "worked_example"
-    name = cfg.get("model", next(iter(specs)))
+    name = cfg.get("model", worked_example_default(specs))
     if name not in specs:
         raise ConfigError(f"{where}.model: {name!r} is not defined under models: "
                           f"(defined: {sorted(specs)})")

@@ -17,7 +17,7 @@ import pandas as pd
 from specsim import exact, intensity
 from specsim.engine import residual
 from specsim.families import family_of
-from specsim.grid import Grid, Point
+from specsim.grid import Grid, Point, worked_example_default
 from specsim.io import read_frame, write_table
 from specsim.outputs import available_tables  # noqa: F401 (re-export)
 from specsim.reference import exact_curve
@@ -238,9 +238,10 @@ def _token_names(vocab: int) -> list[str]:
 
 def worked_example(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     """The program's demo 1: p, q, accept probability min(1, p/q) and residual, in one context
-    of the model that config's ``worked_example`` names (default: the first under models:)."""
+    of the model that config's ``worked_example`` names (default: :func:`specsim.grid.worked_example_default`)."""
     cfg = grid.config.get("worked_example", {})
-    spec = grid.model_spec(cfg.get("model", next(iter(grid.config["models"]))))
+    spec = grid.model_spec(cfg.get("model", worked_example_default(
+        {name: grid.model_spec(name) for name in grid.config["models"]})))
     p, q = family_of(spec).example_rows(spec, float(cfg.get("temperature", 1.0)),
                                           cfg.get("alpha"), int(cfg.get("context", 0)))
     return pd.DataFrame({

@@ -16,6 +16,11 @@ from typing import Any
 from specsim.grid import ConfigError, Grid
 
 ROUNDS_PER_CORE_SECOND = 1e6  # measured order of magnitude (make bench: 1-5 M rounds/s at γ = 4)
+# The i.i.d. quadrature reference draws all its (p, q) pairs at once (one stream, so the numbers
+# do not depend on a chunk size): pairs x vocab float64 cells, ~6 arrays of them alive at once.
+# 2^23 cells keeps a point job under ~450 MB, inside the 500 MB the SLURM profile declares
+# (a default-config point peaks at 116-130 MB).
+MAX_QUADRATURE_CELLS = 1 << 23
 
 
 def estimate(grid: Grid) -> int:
@@ -40,6 +45,17 @@ def check(grid: Grid) -> None:
             raise ConfigError(f"studies.{name}.alpha: 1.0 has no {study['analysis']} answer "
                               f"(every draft is accepted, so tokens per call grow without "
                               f"bound in gamma); use alpha < 1")
+    from specsim.job import budget_keys
+
+    pairs = int(grid.config["budget"]["quadrature_pairs"])
+    for point in grid.points:
+        if "quadrature_pairs" in budget_keys(point) and pairs * point.spec.vocab > \
+                MAX_QUADRATURE_CELLS:
+            raise ConfigError(
+                f"budget.quadrature_pairs: {pairs} pairs x vocab {point.spec.vocab} of model "
+                f"{point.model!r} = {pairs * point.spec.vocab:.3g} cells, more than "
+                f"{MAX_QUADRATURE_CELLS} (~450 MB, the memory a point job declares); use at "
+                f"most {MAX_QUADRATURE_CELLS // point.spec.vocab} pairs")
     rounds = estimate(grid)
     ceiling = float(grid.config["max_work"])
     if rounds > ceiling:
