@@ -238,7 +238,8 @@ def _token_names(vocab: int) -> list[str]:
 
 def worked_example(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     """The program's demo 1: p, q, accept probability min(1, p/q) and residual, in one context
-    of the model that config's ``worked_example`` names (default: :func:`specsim.grid.worked_example_default`)."""
+    of the model that config's ``worked_example`` names (default:
+    :func:`specsim.grid.worked_example_default`)."""
     cfg = grid.config.get("worked_example", {})
     spec = grid.model_spec(cfg.get("model", worked_example_default(
         {name: grid.model_spec(name) for name in grid.config["models"]})))
