@@ -27,8 +27,10 @@ $(STAMP): $(SOURCES)
 	touch $(STAMP)
 	@echo "setup: done -- next: make run (every table and figure) or make test"
 
+# No --workflow-profile: Snakemake reads profiles/default/config.yaml by itself, so this is exactly
+# the README's `.venv/bin/snakemake --cores 8`.
 run: setup  ## fresh machine -> every table and figure under results/
-	$(SNAKEMAKE) --workflow-profile workflow/profiles/default --cores $(CORES)
+	$(SNAKEMAKE) --cores $(CORES)
 
 test: setup  ## unit, property and end-to-end tests, lint
 	$(PY) -m pytest
