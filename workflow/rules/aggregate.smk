@@ -13,8 +13,6 @@ rule tables:
         "logs/tables.log",
     benchmark:
         "benchmarks/out/tables.tsv"
-    conda:
-        "../envs/specsim.yaml"
     params:
         names=TABLES,
     shell:

@@ -13,8 +13,6 @@ rule checks:
         ),
     log:
         "logs/checks.log",
-    conda:
-        "../envs/specsim.yaml"
     shell:
         "specsim checks --grid {input.grid:q} --tables-dir results/tables --out {output:q} "
         "2> {log:q}"
@@ -27,7 +25,5 @@ rule gate:
         "results/checks.ok",
     log:
         "logs/gate.log",
-    conda:
-        "../envs/specsim.yaml"
     shell:
         "specsim gate --checks {input:q} --out {output:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"

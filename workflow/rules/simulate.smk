@@ -8,8 +8,6 @@ rule grid:
         "results/grid.json",
     log:
         "logs/grid.log",
-    conda:
-        "../envs/specsim.yaml"
     params:
         digest=GRID.config_digest,
     run:
@@ -46,8 +44,6 @@ rule collect:
         "logs/collect.log",
     benchmark:
         "benchmarks/out/collect.tsv"
-    conda:
-        "../envs/specsim.yaml"
     shell:
         "specsim collect --grid {input.grid:q} --results-dir results --out {output:q} "
         "2> {log:q}"
