@@ -16,6 +16,7 @@ from specsim.grid import Grid
 from specsim.io import write_table
 from specsim.models import blend, random_table
 from specsim.outputs import available_tables  # noqa: F401 (re-export)
+from specsim.report import write_html
 
 KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 GAMMA_MAX_CLOSED_FORM = 64
@@ -235,4 +236,6 @@ def write_analyses(grid: Grid, points_path: str, names: list[str], out_dir: str)
         raise ValueError(f"unknown tables {unknown}; known: {sorted(BUILDERS)}")
     points = pd.read_parquet(points_path)
     for name in names:
-        write_table(BUILDERS[name](grid, points), f"{out_dir}/{name}.csv")
+        df = BUILDERS[name](grid, points)
+        write_table(df, f"{out_dir}/{name}.csv")
+        write_html(df, name, f"{out_dir}/{name}.html")  # for people: the report shows it
