@@ -6,15 +6,12 @@ rule checks:
         grid="results/grid.json",
         tables=table_files,
     output:
-        report(
-            "results/tables/checks.csv",
-            caption="../report/checks.rst",
-            category="Checks",
-        ),
+        csv="results/tables/checks.csv",
+        html=table_report("checks", "Checks"),
     log:
         "logs/checks.log",
     shell:
-        "specsim checks --grid {input.grid:q} --tables-dir results/tables --out {output:q} "
+        "specsim checks --grid {input.grid:q} --tables-dir results/tables --out {output.csv:q} "
         "2> {log:q}"
 
 
