@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd  # noqa: F401 (imported before `point` runs: its job hides pandas)
+import pandas as pd  # imported before `point` runs in-process: its job hides pandas
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import ROOT, SCHEMA
+
 from specsim import cli
 from specsim.config import load_grid
 from specsim.io import versions, write_json
@@ -49,7 +49,7 @@ def usage_error(argv: list[str], capsys: pytest.CaptureFixture[str], *needles: s
     return err
 
 
-# --- a grid file and a finished mini pipeline, all in-process ------------------------------------
+# --- a grid file and a finished mini pipeline, all in-process ----------------------------------
 def mini_config(tiny: dict[str, Any]) -> dict[str, Any]:
     """Two points of one accept_curve study, with a budget of milliseconds."""
     cfg = {k: v for k, v in tiny.items() if k != "studies"}
@@ -99,7 +99,7 @@ def pipeline(grid_file: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, A
     return {"res": res, "grid": grid, "last": last, "tables": tables, "figures": figures}
 
 
-# --- help ------------------------------------------------------------------------------------------
+# --- help --------------------------------------------------------------------------------------
 def test_help_lists_every_step(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["--help"], capsys)
     assert code == 0 and err == ""
@@ -115,7 +115,7 @@ def test_help_lists_every_step(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize("step", STEPS)
 def test_every_option_has_help(step: str, capsys: pytest.CaptureFixture[str]) -> None:
-    parser, steps = cli._parser()
+    _, steps = cli._parser()
     sub = steps[step]
     assert sub.description
     actions = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
@@ -126,7 +126,7 @@ def test_every_option_has_help(step: str, capsys: pytest.CaptureFixture[str]) ->
     assert code == 0 and f"usage: specsim {step}" in out
 
 
-# --- usage errors: one line, exit 2 ----------------------------------------------------------------
+# --- usage errors: one line, exit 2 ------------------------------------------------------------
 def test_no_step_or_an_unknown_step(capsys: pytest.CaptureFixture[str]) -> None:
     usage_error([], capsys, "required")
     usage_error(["simulate"], capsys, "invalid choice: 'simulate'", "point")
@@ -223,7 +223,7 @@ def test_checks_gate_html_bad_arguments(tmp_path: Path, grid_file: Path,
     assert not (tmp_path / "ok").exists()
 
 
-# --- the steps, and the line each ends its log with -------------------------------------------------
+# --- the steps, and the line each ends its log with --------------------------------------------
 def test_each_step_ends_its_log_with_one_summary_line(pipeline: dict[str, Any]) -> None:
     last, res, grid = pipeline["last"], pipeline["res"], pipeline["grid"]
     assert {step for step, (code, _) in last.items() if code != 0} == set()
