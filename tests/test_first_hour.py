@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -185,3 +186,161 @@ def test_clean_in_a_subdirectory_of_another_repository(tmp_path: Path) -> None:
     subprocess.run(["make", "clean"], cwd=root, check=True, capture_output=True)
     assert not (root / "results/sim").exists() and not (root / "results/report.html").exists()
     assert all((root / c).exists() for c in committed)
+
+
+# --- the README's everyday commands get `make run`'s settings ----------------------------------
+PROFILE = {"rerun-incomplete": True, "printshellcmds": True, "keep-going": False,
+           "show-failed-logs": True}
+
+
+def test_default_profile_is_where_snakemake_looks() -> None:
+    """Snakemake reads a workflow profile without --workflow-profile only from
+    profiles/default/ in the working directory or beside the Snakefile."""
+    import yaml
+
+    settings = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
+    assert settings == PROFILE
+    assert not (REPO / "workflow/profiles/default").exists()
+    slurm = yaml.safe_load((REPO / "workflow/profiles/slurm/config.yaml").read_text())
+    assert {k: slurm[k] for k in PROFILE} == PROFILE  # only one workflow profile is read
+    run = next(ln for ln in (REPO / "Makefile").read_text().splitlines()
+               if ln.startswith("\t$(SNAKEMAKE) --cores"))
+    assert "--workflow-profile" not in run  # `make run` is the README's bare command
+    readme = (REPO / "README.md").read_text()
+    assert "workflow/profiles/default" not in readme
+
+
+@pytest.mark.parametrize("profile", ["default", "none"])
+def test_readme_dry_run_uses_the_profile(profile: str, tmp_path: Path) -> None:
+    """`.venv/bin/snakemake -n` as the README shows it (repository root, no profile flag): the
+    shell commands are printed (printshellcmds). With --workflow-profile none they are not,
+    so it is the profile that prints them."""
+    from conftest import SNAKEMAKE
+
+    flags = [] if profile == "default" else ["--workflow-profile", "none"]
+    res = subprocess.run([SNAKEMAKE, "-n", "-d", str(tmp_path), "--configfile",
+                          "tests/data/tiny.yaml", *flags], cwd=REPO, capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    printed = "specsim point --job" in res.stdout
+    if profile == "default":
+        assert "Using workflow specific profile profiles/default" in res.stderr
+        assert printed
+    else:
+        assert "profiles/default" not in res.stderr
+        assert not printed
+
+
+# --- software deployment: the pinned venv, and nothing that pretends otherwise -----------------
+ALLOWED_LINT = "Specify a conda environment or container for each rule."
+
+
+def snakemake_lints(text: str) -> list[tuple[str, str]]:
+    """(what, lint title) for every lint in `snakemake --lint`'s text output."""
+    found, what = [], ""
+    for line in text.splitlines():
+        if line.startswith("Lints for "):
+            what = line.removeprefix("Lints for ").split(" (")[0].rstrip(":")
+        elif line.startswith("    * "):
+            found.append((what, line.removeprefix("    * ").removesuffix(":")))
+    return found
+
+
+def test_snakemake_lint() -> None:
+    """`snakemake --lint` only asks for a conda env or container per rule: software comes from
+    the pinned venv (README, "Software deployment"), which its linter does not know. Any other
+    lint fails here (and `make lint`)."""
+    from conftest import SNAKEMAKE
+
+    res = subprocess.run([SNAKEMAKE, "--lint", "-s", str(REPO / "Snakefile")], cwd=REPO,
+                         capture_output=True, text=True, timeout=300, check=False)
+    out = res.stdout + res.stderr
+    lints = snakemake_lints(out)
+    assert res.returncode == 0 or lints, out[-3000:]  # a crash is not a lint
+    assert [x for x in lints if x[1] != ALLOWED_LINT] == [], out[-3000:]
+
+
+def test_no_conda_directive_left() -> None:
+    """Rules run the `specsim` installed beside Snakemake's python; a conda: directive would
+    name an environment no rule uses and `--sdm conda` was never tested. workflow/envs/ stays
+    exactly as long as a rule file still names it (Snakemake records the file in each job's
+    metadata and fails when it is missing): today only realtext.smk does."""
+    rules = sorted((REPO / "workflow/rules").glob("*.smk"))
+    with_conda = [p.name for p in rules if re.search(r"^\s+conda:", p.read_text(), re.M)]
+    assert set(with_conda) <= {"realtext.smk"}, with_conda
+    assert (REPO / "workflow/envs").exists() == bool(with_conda)
+    assert "conda:" not in (REPO / "Snakefile").read_text()
+    readme = (REPO / "README.md").read_text()
+    assert "## Software deployment" in readme and "requirements.lock" in readme
+
+
+# --- tables for people: HTML beside every CSV, one caption per table ---------------------------
+def test_captions_are_written_from_the_column_descriptions() -> None:
+    """workflow/report/tables/<name>.rst is exactly what `python -m specsim.report` writes."""
+    from specsim import report
+
+    captions = REPO / report.CAPTION_DIR
+    assert sorted(p.stem for p in captions.glob("*.rst")) == sorted(report.TABLES)
+    for name in report.TABLES:
+        assert (captions / f"{name}.rst").read_text(encoding="utf-8") == report.caption(name), (
+            f"{name}: run python -m specsim.report")
+
+
+def test_every_table_is_described() -> None:
+    from specsim import report
+    from specsim.outputs import TABLE_NEEDS
+
+    assert set(TABLE_NEEDS) == set(report.STUDY_TABLES)
+    assert {"checks", *report.REALTEXT_TABLES} <= set(report.TABLES)
+    for name, d in report.TABLES.items():
+        assert d.title and d.about.endswith(".") and d.columns, name
+        assert all(text and not text.endswith(".") for text in d.columns.values()), name
+
+
+def test_described_columns_are_the_tables_columns(tmp_path: Path) -> None:
+    """Column descriptions name exactly the columns the tables have (the tables that need no
+    simulation are built here; test_report.py compares every table of a real run)."""
+    import pandas as pd
+
+    from specsim import report, tables
+    from specsim.outputs import TABLE_NEEDS
+
+    for name in (n for n, need in TABLE_NEEDS.items() if need is None):
+        df = tables.BUILDERS[name](None, pd.DataFrame())  # type: ignore[arg-type]
+        assert report.undocumented(name, df.columns) == [], name
+        assert all(any(report.doc(name).describe(c) == text for c in df.columns)
+                   for text in report.doc(name).columns.values()), name
+
+
+def test_html_table_page(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from specsim import report
+
+    df = pd.DataFrame({"check": ["a/b<c>", "d"], "source": ["x & y", "z"],
+                       "passed": [True, False], "observed": ["1.5", "2"],
+                       "expected": ["< 2", float("nan")]})
+    report.write_html(df, "checks", tmp_path / "checks.html")
+    page = (tmp_path / "checks.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>\n")
+    assert "a/<wbr>b&lt;c&gt;" in page and "x &amp; y" in page and "&lt; 2" in page
+    assert page.count('<tr class="fail">') == 1 and ">FAIL<" in page and ">pass<" in page
+    assert "1 of 2 FAILED" in page
+    assert 'title="whether the claim holds"' in page
+    for needle in ("<script", "src=", "href=", "@import", "url("):
+        assert needle not in page
+    report.write_html(df, "checks", tmp_path / "again.html")
+    assert (tmp_path / "again.html").read_bytes() == page.encode()  # no timestamp
+
+
+# --- SLURM: the README says where the logs are, the timing rule gets a node to itself ----------
+def test_slurm_profile_gives_the_timing_rule_a_node() -> None:
+    import yaml
+
+    slurm = yaml.safe_load((REPO / "workflow/profiles/slurm/config.yaml").read_text())
+    costs = slurm["set-resources"]["realtext_costs"]
+    assert "--exclusive" in costs["slurm_extra"]
+    readme = (REPO / "README.md").read_text()
+    assert "logs/slurm/<rule>/<jobid>.log" not in readme
+    assert "logs/slurm/rule_<rule>/" in readme and "group_<group>" in readme
+    assert "--exclusive" in readme

@@ -114,12 +114,6 @@ def test_rerun_is_a_no_op(tiny_run: Path) -> None:
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_lint_is_clean() -> None:
-    result = subprocess.run([SNAKEMAKE, "--lint", "-s", str(ROOT / "Snakefile")], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def test_report_builds(tiny_run: Path) -> None:
     result = snakemake(tiny_run, TINY, "--report", "results/report.html", check=False)
     assert result.returncode == 0, result.stderr[-2000:]

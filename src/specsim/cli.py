@@ -1,32 +1,31 @@
-"""Command-line entry point: each pipeline step runs outside Snakemake too.
+"""specsim: each step of the Snakemake pipeline, runnable on its own.
 
-    specsim point     --job JSON --sim results/sim/<point>.parquet --exact results/exact/<...>
-    specsim collect   --grid results/grid.json --results-dir results --out results/points.parquet
-    specsim tables    --grid results/grid.json --points results/points.parquet --out-dir DIR NAME...
-    specsim figures   --grid ... --tables-dir results/tables --out-dir results/figures NAME...
-    specsim checks    --grid ... --tables-dir results/tables --out results/tables/checks.csv
+The pipeline (Snakefile) runs these steps, in this order:
+  point    simulate one grid point and compute its exact reference (the README's "simulate"
+           and "exact": results/sim/<point>.parquet and results/exact/<point>.parquet)
+  collect  join every point's two files into per-point estimates  -> results/points.parquet
+  tables   the analysis tables: CSV, Markdown and HTML            -> results/tables/
+  figures  the figures: PDF and PNG                               -> results/figures/
+  checks   re-test every claim of the seeds                       -> results/tables/checks.csv
+  gate     fail, naming them, when claims in checks.csv failed    -> results/checks.ok
+  html     the HTML rendering of tables another step wrote (the real-text tables)
+
+`specsim <step> --help` shows a step's options. The grid file every step reads is the
+results/grid.json the workflow's `grid` rule writes from config.yaml. The real-text stage runs
+as `python -m specsim.realtext`. Each step ends its log (stderr) with one line: what it did,
+how many, and how long it took.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import sys
-
-GATE = "results/checks.ok"  # relative to the working directory, as in the workflow
-
-
-def _load_grid(path: str):  # type: ignore[no-untyped-def]
-    """The grid of a verified grid.json: its checksum and its config digest must hold."""
-    from specsim.grid import Grid, digest
-    from specsim.io import IntegrityError, read_json_verified
-
-    doc = read_json_verified(path)
-    if doc.get("config_digest") != digest(doc.get("config"))[:16]:
-        raise IntegrityError(f"{path}: its config does not match its recorded config digest "
-                             f"(edited by hand?); delete it and rerun snakemake")
-    return Grid.from_json(doc)
+import time
+from pathlib import Path
+from typing import Any, NoReturn
 
 
 def put_on_path() -> None:
@@ -54,99 +53,329 @@ def _without_pandas() -> None:
         sys.meta_path.insert(0, _NoPandas())
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr, exit status 2, no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())  # one line, whatever the message
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+class _InputError(Exception):
+    """An input that exists but cannot be used (a corrupt point file, ...): exit status 1."""
+
+
+# --- argument types: each refuses a bad value with a one-line reason ---------------------------
+def _file(path: str) -> str:
+    if not Path(path).is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {path}")
+    return path
+
+
+def _directory(path: str) -> str:
+    if not Path(path).is_dir():
+        raise argparse.ArgumentTypeError(f"no such directory: {path}")
+    return path
+
+
+GATE = "results/checks.ok"  # relative to the working directory, as in the workflow
+
+
+def _withdraw_gate() -> str:
+    """Nothing downstream may keep claiming success over data that failed verification."""
+    if os.path.exists(GATE):
+        os.unlink(GATE)
+        return f" ({GATE} removed)"
+    return ""
+
+
+def _grid(path: str) -> Any:
+    """The Grid in a verified grid file (results/grid.json): its checksum and its config
+    digest must hold, so a corrupt or hand-edited grid file is refused, naming it."""
+    from specsim.grid import Grid, digest
+    from specsim.io import IntegrityError, read_json_verified
+
+    _file(path)
+    hint = "expected the results/grid.json the workflow's grid rule writes"
+    try:
+        data = read_json_verified(path)
+        if data.get("config_digest") != digest(data.get("config"))[:16]:
+            raise IntegrityError(f"{path}: its config does not match its recorded config "
+                                 f"digest (edited by hand?); delete it and rerun snakemake")
+    except IntegrityError as err:
+        raise argparse.ArgumentTypeError(f"{err}{_withdraw_gate()}") from None
+    try:
+        return Grid.from_json(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:  # ConfigError included
+        raise argparse.ArgumentTypeError(f"{path} does not hold a valid grid ({err}); {hint}"
+                                         ) from None
+
+
+def _parquet(path: str) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _file(path)
+    try:
+        pq.read_schema(path)
+    except (OSError, pa.ArrowException) as err:
+        raise argparse.ArgumentTypeError(f"{path} is not a Parquet file ({err})") from None
+    return path
+
+
+def _checks_csv(path: str) -> str:
+    _file(path)
+    want = ("check", "passed", "observed", "expected")
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise argparse.ArgumentTypeError(f"{path} is not a CSV file ({err})") from None
+    missing = [c for c in want if c not in header]
+    if missing:
+        raise argparse.ArgumentTypeError(
+            f"{path} is not a checks table: no column {', '.join(missing)} (expected the "
+            f"results/tables/checks.csv that 'specsim checks' writes)")
+    return path
+
+
+def _job(text: str) -> dict[str, Any]:
+    """A point job description (the JSON Snakemake passes as params.job)."""
+    from specsim.job import point_from
+
+    try:
+        desc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not JSON ({err})") from None
+    try:
+        point_from(desc)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:  # ConfigError included
+        reason = f"no key {err}" if isinstance(err, KeyError) else str(err)
+        raise argparse.ArgumentTypeError(
+            f"not a point job description ({reason}); Snakemake builds it with "
+            f"specsim.job.describe") from None
+    return desc
+
+
+def _name(kind: str, known: list[str]) -> Any:
+    def check(name: str) -> str:
+        if name not in known:
+            raise argparse.ArgumentTypeError(f"unknown {kind} {name!r}; known: "
+                                             f"{', '.join(known)}")
+        return name
+
+    check.__name__ = kind  # argparse names the type in some messages
+    return check
+
+
+def _parser() -> tuple[_Parser, dict[str, _Parser]]:
+    """The parser, and each step's own parser by name."""
+    from specsim.outputs import FIGURE_NEEDS, TABLE_NEEDS
+    from specsim.report import TABLES as TABLE_DOCS
+
+    tables, figures = list(TABLE_NEEDS), list(FIGURE_NEEDS)
+    parser = _Parser(prog="specsim", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="STEP",
+                                title="steps (specsim STEP --help for each)")
+    grid_help = "the grid file (results/grid.json, written by the workflow's grid rule)"
+
+    s = sub.add_parser("point", help="simulate one grid point and compute its exact reference",
+                       description="Simulate one grid point and compute its exact reference.")
+    s.add_argument("--job", required=True, type=_job, metavar="JSON",
+                   help="the point's job description (JSON; Snakemake passes params.job)")
+    s.add_argument("--sim", required=True, metavar="PARQUET",
+                   help="output: the Monte Carlo point file (results/sim/<point>.parquet)")
+    s.add_argument("--exact", required=True, metavar="PARQUET",
+                   help="output: the exact reference point file (results/exact/<point>.parquet)")
+
+    c = sub.add_parser("collect", help="join every point's files into per-point estimates",
+                       description="Join every grid point's Monte Carlo and exact files into "
+                                   "per-point estimates with confidence intervals.")
+    c.add_argument("--grid", required=True, type=_grid, metavar="JSON", help=grid_help)
+    c.add_argument("--results-dir", required=True, type=_directory, metavar="DIR",
+                   help="directory holding sim/ and exact/ (the point files, by point path)")
+    c.add_argument("--out", required=True, metavar="PARQUET",
+                   help="output: the per-point estimates (results/points.parquet)")
+
+    t = sub.add_parser("tables", help="analysis tables (CSV, Markdown and HTML)",
+                       description="Write analysis tables: <name>.csv (full precision), "
+                                   "<name>.md and <name>.html (for people) in --out-dir.")
+    t.add_argument("--grid", required=True, type=_grid, metavar="JSON", help=grid_help)
+    t.add_argument("--points", required=True, type=_parquet, metavar="PARQUET",
+                   help="the per-point estimates 'specsim collect' wrote "
+                        "(results/points.parquet)")
+    t.add_argument("--out-dir", required=True, metavar="DIR",
+                   help="output directory (results/tables; created if missing)")
+    t.add_argument("names", nargs="+", type=_name("table", tables), metavar="NAME",
+                   help=f"tables to write, any of: {', '.join(tables)} (each needs a study "
+                        f"of its analysis in the config, except "
+                        f"{', '.join(n for n, need in TABLE_NEEDS.items() if need is None)})")
+
+    f = sub.add_parser("figures", help="figures (PDF and PNG)",
+                       description="Draw figures from the tables: <name>.pdf and <name>.png "
+                                   "in --out-dir.")
+    f.add_argument("--grid", required=True, type=_grid, metavar="JSON", help=grid_help)
+    f.add_argument("--tables-dir", required=True, type=_directory, metavar="DIR",
+                   help="directory holding the tables 'specsim tables' wrote (results/tables)")
+    f.add_argument("--out-dir", required=True, metavar="DIR",
+                   help="output directory (results/figures; created if missing)")
+    f.add_argument("names", nargs="+", type=_name("figure", figures), metavar="NAME",
+                   help=f"figures to draw, any of: {', '.join(figures)}")
+
+    k = sub.add_parser("checks", help="re-test every claim of the seeds",
+                       description="Re-test every claim of the seed documents against the "
+                                   "tables; write the checks table (CSV, Markdown, HTML).")
+    k.add_argument("--grid", required=True, type=_grid, metavar="JSON", help=grid_help)
+    k.add_argument("--tables-dir", required=True, type=_directory, metavar="DIR",
+                   help="directory holding the tables 'specsim tables' wrote (results/tables)")
+    k.add_argument("--out", required=True, metavar="CSV",
+                   help="output: the checks table (results/tables/checks.csv; .md and .html "
+                        "beside it)")
+
+    g = sub.add_parser("gate", help="fail, naming them, when claims in checks.csv failed",
+                       description="Exit 1, naming each failed claim, when any row of the "
+                                   "checks table failed; else write --out.")
+    g.add_argument("--checks", required=True, type=_checks_csv, metavar="CSV",
+                   help="the checks table 'specsim checks' wrote (results/tables/checks.csv)")
+    g.add_argument("--out", required=True, metavar="FILE",
+                   help="output, written only when every check passed (results/checks.ok)")
+
+    h = sub.add_parser("html", help="HTML renderings of tables another step wrote",
+                       description="Write <name>.html beside <name>.csv in --tables-dir, for "
+                                   "tables written by another step (the real-text stage).")
+    h.add_argument("--tables-dir", required=True, type=_directory, metavar="DIR",
+                   help="directory holding <name>.csv (results/tables); the HTML goes beside")
+    h.add_argument("names", nargs="+", type=_name("table", list(TABLE_DOCS)), metavar="NAME",
+                   help="tables to render (names documented in specsim.report.TABLES)")
+    return parser, dict(sub.choices)
+
+
+def _say(line: str) -> None:
+    """The step's last line in its log: what it did, how many, how long."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def _point(args: argparse.Namespace) -> int:
+    from specsim import job
+
+    job.run(args.job, args.sim, args.exact, sys.stderr)  # prints its own "done: ..." line
+    return 0
+
+
+def _collect(args: argparse.Namespace, parser: _Parser) -> int:
+    from specsim.collect import collect
+
+    base = Path(args.results_dir)
+    missing = [f"{base / kind / p.path}.parquet" for p in args.grid.points
+               for kind in ("sim", "exact") if not (base / kind / f"{p.path}.parquet").is_file()]
+    if missing:
+        parser.error(f"argument --results-dir: {len(missing)} of {2 * len(args.grid.points)} "
+                     f"point files missing, e.g. {missing[0]} (run the point jobs first)")
+    collect(args.grid, args.results_dir, args.out)
+    return len(args.grid.points)
+
+
+def _check_available(parser: _Parser, kind: str, names: list[str], available: list[str],
+                     needs: dict[str, str | None]) -> None:
+    for name in names:
+        if name not in available:
+            parser.error(f"{kind} {name!r} needs a study with analysis {needs[name]!r}, and "
+                         f"--grid has none; available: {', '.join(available)}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="specsim", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="cmd", required=True)
-
-    s = sub.add_parser("point", help="simulate one grid point and compute its exact reference")
-    s.add_argument("--job", required=True,
-                   help="the point's job description (JSON, as Snakemake's params.job)")
-    s.add_argument("--sim", required=True, help="output: the Monte Carlo point file")
-    s.add_argument("--exact", required=True, help="output: the exact reference point file")
-
-    c = sub.add_parser("collect", help="join every point's files into per-point estimates")
-    c.add_argument("--grid", required=True, help="results/grid.json")
-    c.add_argument("--results-dir", required=True,
-                   help="directory holding sim/ and exact/ (point files by path)")
-    c.add_argument("--out", required=True, help="output: results/points.parquet")
-
-    t = sub.add_parser("tables", help="analysis tables (CSV + Markdown)")
-    t.add_argument("--grid", required=True)
-    t.add_argument("--points", required=True)
-    t.add_argument("--out-dir", required=True)
-    t.add_argument("names", nargs="+")
-
-    f = sub.add_parser("figures", help="figures (PDF + PNG)")
-    f.add_argument("--grid", required=True)
-    f.add_argument("--tables-dir", required=True)
-    f.add_argument("--out-dir", required=True)
-    f.add_argument("names", nargs="+")
-
-    k = sub.add_parser("checks", help="re-test every claim of the seeds")
-    k.add_argument("--grid", required=True)
-    k.add_argument("--tables-dir", required=True)
-    k.add_argument("--out", required=True)
-
-    g = sub.add_parser("gate", help="fail, naming them, when claims in checks.csv failed")
-    g.add_argument("--checks", required=True)
-    g.add_argument("--out", required=True)
-
+    parser, steps = _parser()
     args = parser.parse_args(argv)
-    if args.cmd == "point":
-        _without_pandas()
-        from specsim import job
-
-        try:
-            desc = json.loads(args.job)
-        except json.JSONDecodeError as err:
-            parser.error(f"--job is not JSON ({err})")
-        from specsim.grid import ConfigError
-
-        try:
-            job.run(desc, args.sim, args.exact, sys.stderr)
-        except ConfigError as err:
-            print(f"specsim point: {err}", file=sys.stderr)
-            return 1
-        return 0
-    from specsim.grid import ConfigError
+    sub = steps[args.cmd]
+    t0 = time.perf_counter()
     from specsim.io import IntegrityError
 
     try:
-        return _aggregate(args)
-    except (IntegrityError, ConfigError) as err:
-        # nothing downstream may keep claiming success over data that failed verification
-        if os.path.exists(GATE):
-            os.unlink(GATE)
-            err = type(err)(f"{err} ({GATE} removed)")
-        print(f"specsim {args.cmd}: {err}", file=sys.stderr)
+        return _run(args, sub, t0)
+    except _InputError as err:
+        print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)
+        return 1
+    except IntegrityError as err:  # a result file failed its reader's verification
+        print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)
         return 1
 
 
-def _aggregate(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, sub: _Parser, t0: float) -> int:
+    def took() -> str:
+        return f"{time.perf_counter() - t0:.2f} s"
+
+    if args.cmd == "point":
+        return _point(args)
+    if args.cmd == "collect":
+        try:
+            n = _collect(args, sub)
+        except RuntimeError as err:  # a corrupt, stale or foreign point file, named
+            raise _InputError(str(err)) from None
+        _say(f"done: collect, {n} grid points joined into {args.out} in {took()}")
+        return 0
+    if args.cmd == "tables":
+        from specsim.outputs import TABLE_NEEDS, available_tables
+        from specsim.tables import write_analyses
+
+        _check_available(sub, "table", args.names, available_tables(args.grid), TABLE_NEEDS)
+        write_analyses(args.grid, args.points, args.names, args.out_dir)
+        _say(f"done: tables, {len(args.names)} tables (CSV, Markdown, HTML) in {args.out_dir} "
+             f"in {took()}")
+        return 0
+    if args.cmd == "figures":
+        from specsim.figures import make_figure
+        from specsim.outputs import FIGURE_NEEDS, available_figures
+
+        _check_available(sub, "figure", args.names, available_figures(args.grid), FIGURE_NEEDS)
+        for name in args.names:
+            try:
+                make_figure(args.grid, args.tables_dir, name, f"{args.out_dir}/{name}.pdf")
+            except FileNotFoundError as err:
+                sub.error(f"figure {name!r}: no such file: {err.filename} (write the tables "
+                          f"first: specsim tables)")
+        _say(f"done: figures, {len(args.names)} figures (PDF + PNG) in {args.out_dir} "
+             f"in {took()}")
+        return 0
+    if args.cmd == "checks":
+        import pandas as pd
+
+        from specsim.checks import run_checks
+        from specsim.report import write_html
+
+        run_checks(args.grid, args.tables_dir, args.out)
+        df = pd.read_csv(args.out)
+        write_html(df, "checks", Path(args.out).with_suffix(".html"))
+        failed = int((~df["passed"].astype(bool)).sum())
+        _say(f"done: checks, {len(df)} claims re-tested, {len(df) - failed} passed, {failed} "
+             f"failed -> {args.out} in {took()}")
+        return 0
     if args.cmd == "gate":
         from specsim.checks import gate
 
-        return gate(args.checks, args.out)
-    grid = _load_grid(args.grid)
-    if args.cmd == "collect":
-        from specsim.collect import collect
+        with open(args.checks, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        status = gate(args.checks, args.out)
+        failed = sum(r["passed"] != "True" for r in rows)
+        if status == 0:
+            _say(f"done: gate, all {len(rows)} checks passed -> {args.out} in {took()}")
+        else:
+            _say(f"failed: gate, {failed} of {len(rows)} checks failed (listed above); "
+                 f"{args.out} not written, in {took()}")
+        return status
+    if args.cmd == "html":
+        import pandas as pd
 
-        collect(grid, args.results_dir, args.out)
-    elif args.cmd == "tables":
-        from specsim.tables import write_analyses
-
-        write_analyses(grid, args.points, args.names, args.out_dir)
-    elif args.cmd == "figures":
-        from specsim.figures import make_figure
+        from specsim.report import write_html
 
         for name in args.names:
-            make_figure(grid, args.tables_dir, name, f"{args.out_dir}/{name}.pdf")
-    elif args.cmd == "checks":
-        from specsim.checks import run_checks
-
-        run_checks(grid, args.tables_dir, args.out)
-    return 0
+            path = Path(args.tables_dir) / f"{name}.csv"
+            if not path.is_file():
+                sub.error(f"table {name!r}: no such file: {path}")
+            write_html(pd.read_csv(path), name, path.with_suffix(".html"))
+        _say(f"done: html, {len(args.names)} tables rendered in {args.tables_dir} in {took()}")
+        return 0
+    raise AssertionError(args.cmd)  # argparse refuses any other step
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from specsim.grid import Grid, Point, worked_example_default
 from specsim.io import read_frame, write_table
 from specsim.outputs import available_tables  # noqa: F401 (re-export)
 from specsim.reference import exact_curve
+from specsim.report import write_html
 
 KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 GAMMA_MAX_CLOSED_FORM = 64
@@ -280,4 +281,6 @@ def write_analyses(grid: Grid, points_path: str, names: list[str], out_dir: str)
         raise ValueError(f"unknown tables {unknown}; known: {sorted(BUILDERS)}")
     points = read_frame(points_path)
     for name in names:
-        write_table(BUILDERS[name](grid, points), f"{out_dir}/{name}.csv")
+        df = BUILDERS[name](grid, points)
+        write_table(df, f"{out_dir}/{name}.csv")
+        write_html(df, name, f"{out_dir}/{name}.html")  # for people: the report shows it

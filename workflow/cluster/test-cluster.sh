@@ -7,7 +7,7 @@
 #   4. proves the jobs went through the scheduler: every job id the plugin logged is known to
 #      slurmctld (scontrol), COMPLETED, named by the run and working in the scratch directory, and the
 #      point jobs were bundled into fewer SLURM jobs (group jobs),
-#   5. runs the same config locally (--workflow-profile workflow/profiles/default) in another scratch
+#   5. runs the same config locally (--workflow-profile profiles/default) in another scratch
 #      directory and requires every results/tables/*.csv to be byte-identical between the two runs.
 # Every step that can hang runs under `timeout -s INT` (SIGINT lets Snakemake scancel its jobs).
 # Needs `make setup` first (the .venv with specsim installed). Env: SPECSIM_CLUSTER_TIMEOUT (seconds
@@ -99,7 +99,7 @@ fi
 say "same config locally (working directory $WORK/local)"
 t=$(date +%s)
 timeout -s INT "$RUN_TIMEOUT" "$SNAKEMAKE" --snakefile "$ROOT/Snakefile" --directory "$WORK/local" \
-	--configfile "$CONFIG" --workflow-profile workflow/profiles/default --cores 2 --quiet rules \
+	--configfile "$CONFIG" --workflow-profile profiles/default --cores 2 --quiet rules \
 	2>&1 | tee "$WORK/local.log"
 T_LOCAL=$(($(date +%s) - t))
 [ -f "$WORK/local/results/checks.ok" ] || fail "local run did not reach results/checks.ok"

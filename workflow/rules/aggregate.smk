@@ -1,5 +1,6 @@
-# Per-point estimates -> one tidy table per analysis (CSV for machines, Markdown for people).
-# All tables come from one job: each is cheap, and one process start beats eleven.
+# Per-point estimates -> one tidy table per analysis: CSV for machines, Markdown and HTML for
+# people (the report shows the HTML). All tables come from one job: each is cheap, and one
+# process start beats eleven.
 
 
 rule tables:
@@ -7,17 +8,33 @@ rule tables:
         grid="results/grid.json",
         points="results/points.parquet",
     output:
-        csv=table_outputs(),
+        csv=table_files(),
         md=expand("results/tables/{table}.md", table=TABLES),
         sha=expand("results/tables/{table}.csv.sha256", table=TABLES),
+        html=[table_report(name) for name in TABLES],
     log:
         "logs/tables.log",
     benchmark:
         "benchmarks/out/tables.tsv"
-    conda:
-        "../envs/specsim.yaml"
     params:
         names=TABLES,
     shell:
         "specsim tables --grid {input.grid:q} --points {input.points:q} "
         "--out-dir results/tables {params.names} 2> {log:q}"
+
+
+# The real-text stage (workflow/rules/realtext.smk) writes its tables as CSV and Markdown; their
+# HTML renderings and report entries come from here, so that stage need not know the report.
+# specsim.report.REALTEXT_TABLES names them (with their column descriptions); html_files()
+# asks for them when the config has a realtext section.
+rule realtext_tables_html:
+    input:
+        expand("results/tables/{table}.csv", table=REALTEXT_TABLES),
+    output:
+        [table_report(name) for name in REALTEXT_TABLES],
+    log:
+        "logs/realtext/tables_html.log",
+    params:
+        names=REALTEXT_TABLES,
+    shell:
+        "specsim html --tables-dir results/tables {params.names} 2> {log:q}"

@@ -6,16 +6,11 @@ rule checks:
         grid="results/grid.json",
         tables=table_files,
     output:
-        csv=report(
-            "results/tables/checks.csv",
-            caption="../report/checks.rst",
-            category="Checks",
-        ),
+        csv="results/tables/checks.csv",
+        html=table_report("checks", "Checks"),
         sha="results/tables/checks.csv.sha256",
     log:
         "logs/checks.log",
-    conda:
-        "../envs/specsim.yaml"
     shell:
         "specsim checks --grid {input.grid:q} --tables-dir results/tables --out {output.csv:q} "
         "2> {log:q}"
@@ -29,7 +24,5 @@ rule gate:
         "results/checks.ok",
     log:
         "logs/gate.log",
-    conda:
-        "../envs/specsim.yaml"
     shell:
         "specsim gate --checks {input.csv:q} --out {output:q} 2> {log:q} || (cat {log:q} >&2; exit 1)"

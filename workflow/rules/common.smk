@@ -1,4 +1,5 @@
 # Everything that is not a rule: validation, the grid, target lists, wildcard constraints.
+import os
 import sys
 
 from snakemake.io import report as report_flag
@@ -14,6 +15,7 @@ from specsim.work import summary
 from specsim.grid import POINT_REGEX, ConfigError
 from specsim.job import describe, to_arg
 from specsim.outputs import available_figures, available_tables
+from specsim.report import REALTEXT_TABLES
 
 # The JSON schema (defaults filled in) plus cross-field checks, before any job runs.
 try:
@@ -46,6 +48,7 @@ wildcard_constraints:
 localrules:
     grid,
     gate,
+    realtext_tables_html,
 
 
 def point_files(wildcards=None):
@@ -79,9 +82,16 @@ def all_inputs(wildcards):
     return all_targets()
 
 
+def html_files():
+    """The HTML rendering of every table the run writes (what the report shows)."""
+    names = [*TABLES, "checks", *(REALTEXT_TABLES if "realtext" in config else [])]
+    return expand("results/tables/{table}.html", table=names)
+
+
 def all_targets():
     return [
         *table_files(),
+        *html_files(),
         *expand("results/figures/{figure}.pdf", figure=FIGURES),
         *expand("results/figures/{figure}.png", figure=FIGURES),
         "results/tables/checks.csv",
@@ -101,16 +111,25 @@ def figure_outputs(ext):
     ]
 
 
-def table_outputs():
-    return [
-        report_flag(
-            f"results/tables/{name}.csv",
-            caption="../report/tables.rst",
-            category="Tables",
-            labels={"table": name},
-        )
-        for name in TABLES
-    ]
+def table_report(name, category="Tables", path=None):
+    """Register table ``name`` in the report. Any rule writing the table lists the returned
+    file among its outputs and writes it (specsim.report.write_html, or `specsim html` for a
+    CSV another rule wrote).
+
+    The file is the table's HTML rendering (``path``, default results/tables/<name>.html),
+    which the report shows inline (a CSV it only offers as a download). Its caption is
+    workflow/report/tables/<name>.rst, written by `python -m specsim.report` from
+    specsim.report.TABLES, where every table's columns are described. The report's menu lists
+    categories alphabetically: "Checks" comes first, then "Figures", "Real text", "Tables".
+    """
+    return report_flag(
+        path or f"results/tables/{name}.html",
+        caption=os.path.join(
+            workflow.basedir, "workflow", "report", "tables", f"{name}.rst"
+        ),
+        category=category,
+        labels={"table": name},
+    )
 
 
 def all_cores(wildcards):

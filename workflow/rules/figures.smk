@@ -13,8 +13,6 @@ rule figures:
         "logs/figures.log",
     benchmark:
         "benchmarks/out/figures.tsv"
-    conda:
-        "../envs/specsim.yaml"
     params:
         names=FIGURES,
     shell:

@@ -8,8 +8,6 @@ rule grid:
         "results/grid.json",
     log:
         "logs/grid.log",
-    conda:
-        "../envs/specsim.yaml"
     params:
         digest=GRID.config_digest,
     run:
@@ -29,8 +27,6 @@ rule point:
         exact="results/exact/{point}.parquet",
     log:
         "logs/point/{point}.log",
-    conda:
-        "../envs/specsim.yaml"
     threads: 1
     params:
         job=point_job,
@@ -49,8 +45,6 @@ rule collect:
         "logs/collect.log",
     benchmark:
         "benchmarks/out/collect.tsv"
-    conda:
-        "../envs/specsim.yaml"
     shell:
         "specsim collect --grid {input.grid:q} --results-dir results --out {output:q} "
         "2> {log:q}"
