@@ -134,6 +134,49 @@ def test_overlap_increases_with_draft_order() -> None:
     assert ngram.overlap(model(), ctx, 5, 5) == pytest.approx(1.0)
 
 
+def _witten_bell(tokens: list[int], vocab: int, ctx: list[int], x: int, order: int) -> float:
+    """Interpolated Witten-Bell by its definition, with dictionaries (Chen & Goodman, Eq. 17)."""
+    from collections import Counter
+
+    uni = Counter(tokens)
+    p = (uni[x] + len(uni) / vocab) / (len(tokens) + len(uni))
+    for k in range(2, order + 1):
+        h = tuple(ctx[len(ctx) - k + 1 :])
+        follow = Counter(tokens[i + k - 1] for i in range(len(tokens) - k + 1)
+                         if tuple(tokens[i : i + k - 1]) == h)
+        c, t = sum(follow.values()), len(follow)
+        if c:
+            p = (follow[x] + t * p) / (c + t)
+    return p
+
+
+def test_model_over_a_token_vocabulary() -> None:
+    """One n-gram model for characters and tokens: over V = 49,152 symbols (the LLM tier's
+    tokenizer) NGramModel is the Witten-Bell recursion, computed by definition here."""
+    vocab = 49_152
+    rng = np.random.default_rng(8)
+    alphabet = rng.integers(0, vocab, size=12)
+    tokens = alphabet[rng.integers(0, 12, size=600) % rng.integers(1, 13, size=600)].tolist()
+    model = NGramModel.fit(np.array(tokens), 3, vocab)
+    assert model.unigram_counts.size == vocab
+    assert set(model.dense) == {1}  # no precomputed table at this vocabulary
+    seqs = [tokens[i : i + 2] for i in range(0, 500, 37)] + [[int(alphabet[0]), 5]]
+    ids = np.array([a * vocab + b for a, b in seqs])  # most recent token least significant
+    # context_ids numbers the context of position i + 2, tokens[i : i + 2], the same way
+    np.testing.assert_array_equal(ids[:-1], ngram.context_ids(np.array(tokens), 2, vocab)[
+        np.arange(0, 500, 37)])
+    xs = [*alphabet[:5].tolist(), 7]
+    for order in (1, 2, 3):
+        probs = model.probs(ids, order)
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-12)
+        want = [[_witten_bell(tokens, vocab, list(h), x, order) for x in xs] for h in seqs]
+        np.testing.assert_allclose(probs[:, xs], want, rtol=1e-12)
+        np.testing.assert_allclose(model.prob(ids, np.full(ids.size, xs[0]), order),
+                                   probs[:, xs[0]], rtol=1e-12)
+    with pytest.raises(ValueError, match="2\\^63"):
+        NGramModel.fit(np.array(tokens), 5, vocab)
+
+
 # --- speculative rounds --------------------------------------------------------------------------
 @pytest.mark.parametrize("rule", realtext.RULES)
 def test_verify_equals_engine_iid_round(rule: str) -> None:
