@@ -5,6 +5,7 @@
     specsim tables    --grid results/grid.json --points results/points.parquet --out-dir DIR NAME...
     specsim figures   --grid ... --tables-dir results/tables --out-dir results/figures NAME...
     specsim checks    --grid ... --tables-dir results/tables --out results/tables/checks.csv
+    specsim realtext  --settings JSON [--seed N] STEP ...   (the real-text stage, one rule a step)
 """
 
 from __future__ import annotations
@@ -85,7 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--checks", required=True)
     g.add_argument("--out", required=True)
 
+    # The real-text tier: `specsim realtext STEP ...` (one rule each).
+    from specsim.realtext.cli import add_parser as add_realtext_parser
+
+    add_realtext_parser(sub)
+
     args = parser.parse_args(argv)
+    if args.cmd == "realtext":
+        return int(args.run(args))
     if args.cmd == "gate":
         from specsim.checks import gate
 

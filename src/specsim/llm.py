@@ -55,7 +55,8 @@ from numpy.typing import NDArray
 from specsim import exact, stats
 from specsim.intensity import Device, TransformerShape, pass_cost, ridge_macs_per_byte
 from specsim.models import softmax as softmax_table
-from specsim.realtext import best_time, seed_for, verify
+from specsim.realtext.costs import best_time
+from specsim.realtext.rounds import seed_for, verify
 from specsim.sampling import StackedRowSampler, sample_rows
 from specsim.verify import accept, rejection_distribution, rule_spec
 
@@ -427,7 +428,7 @@ def speculative_generate(target: CachedLM, draft: Draft, prompt: Sequence[int], 
     """[L] Alg. 1 (correct rule, temperature 1) until at least ``n_new`` tokens are emitted.
 
     Per round: γ draft steps, ONE target call verifying γ+1 positions (the pending token plus
-    the γ drafts) with the KV cache, then :func:`specsim.realtext.verify` -- the same
+    the γ drafts) with the KV cache, then :func:`specsim.realtext.rounds.verify` -- the same
     accept / first-rejection / residual-or-bonus code as tier 1, for one chain. Both caches
     are cropped back to the accepted prefix. Uniforms: u[i] drafts token i, u[γ+i] tests it,
     u[2γ] draws the final token, as in the engine.
