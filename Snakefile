@@ -18,6 +18,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/checks.smk"
 include: "workflow/rules/realtext.smk"
+include: "workflow/rules/llm.smk"
 
 
 rule all:
@@ -25,3 +26,4 @@ rule all:
     input:
         all_targets(),
         RT_TARGETS,
+        LLM_TARGETS,

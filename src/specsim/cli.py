@@ -6,6 +6,7 @@
     specsim figures   --grid ... --tables-dir results/tables --out-dir results/figures NAME...
     specsim checks    --grid ... --tables-dir results/tables --out results/tables/checks.csv
     specsim realtext  --settings JSON [--seed N] STEP ...   (the real-text stage, one rule a step)
+    specsim llm       --settings JSON STEP ...              (the opt-in LLM tier, one rule a step)
 """
 
 from __future__ import annotations
@@ -86,13 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--checks", required=True)
     g.add_argument("--out", required=True)
 
-    # The real-text tier: `specsim realtext STEP ...` (one rule each).
+    # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
+    from specsim.llm.cli import add_parser as add_llm_parser
     from specsim.realtext.cli import add_parser as add_realtext_parser
 
     add_realtext_parser(sub)
+    add_llm_parser(sub)
 
     args = parser.parse_args(argv)
-    if args.cmd == "realtext":
+    if args.cmd in ("realtext", "llm"):
         return int(args.run(args))
     if args.cmd == "gate":
         from specsim.checks import gate
