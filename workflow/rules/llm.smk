@@ -41,7 +41,7 @@ localrules:
     llm_machine,
 
 
-# `snakemake --configfile workflow/llm.yaml llm`: the LLM tier alone (what `make llm` runs;
+# `snakemake llm --configfile workflow/llm.yaml`: the LLM tier alone (what `make llm` runs;
 # without an `llm:` section there is nothing to do).
 rule llm:
     input:
