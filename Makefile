@@ -65,8 +65,11 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 	touch $(LLM_STAMP)
 	@echo "llm setup: done"
 
+# The LLM tier's Snakemake rules (workflow/rules/llm.smk), switched on by the `llm:` section of
+# workflow/llm.yaml on top of config.yaml, and only they (the `llm` target, named first:
+# --configfile takes every word after it); then its tests.
 llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, ~4 min)
-	$(PY) -m specsim.llm run --out-dir results/llm
+	$(SNAKEMAKE) llm --cores $(CORES) --configfile config.yaml workflow/llm.yaml
 	$(PY) -m pytest tests/test_llm.py
 
 test-fast: setup

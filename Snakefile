@@ -23,6 +23,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/checks.smk"
 include: "workflow/rules/realtext.smk"
+include: "workflow/rules/llm.smk"
 
 
 rule all:
@@ -30,3 +31,4 @@ rule all:
     input:
         all_inputs,
         RT_TARGETS,
+        LLM_TARGETS,

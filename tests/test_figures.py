@@ -14,7 +14,7 @@ from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from specsim import exact, intensity, llm
+from specsim import exact, intensity
 from specsim.figures import (
     FIGURES,
     MIN_FONTSIZE,
@@ -29,6 +29,7 @@ from specsim.figures import (
 )
 from specsim.grid import Grid
 from specsim.io import write_checksum
+from specsim.llm import figures as llm_figures
 
 REPO = Path(__file__).resolve().parents[1]
 MARKOV = {"family": "markov", "vocab": 6, "target": {"seed": 1, "sharpness": 2.5}}
@@ -248,7 +249,7 @@ def test_copy_readme_figures(tmp_path: Path) -> None:
 
 
 # --- first-hour readability: fonts, rule names, the roofline's overlapping lines ----------------
-ALL_FIGURES = [*sorted(FIGURES), *(f"llm:{n}" for n in llm.FIGURES)]
+ALL_FIGURES = [*sorted(FIGURES), *(f"llm:{n}" for n in llm_figures.FIGURES)]
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +263,7 @@ def _drawn(name: str, synthetic: Path, llm_tables: Path) -> plt.Figure:
     """The figure laid out and drawn exactly as ``_save`` writes it (same style, size, layout)."""
     with plt.rc_context(STYLE):
         if name.startswith("llm:"):
-            fig = llm.FIGURES[name[4:]](llm_tables)
+            fig = llm_figures.FIGURES[name[4:]](llm_tables)
         else:
             fig = FIGURES[name](_grid(CONFIG), str(synthetic))
         if fig.get_layout_engine() is None:

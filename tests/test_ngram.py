@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specsim import engine, ngram, realtext, stats
+from specsim import cli, engine, ngram, stats
 from specsim.ngram import ALPHABET, NGramModel, V
+from specsim.realtext import experiments, rounds
+from specsim.realtext import settings as rt_settings
+from specsim.realtext.settings import RULES, Settings
 
 FILES = 40  # docstring sources for the small test corpus (all pydoc topics are always in)
 
@@ -134,8 +139,51 @@ def test_overlap_increases_with_draft_order() -> None:
     assert ngram.overlap(model(), ctx, 5, 5) == pytest.approx(1.0)
 
 
+def _witten_bell(tokens: list[int], vocab: int, ctx: list[int], x: int, order: int) -> float:
+    """Interpolated Witten-Bell by its definition, with dictionaries (Chen & Goodman, Eq. 17)."""
+    from collections import Counter
+
+    uni = Counter(tokens)
+    p = (uni[x] + len(uni) / vocab) / (len(tokens) + len(uni))
+    for k in range(2, order + 1):
+        h = tuple(ctx[len(ctx) - k + 1 :])
+        follow = Counter(tokens[i + k - 1] for i in range(len(tokens) - k + 1)
+                         if tuple(tokens[i : i + k - 1]) == h)
+        c, t = sum(follow.values()), len(follow)
+        if c:
+            p = (follow[x] + t * p) / (c + t)
+    return p
+
+
+def test_model_over_a_token_vocabulary() -> None:
+    """One n-gram model for characters and tokens: over V = 49,152 symbols (the LLM tier's
+    tokenizer) NGramModel is the Witten-Bell recursion, computed by definition here."""
+    vocab = 49_152
+    rng = np.random.default_rng(8)
+    alphabet = rng.integers(0, vocab, size=12)
+    tokens = alphabet[rng.integers(0, 12, size=600) % rng.integers(1, 13, size=600)].tolist()
+    model = NGramModel.fit(np.array(tokens), 3, vocab)
+    assert model.unigram_counts.size == vocab
+    assert set(model.dense) == {1}  # no precomputed table at this vocabulary
+    seqs = [tokens[i : i + 2] for i in range(0, 500, 37)] + [[int(alphabet[0]), 5]]
+    ids = np.array([a * vocab + b for a, b in seqs])  # most recent token least significant
+    # context_ids numbers the context of position i + 2, tokens[i : i + 2], the same way
+    np.testing.assert_array_equal(ids[:-1], ngram.context_ids(np.array(tokens), 2, vocab)[
+        np.arange(0, 500, 37)])
+    xs = [*alphabet[:5].tolist(), 7]
+    for order in (1, 2, 3):
+        probs = model.probs(ids, order)
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-12)
+        want = [[_witten_bell(tokens, vocab, list(h), x, order) for x in xs] for h in seqs]
+        np.testing.assert_allclose(probs[:, xs], want, rtol=1e-12)
+        np.testing.assert_allclose(model.prob(ids, np.full(ids.size, xs[0]), order),
+                                   probs[:, xs[0]], rtol=1e-12)
+    with pytest.raises(ValueError, match="2\\^63"):
+        NGramModel.fit(np.array(tokens), 5, vocab)
+
+
 # --- speculative rounds --------------------------------------------------------------------------
-@pytest.mark.parametrize("rule", realtext.RULES)
+@pytest.mark.parametrize("rule", RULES)
 def test_verify_equals_engine_iid_round(rule: str) -> None:
     rng = np.random.default_rng(11)
     n, gamma = 300, 4
@@ -143,7 +191,7 @@ def test_verify_equals_engine_iid_round(rule: str) -> None:
     q = rng.dirichlet(np.full(V, 0.3), (gamma, n))
     u = rng.random((2 * gamma + 1, n))
     x = np.stack([ngram.sample(q[i], u[i]) for i in range(gamma)])
-    ours = realtext.verify(p, q, x, rule, u)
+    ours = rounds.verify(p, q, x, rule, u)
     padded = np.concatenate([q, q[-1:]]).transpose(1, 0, 2)
     ref = engine.iid_round(p.transpose(1, 0, 2), padded, gamma, rule, u)
     for field in ("x", "n_accepted", "final"):
@@ -152,10 +200,10 @@ def test_verify_equals_engine_iid_round(rule: str) -> None:
 
 @pytest.mark.parametrize("gamma", [1, 3])
 def test_spec_round_tokens_and_contexts(gamma: int) -> None:
-    pair = realtext.NGramPair(model(), 5, 3)
+    pair = rounds.NGramPair(model(), 5, 3)
     rng = np.random.default_rng(5)
-    ctx = realtext.prompts(corpus(), 500, 4, np.random.SeedSequence(1))
-    rnd = realtext.spec_round(pair, ctx, gamma, "correct", rng.random((2 * gamma + 1, 500)))
+    ctx = rounds.prompts(corpus(), 500, 4, np.random.SeedSequence(1))
+    rnd = rounds.spec_round(pair, ctx, gamma, "correct", rng.random((2 * gamma + 1, 500)))
     tokens = rnd.result.tokens("correct")
     assert tokens.min() >= 1 and tokens.max() <= gamma + 1
     beta = rnd.beta()
@@ -170,17 +218,17 @@ def test_spec_round_tokens_and_contexts(gamma: int) -> None:
 
 
 def test_identical_draft_accepts_everything() -> None:
-    pair = realtext.NGramPair(model(), 5, 5)
-    ctx = realtext.prompts(corpus(), 256, 4, np.random.SeedSequence(2))
-    row = realtext.speculative_point(pair, ctx, 4, 3, 8, np.random.SeedSequence(3))
+    pair = rounds.NGramPair(model(), 5, 5)
+    ctx = rounds.prompts(corpus(), 256, 4, np.random.SeedSequence(2))
+    row = experiments.speculative_point(pair, ctx, 4, 3, 8, np.random.SeedSequence(3))
     assert row["accept_rate"] == 1.0 and row["tokens_per_call"] == 5.0
     assert row["beta_mean"] == pytest.approx(1.0)
 
 
 def test_speculative_point_matches_closed_form_roughly() -> None:
-    pair = realtext.NGramPair(model(), 5, 4)
-    ctx = realtext.prompts(corpus(), 512, 4, np.random.SeedSequence(4))
-    row = realtext.speculative_point(pair, ctx, 2, 8, 16, np.random.SeedSequence(5))
+    pair = rounds.NGramPair(model(), 5, 4)
+    ctx = rounds.prompts(corpus(), 512, 4, np.random.SeedSequence(4))
+    row = experiments.speculative_point(pair, ctx, 2, 8, 16, np.random.SeedSequence(5))
     assert row["tokens_ci_low"] <= row["tokens_per_call"] <= row["tokens_ci_high"]
     assert abs(row["accept_rate"] - row["beta_mean"]) < 0.03  # E[accept | h] = beta(h)
     assert abs(row["jensen_gap"]) < 0.1
@@ -188,7 +236,7 @@ def test_speculative_point_matches_closed_form_roughly() -> None:
 
 # --- lossless -------------------------------------------------------------------------------------
 def test_exact_two_chars_is_a_distribution() -> None:
-    law = realtext.exact_two_chars(model(), ngram.context_id("the ", 4), 5)
+    law = experiments.exact_two_chars(model(), ngram.context_id("the ", 4), 5)
     assert law.shape == (V, V) and law.sum() == pytest.approx(1.0, abs=1e-12)
     p1 = model().probs(np.array([ngram.context_id("the ", 4)]), 5)[0]
     np.testing.assert_allclose(law.sum(axis=1), p1, rtol=1e-12)
@@ -198,10 +246,10 @@ def test_exact_two_chars_is_a_distribution() -> None:
                                                 ("no_resample", "biased"),
                                                 ("greedy", "biased")])
 def test_lossless_check_has_power(rule: str, expected: str) -> None:
-    pair = realtext.NGramPair(model(), 5, 2)
+    pair = rounds.NGramPair(model(), 5, 2)
     ctx = ngram.context_id("the ", 4)
-    law = realtext.exact_two_chars(model(), ctx, 5).ravel()
-    counts = realtext.mc_two_chars(pair, ctx, 2, rule, 1 << 14, np.random.SeedSequence(7))
+    law = experiments.exact_two_chars(model(), ctx, 5).ravel()
+    counts = experiments.mc_two_chars(pair, ctx, 2, rule, 1 << 14, np.random.SeedSequence(7))
     assert counts.sum() == 1 << 14
     g = stats.gof_test(counts.ravel(), law)
     assert stats.verdict(g.p_value) == expected, g
@@ -209,20 +257,41 @@ def test_lossless_check_has_power(rule: str, expected: str) -> None:
 
 # --- settings and command line -------------------------------------------------------------------
 def test_settings_roundtrip_and_checks() -> None:
-    s = realtext.Settings()
-    assert realtext.Settings.from_dict(s.to_dict()) == s
+    s = Settings()
+    assert Settings.from_dict(s.to_dict()) == s
     with pytest.raises(ValueError, match="draft orders"):
-        realtext.Settings.from_dict({"model": {"draft_orders": [5]}})
+        Settings.from_dict({"model": {"draft_orders": [5]}})
     with pytest.raises(ValueError, match="unknown"):
-        realtext.Settings.from_dict({"speculative": {"chain": 3}})
+        Settings.from_dict({"speculative": {"chain": 3}})
     with pytest.raises(ValueError, match="shorter"):
-        realtext.Settings.from_dict({"lossless": {"contexts": ["ab"]}})
+        Settings.from_dict({"lossless": {"contexts": ["ab"]}})
+
+
+def test_settings_module_is_light() -> None:
+    """Snakemake imports specsim.realtext.settings at every parse: no pandas/scipy/matplotlib."""
+    code = ("import sys, specsim.realtext.settings; heavy = {'pandas', 'scipy', 'matplotlib'} "
+            "& set(sys.modules); assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_settings_list_every_step_figure_and_table() -> None:
+    from specsim.realtext.figures import FIGURES
+
+    assert set(FIGURES) == set(rt_settings.FIGURES)
+    steps = rt_settings.step_settings(Settings().to_dict())
+    assert set(steps) == set(rt_settings.STEPS)
+    for step, sections in rt_settings.STEPS.items():
+        assert set(json.loads(steps[step])) == set(sections)
+        # what a step is passed is enough to rebuild its settings
+        Settings.from_dict(json.loads(steps[step]))
+    with pytest.raises(SystemExit):  # the steps are the sub-commands of `specsim realtext`
+        cli.main(["realtext", "no-such-step"])
 
 
 def test_seeds_depend_on_identity_only() -> None:
-    a = realtext.seed_for(1, "speculative", 2, 4).generate_state(2)
-    b = realtext.seed_for(1, "speculative", 2, 4).generate_state(2)
-    c = realtext.seed_for(1, "speculative", 4, 2).generate_state(2)
+    a = rounds.seed_for(1, "speculative", 2, 4).generate_state(2)
+    b = rounds.seed_for(1, "speculative", 2, 4).generate_state(2)
+    c = rounds.seed_for(1, "speculative", 4, 2).generate_state(2)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
@@ -236,25 +305,28 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
             "lossless": {"contexts": ["the "], "trials": 4000},
             "costs": {"batch": [4], "max_positions": 3, "repeats": 1, "rounds": 1,
                       "gamma": [1, 2]}}
-    pre = ["--settings", json.dumps(tiny), "--seed", "1"]
+    pre = ["realtext", "--settings", json.dumps(tiny), "--seed", "1"]
     t = tmp_path / "tables"
-    run = realtext.main
-    assert run([*pre, "model", "--corpus", str(tmp_path / "corpus.npz"), "--out",
-                str(tmp_path / "model.npz"), "--table", str(t / "realtext_models.csv"),
-                "--beta-table", str(t / "realtext_beta.csv")]) == 0
-    common = ["--corpus", str(tmp_path / "corpus.npz"), "--model", str(tmp_path / "model.npz")]
-    assert run([*pre, "speculative", *common, "--out", str(t / "realtext_speculative.csv"),
-                "--models-table", str(t / "realtext_models.csv")]) == 0
-    assert run([*pre, "lossless", *common, "--out", str(t / "realtext_lossless.csv")]) == 0
-    assert run([*pre, "costs", *common, "--out", str(t / "realtext_costs.csv"),
-                "--speculative-table", str(t / "realtext_speculative.csv")]) == 0
-    assert run([*pre, "figures", "--tables-dir", str(t), "--out-dir", str(tmp_path)]) == 0
+    corpus_npz, model_npz = str(tmp_path / "corpus.npz"), str(tmp_path / "model.npz")
+    common = ["--corpus", corpus_npz, "--model", model_npz]
+    steps = [
+        ["model", "--corpus", corpus_npz, "--out", model_npz,
+         "--table", str(t / "realtext_models.csv"), "--beta-table", str(t / "realtext_beta.csv")],
+        ["speculative", *common, "--out", str(t / "realtext_speculative.csv"),
+         "--models-table", str(t / "realtext_models.csv")],
+        ["lossless", *common, "--out", str(t / "realtext_lossless.csv")],
+        ["costs", *common, "--out", str(t / "realtext_costs.csv"),
+         "--speculative-table", str(t / "realtext_speculative.csv")],
+        ["figures", "--tables-dir", str(t), "--out-dir", str(tmp_path)],
+    ]
+    for step in steps:
+        assert cli.main([*pre, *step]) == 0, step
     spec = pd.read_csv(t / "realtext_speculative.csv")
     assert len(spec) == 4 and set(spec["draft_order"]) == {1, 3}
     loss = pd.read_csv(t / "realtext_lossless.csv")
     assert list(loss["verdict"]) == ["lossless", "biased"]
     costs = pd.read_csv(t / "realtext_costs.csv")
     assert set(costs["measure"]) == {"target_call", "plain_step", "draft_step", "speculative"}
-    for name in realtext.FIGURES:
+    for name in rt_settings.FIGURES:
         assert (tmp_path / f"{name}.pdf").stat().st_size > 0
         assert (tmp_path / f"{name}.png").stat().st_size > 0

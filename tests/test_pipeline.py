@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
-from conftest import ROOT, SNAKEMAKE, TINY, snakemake
+from conftest import TINY, snakemake
 
 CONTRACT = {
     "equivalence": ["model", "alpha", "gamma", "temperature", "rule", "tv_exact", "tv_mc",

@@ -11,8 +11,9 @@ The pipeline (Snakefile) runs these steps, in this order:
   html     the HTML rendering of tables another step wrote (the real-text tables)
 
 `specsim <step> --help` shows a step's options. The grid file every step reads is the
-results/grid.json the workflow's `grid` rule writes from config.yaml. The real-text stage runs
-as `python -m specsim.realtext`. Each step ends its log (stderr) with one line: what it did,
+results/grid.json the workflow's `grid` rule writes from config.yaml. The real-model tiers run
+as `specsim realtext STEP` (the real-text stage) and `specsim llm STEP` (the opt-in LLM tier),
+one rule a step. Each step ends its log (stderr) with one line: what it did,
 how many, and how long it took.
 """
 
@@ -248,6 +249,13 @@ def _parser() -> tuple[_Parser, dict[str, _Parser]]:
                    help="directory holding <name>.csv (results/tables); the HTML goes beside")
     h.add_argument("names", nargs="+", type=_name("table", list(TABLE_DOCS)), metavar="NAME",
                    help="tables to render (names documented in specsim.report.TABLES)")
+
+    # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
+    from specsim.llm.cli import add_parser as add_llm_parser
+    from specsim.realtext.cli import add_parser as add_realtext_parser
+
+    add_realtext_parser(sub)
+    add_llm_parser(sub)
     return parser, dict(sub.choices)
 
 
@@ -287,6 +295,8 @@ def _check_available(parser: _Parser, kind: str, names: list[str], available: li
 def main(argv: list[str] | None = None) -> int:
     parser, steps = _parser()
     args = parser.parse_args(argv)
+    if args.cmd in ("realtext", "llm"):
+        return int(args.run(args))
     sub = steps[args.cmd]
     t0 = time.perf_counter()
     from specsim.io import IntegrityError

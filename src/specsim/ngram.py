@@ -22,6 +22,10 @@ Contexts are integers: the last L characters ``c_{t-1}, ..., c_{t-L}`` as the ba
 ``c_{t-1} + V c_{t-2} + ... + V^(L-1) c_{t-L}``, so the suffix of length j is ``id % V**j`` and
 appending a character is ``(id * V + x) % V**L``. Distributions for a batch of contexts are
 computed without a Python loop over contexts.
+
+The model is not tied to characters: ``vocab`` (default the 96 characters) sets the size of
+the alphabet, and the LLM tier (:mod:`specsim.llm`) fits the same model to a tokenizer's
+token ids (V = 49,152, orders up to 3: every key must stay below 2^63).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ V = len(ALPHABET)  # 96
 _LUT = np.full(256, 255, dtype=np.uint8)
 _LUT[np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)] = np.arange(V, dtype=np.uint8)
 _CHARS = np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)
-DENSE_MAX_ROWS = V * V  # levels whose contexts fit in this many rows get a precomputed table
+DENSE_MAX_CELLS = V**3  # levels whose (contexts x vocab) table fits get it precomputed
 DOC_SEPARATOR = "\n\n"
 
 
@@ -83,19 +87,19 @@ def context_id(text: str, length: int) -> int:
     return int(sum(int(c) * V**j for j, c in enumerate(codes[::-1])))
 
 
-def context_ids(codes: CodeArray, length: int) -> IntArray:
-    """Ids of the ``length`` characters before every position t >= length: shape (n - length,)."""
+def context_ids(codes: NDArray[Any], length: int, vocab: int = V) -> IntArray:
+    """Ids of the ``length`` symbols before every position t >= length: shape (n - length,)."""
     codes = np.asarray(codes, dtype=np.int64)
     n = codes.size
     ids = np.zeros(max(n - length, 0), dtype=np.int64)
-    for j in range(1, length + 1):  # character t-j has weight V^(j-1)
-        ids += codes[length - j : n - j] * V ** (j - 1)
+    for j in range(1, length + 1):  # symbol t-j has weight vocab^(j-1)
+        ids += codes[length - j : n - j] * vocab ** (j - 1)
     return ids
 
 
-def append(ctx: IntArray, x: IntArray, length: int) -> IntArray:
-    """Contexts after emitting character ``x``: drop the oldest character, add ``x``."""
-    return (ctx * V + x) % V**length
+def append(ctx: IntArray, x: IntArray, length: int, vocab: int = V) -> IntArray:
+    """Contexts after emitting symbol ``x``: drop the oldest symbol, add ``x``."""
+    return (ctx * vocab + x) % vocab**length
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,11 +234,12 @@ class Level:
     types: IntArray
 
     @classmethod
-    def count(cls, codes: CodeArray, order: int) -> Level:
+    def count(cls, codes: NDArray[Any], order: int, vocab: int = V) -> Level:
         length = order - 1
         x = np.asarray(codes[length:], dtype=np.int64)
-        keys, counts = np.unique(context_ids(codes, length) * V + x, return_counts=True)
-        contexts, first = np.unique(keys // V, return_index=True)
+        keys, counts = np.unique(context_ids(codes, length, vocab) * vocab + x,
+                                 return_counts=True)
+        contexts, first = np.unique(keys // vocab, return_index=True)
         starts = np.append(first, keys.size).astype(np.int64)
         total = np.add.reduceat(counts, first) if keys.size else np.zeros(0, np.int64)
         return cls(keys, counts.astype(np.int64), contexts, starts, total.astype(np.int64),
@@ -251,49 +256,55 @@ class Level:
         return {f"{prefix}_keys": self.keys, f"{prefix}_counts": self.counts}
 
     @classmethod
-    def from_arrays(cls, keys: IntArray, counts: IntArray) -> Level:
-        contexts, first = np.unique(keys // V, return_index=True)
+    def from_arrays(cls, keys: IntArray, counts: IntArray, vocab: int = V) -> Level:
+        contexts, first = np.unique(keys // vocab, return_index=True)
         starts = np.append(first, keys.size).astype(np.int64)
         total = np.add.reduceat(counts, first) if keys.size else np.zeros(0, np.int64)
         return cls(keys, counts, contexts, starts, total.astype(np.int64), np.diff(starts))
 
 
 class NGramModel:
-    """Interpolated Witten-Bell character model of order ``order`` and all lower orders.
+    """Interpolated Witten-Bell model of order ``order`` and all lower orders over ``V``
+    symbols (the 96 characters unless fitted with another ``vocab``).
 
-    ``probs(ctx, k)`` gives next-character distributions (n, V) of the order-k model for a batch
-    of context ids; ``prob(ctx, x, k)`` the probability of given characters; ``perplexity``
+    ``probs(ctx, k)`` gives next-symbol distributions (n, V) of the order-k model for a batch
+    of context ids; ``prob(ctx, x, k)`` the probability of given symbols; ``perplexity``
     the held-out perplexity.
     """
 
     def __init__(self, unigram: IntArray, levels: dict[int, Level]) -> None:
         self.unigram_counts = np.asarray(unigram, dtype=np.int64)
+        self.V = vocab = int(self.unigram_counts.size)
         self.levels = levels
         self.order = max(levels, default=1)
         n, t = self.unigram_counts.sum(), np.count_nonzero(self.unigram_counts)
         # order 1: unigram interpolated with the uniform distribution (Witten-Bell, level 0)
-        self.p1 = (self.unigram_counts + t / V) / (n + t)
+        self.p1 = (self.unigram_counts + t / vocab) / (n + t)
         self.dense: dict[int, FloatArray] = {1: self.p1[None, :]}
         for k in range(2, self.order + 1):
-            if V ** (k - 1) > DENSE_MAX_ROWS:
+            if vocab**k > DENSE_MAX_CELLS:
                 break
-            lower = np.tile(self.dense[k - 1], (V, 1))  # row h -> P_{k-1}(. | h % V^(k-2))
+            lower = np.tile(self.dense[k - 1], (vocab, 1))  # row h -> P_{k-1}(. | h % V^(k-2))
             lev = self.levels[k]
             table = lower.copy()
-            rows = lev.keys // V
+            rows = lev.keys // vocab
             cnt = np.zeros_like(table)
-            cnt[rows, lev.keys % V] = lev.counts
+            cnt[rows, lev.keys % vocab] = lev.counts
             c, t_h = lev.total[:, None], lev.types[:, None]
             table[lev.contexts] = (cnt[lev.contexts] + t_h * lower[lev.contexts]) / (c + t_h)
             self.dense[k] = table
 
     @classmethod
-    def fit(cls, codes: CodeArray, order: int) -> NGramModel:
-        """Count every order 1..``order`` in one pass each (``numpy.unique`` on n-gram keys)."""
-        if not 1 <= order <= 8:
-            raise ValueError(f"order must be in 1..8, got {order}")
-        unigram = np.bincount(np.asarray(codes, dtype=np.intp), minlength=V)
-        return cls(unigram, {k: Level.count(codes, k) for k in range(2, order + 1)})
+    def fit(cls, codes: NDArray[Any], order: int, vocab: int = V) -> NGramModel:
+        """Count every order 1..``order`` in one pass each (``numpy.unique`` on n-gram keys).
+
+        ``codes`` are symbols 0..vocab-1 (characters by default, or a tokenizer's ids)."""
+        if not 1 <= order <= 8 or vocab**order >= 2**63:
+            raise ValueError(f"order must be in 1..8 with {vocab}^order < 2^63, got {order}")
+        unigram = np.bincount(np.asarray(codes, dtype=np.intp), minlength=vocab)
+        if unigram.size != vocab:
+            raise ValueError(f"symbols must lie in 0..{vocab - 1}, got {unigram.size - 1}")
+        return cls(unigram, {k: Level.count(codes, k, vocab) for k in range(2, order + 1)})
 
     def _check(self, order: int) -> int:
         if not 1 <= order <= self.order:
@@ -305,16 +316,18 @@ class NGramModel:
 
     # -- distributions --------------------------------------------------------------------
     def probs(self, ctx: IntArray, order: int) -> FloatArray:
-        """Next-character distributions (n, V) of the order-``order`` model for context ids."""
+        """Next-symbol distributions (n, V) of the order-``order`` model for context ids."""
         k = self._check(order)
-        ids = np.asarray(ctx, dtype=np.int64) % V ** (k - 1)
+        vocab = self.V
+        ids = np.asarray(ctx, dtype=np.int64) % vocab ** (k - 1)
         uniq, inv = np.unique(ids, return_inverse=True)
-        return self._probs_unique(uniq, k)[inv.ravel()].reshape(*ids.shape, V)
+        return self._probs_unique(uniq, k)[inv.ravel()].reshape(*ids.shape, vocab)
 
     def _probs_unique(self, ids: IntArray, k: int) -> FloatArray:
+        vocab = self.V
         if k in self.dense:
-            return self.dense[k][ids % V ** (k - 1)]
-        shorter = ids % V ** (k - 2)
+            return self.dense[k][ids % vocab ** (k - 1)]
+        shorter = ids % vocab ** (k - 2)
         uniq, inv = np.unique(shorter, return_inverse=True)
         out = self._probs_unique(uniq, k - 1)[inv]
         lev = self.levels[k]
@@ -326,21 +339,23 @@ class NGramModel:
             out[where] *= (t / (c + t))[:, None]
             owner = np.repeat(np.arange(rows.size), t)
             key = np.arange(owner.size) - np.repeat(np.cumsum(t) - t, t) + lev.starts[rows][owner]
-            out[where[owner], lev.keys[key] % V] += lev.counts[key] / (c + t)[owner]
+            out[where[owner], lev.keys[key] % vocab] += lev.counts[key] / (c + t)[owner]
         return out
 
     def prob(self, ctx: IntArray, x: IntArray, order: int) -> FloatArray:
         """P_k(x | ctx) for paired arrays of context ids and characters, level by level."""
         k = self._check(order)
+        vocab = self.V
         ctx = np.asarray(ctx, dtype=np.int64)
         x = np.asarray(x, dtype=np.int64)
         p = self.p1[x]
         for j in range(2, k + 1):
             lev = self.levels[j]
-            h = ctx % V ** (j - 1)
+            h = ctx % vocab ** (j - 1)
             pos, seen = lev.find(h)
-            kpos = np.minimum(np.searchsorted(lev.keys, h * V + x), max(lev.keys.size - 1, 0))
-            c_hx = np.where(lev.keys[kpos] == h * V + x, lev.counts[kpos], 0)
+            key = h * vocab + x
+            kpos = np.minimum(np.searchsorted(lev.keys, key), max(lev.keys.size - 1, 0))
+            c_hx = np.where(lev.keys[kpos] == key, lev.counts[kpos], 0)
             c, t = lev.total[pos], lev.types[pos]
             p = np.where(seen, (c_hx + t * p) / np.where(seen, c + t, 1), p)
         return p
@@ -349,7 +364,7 @@ class NGramModel:
         """log P_k(x_t | x_{t-k+1..t-1}) for t >= ``skip`` (default: the model's full order)."""
         k = self._check(order)
         skip = self.order - 1 if skip is None else skip
-        ctx = context_ids(codes, skip) if skip else np.zeros(len(codes), dtype=np.int64)
+        ctx = context_ids(codes, skip, self.V) if skip else np.zeros(len(codes), dtype=np.int64)
         if skip < k - 1:
             raise ValueError("skip must leave a full context for the order")
         return np.log(self.prob(ctx, np.asarray(codes[skip:], dtype=np.int64), k))
@@ -370,7 +385,8 @@ class NGramModel:
     def load(cls, path: str | Path) -> NGramModel:
         with np.load(path) as z:
             orders = sorted(int(n[5:].split("_")[0]) for n in z.files if n.endswith("_keys"))
-            levels = {k: Level.from_arrays(z[f"order{k}_keys"], z[f"order{k}_counts"])
+            vocab = int(z["unigram"].size)
+            levels = {k: Level.from_arrays(z[f"order{k}_keys"], z[f"order{k}_counts"], vocab)
                       for k in orders}
             return cls(z["unigram"], levels)
 

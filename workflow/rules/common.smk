@@ -139,3 +139,18 @@ def all_cores(wildcards):
         return max(1, int(workflow.cores))
     except Exception:  # Snakemake raises when no --cores was given
         return 1
+
+
+def report_figures(names, ext, category):
+    """results/figures/<name>.<ext> for each name, flagged for the report under ``category``
+    and captioned by workflow/report/<name>.rst (stages beside the grid: real text, LLM).
+    """
+    return [
+        report_flag(
+            f"results/figures/{name}.{ext}",
+            caption=f"../report/{name}.rst",
+            category=category,
+            labels={"figure": name, "format": ext.upper()},
+        )
+        for name in names
+    ]

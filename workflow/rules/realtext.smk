@@ -1,64 +1,41 @@
 # Real language models (issue 8, tier 1): character n-grams trained on the English text every
 # Python ships (pydoc topics + stdlib docstrings). corpus -> model -> speculative / lossless /
 # costs -> figures. Settings: config.yaml's `realtext:` section (documented in the schema).
-import json
-import shlex
+# The tables, figures and steps, and which settings each step reads, come from
+# specsim.realtext.settings (imports nothing heavy: Snakemake reads it at every parse).
 import sys
 
-from snakemake.io import report as report_flag
+from specsim.realtext import settings as realtext_settings
 
-from specsim.realtext import Settings
-
-RT = f"{shlex.quote(sys.executable)} -m specsim.realtext"
 # The stage is opt-in: it runs when the config has a `realtext:` section (config.yaml does).
 RT_ENABLED = "realtext" in config
 RT_CONFIG = config.get("realtext", {})
 # The schema checks each key; the cross-field checks (draft orders below the target's, contexts
 # long enough, costs.gamma within speculative.gamma) run here, before any job starts.
 try:
-    Settings.from_dict(RT_CONFIG)
+    realtext_settings.Settings.from_dict(RT_CONFIG)
 except ValueError as err:
     sys.exit(f"config error: realtext: {err}")
-RT_TABLES = ["models", "beta", "speculative", "lossless"]
-RT_FIGURES = ["realtext_beta", "realtext_tokens", "realtext_costs"]
-
-
-# JSON of the config sections each rule reads (so only changes to those re-run it).
-RT_SETTINGS = {
-    step: json.dumps({s: RT_CONFIG.get(s, {}) for s in sections}, sort_keys=True)
-    for step, sections in {
-        "corpus": ["corpus"],
-        "model": ["model"],
-        "speculative": ["model", "speculative"],
-        "lossless": ["model", "lossless"],
-        "costs": ["model", "speculative", "costs"],
-    }.items()
-}
+# JSON of the config sections each step reads (so only changes to those re-run it).
+RT_SETTINGS = realtext_settings.step_settings(RT_CONFIG)
+RT_TABLES = expand(
+    "results/tables/realtext_{table}.csv", table=realtext_settings.TABLES
+)
 # Everything the stage produces: the Snakefile's `rule all` lists these.
 RT_TARGETS = (
     [
         "results/realtext/corpus.json",
         "results/realtext/costs.csv",
-        *expand("results/tables/realtext_{table}.csv", table=RT_TABLES),
+        *RT_TABLES,
         *expand(
-            "results/figures/{figure}.{ext}", figure=RT_FIGURES, ext=["pdf", "png"]
+            "results/figures/{figure}.{ext}",
+            figure=realtext_settings.FIGURES,
+            ext=["pdf", "png"],
         ),
     ]
     if RT_ENABLED
     else []
 )
-RT_FIGURE_OUTPUTS = {
-    ext: [
-        report_flag(
-            f"results/figures/{name}.{ext}",
-            caption=f"../report/{name}.rst",
-            category="Real text",
-            labels={"figure": name, "format": ext.upper()},
-        )
-        for name in RT_FIGURES
-    ]
-    for ext in ("pdf", "png")
-}
 
 
 rule realtext_corpus:
@@ -69,16 +46,13 @@ rule realtext_corpus:
         "logs/realtext/corpus.log",
     benchmark:
         "benchmarks/out/realtext_corpus.tsv"
-    conda:
-        "../envs/specsim.yaml"
     resources:
         mem_mb=1500,
         runtime=5,
     params:
-        rt=RT,
         settings=RT_SETTINGS["corpus"],
     shell:
-        "{params.rt} --settings {params.settings:q} corpus --out {output.corpus:q} "
+        "specsim realtext --settings {params.settings:q} corpus --out {output.corpus:q} "
         "--meta {output.meta:q} 2> {log:q}"
 
 
@@ -95,16 +69,13 @@ rule realtext_model:
         "logs/realtext/model.log",
     benchmark:
         "benchmarks/out/realtext_model.tsv"
-    conda:
-        "../envs/specsim.yaml"
     resources:
         mem_mb=1500,
         runtime=5,
     params:
-        rt=RT,
         settings=RT_SETTINGS["model"],
     shell:
-        "{params.rt} --settings {params.settings:q} model --corpus {input.corpus:q} "
+        "specsim realtext --settings {params.settings:q} model --corpus {input.corpus:q} "
         "--out {output.model:q} --table {output.table:q} --beta-table {output.beta:q} 2> {log:q}"
 
 
@@ -120,17 +91,14 @@ rule realtext_speculative:
         "logs/realtext/speculative.log",
     benchmark:
         "benchmarks/out/realtext_speculative.tsv"
-    conda:
-        "../envs/specsim.yaml"
     resources:
         mem_mb=1500,
         runtime=10,
     params:
-        rt=RT,
         settings=RT_SETTINGS["speculative"],
         seed=config["seed"],
     shell:
-        "{params.rt} --settings {params.settings:q} --seed {params.seed} speculative "
+        "specsim realtext --settings {params.settings:q} --seed {params.seed} speculative "
         "--corpus {input.corpus:q} --model {input.model:q} --models-table {input.models:q} "
         "--out {output.csv:q} 2> {log:q}"
 
@@ -146,18 +114,15 @@ rule realtext_lossless:
         "logs/realtext/lossless.log",
     benchmark:
         "benchmarks/out/realtext_lossless.tsv"
-    conda:
-        "../envs/specsim.yaml"
     resources:
         mem_mb=2000,
         runtime=10,
     params:
-        rt=RT,
         settings=RT_SETTINGS["lossless"],
         seed=config["seed"],
         significance=config["significance"],
     shell:
-        "{params.rt} --settings {params.settings:q} --seed {params.seed} "
+        "specsim realtext --settings {params.settings:q} --seed {params.seed} "
         "--significance {params.significance} lossless --corpus {input.corpus:q} "
         "--model {input.model:q} --out {output.csv:q} 2> {log:q}"
 
@@ -177,37 +142,30 @@ rule realtext_costs:
         "logs/realtext/costs.log",
     benchmark:
         "benchmarks/out/realtext_costs.tsv"
-    conda:
-        "../envs/specsim.yaml"
     threads: all_cores
     resources:
         mem_mb=1500,
         runtime=10,
     params:
-        rt=RT,
         settings=RT_SETTINGS["costs"],
         seed=config["seed"],
     shell:
-        "OMP_NUM_THREADS=1 {params.rt} --settings {params.settings:q} --seed {params.seed} "
+        "OMP_NUM_THREADS=1 specsim realtext --settings {params.settings:q} --seed {params.seed} "
         "costs --corpus {input.corpus:q} --model {input.model:q} "
         "--speculative-table {input.speculative:q} --out {output.csv:q} 2> {log:q}"
 
 
 rule realtext_figures:
     input:
-        tables=expand("results/tables/realtext_{table}.csv", table=RT_TABLES),
+        tables=RT_TABLES,
         costs="results/realtext/costs.csv",
     output:
-        pdf=RT_FIGURE_OUTPUTS["pdf"],
-        png=RT_FIGURE_OUTPUTS["png"],
+        pdf=report_figures(realtext_settings.FIGURES, "pdf", "Real text"),
+        png=report_figures(realtext_settings.FIGURES, "png", "Real text"),
     log:
         "logs/realtext/figures.log",
     benchmark:
         "benchmarks/out/realtext_figures.tsv"
-    conda:
-        "../envs/specsim.yaml"
-    params:
-        rt=RT,
     shell:
-        "{params.rt} figures --tables-dir results/tables --costs {input.costs:q} "
+        "specsim realtext figures --tables-dir results/tables --costs {input.costs:q} "
         "--out-dir results/figures 2> {log:q}"

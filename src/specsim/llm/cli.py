@@ -1,0 +1,183 @@
+"""``specsim llm [--settings JSON] STEP ...``: one step of the opt-in LLM tier.
+
+Each step is one Snakemake rule (workflow/rules/llm.smk; ``make llm`` runs them) and reads only
+the settings :data:`.settings.STEPS` names. Steps that need the model load it once (from the
+converted-model cache, :func:`.loading.cache_dir`) and the token corpus the ``corpus`` step
+saved. torch, transformers, pandas and matplotlib are imported only when a step runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from specsim import llm
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """The ``llm`` sub-command of the ``specsim`` command line (:mod:`specsim.cli`)."""
+    parser = sub.add_parser("llm", help="opt-in LLM tier: SmolLM2-135M on this CPU (one step)",
+                            description=llm.__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--settings", default="{}",
+                        help="JSON of the step's settings: the config's llm section plus seed "
+                             "(defaults: the schema's)")
+    parser.add_argument("--cache-dir", default=None,
+                        help="converted-model cache (default: $SPECSIM_LLM_CACHE or "
+                             "~/.cache/specsim)")
+    parser.add_argument("--significance", type=float, default=1e-3)
+    steps = parser.add_subparsers(dest="step", required=True)
+
+    def step(name: str, helptext: str, **files: str) -> None:
+        p = steps.add_parser(name, help=helptext)
+        for flag, what in files.items():
+            p.add_argument(f"--{flag.replace('_', '-')}", required=True, help=what)
+
+    step("corpus", "load (first: convert) the model; the tier-1 corpus in its tokens",
+         out="token corpus .npz", meta="corpus and model record .json")
+    step("device", "this CPU's peak matmul rate and copy bandwidth; single-matmul timings",
+         out="device .json", kernels="kernels table .csv")
+    step("alpha", "α and cross-entropy of every draft on held-out text",
+         corpus="token corpus .npz", out="alpha table .csv")
+    step("costs", "T(k) of KV-cached calls and the draft steps",
+         corpus="token corpus .npz", out="costs table .csv")
+    step("intensity", "MACs/byte and the roofline's T(k)/T(1) beside the measured",
+         device="device .json", costs="costs table .csv", out="intensity table .csv")
+    step("speculative", "plain vs speculative generation per (draft, γ)",
+         corpus="token corpus .npz", costs="costs table .csv", alpha="alpha table .csv",
+         out="speculative table .csv")
+    step("lossless", "exact law vs Monte Carlo of the first two tokens; KV-cache check",
+         corpus="token corpus .npz", out="lossless table .csv")
+    step("figures", "the LLM figures (PDF + PNG) from the tables",
+         tables_dir="directory of the tables", out_dir="directory of the figures")
+    step("machine", "the run's record: settings, versions, CPU, model, corpus, device",
+         corpus_meta="corpus .json", device="device .json", out="machine .json")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the step ``args.step``; print its stage seconds and load averages to stderr (the
+    rule's log; Snakemake's benchmark file has the job's own wall time)."""
+    from specsim.io import write_json, write_table
+    from specsim.llm.settings import Settings
+
+    s = Settings.from_dict(json.loads(args.settings), step=args.step)
+    record: dict[str, Any] = {"loadavg_1min_before": os.getloadavg()[0]}
+    t0 = time.perf_counter()
+    if args.step == "corpus":
+        write_json(args.meta, _corpus(s, args.out, args.cache_dir))
+    elif args.step == "device":
+        write_json(args.out, _device(s, args.kernels))
+    elif args.step == "intensity":
+        import pandas as pd
+
+        from specsim.llm.roofline import device_from_record, intensity_table
+
+        device = device_from_record(json.loads(Path(args.device).read_text()))
+        write_table(intensity_table(device, pd.read_csv(args.costs), s.cost_context_tokens),
+                    args.out)
+    elif args.step == "figures":
+        from specsim.llm.figures import make_figures
+
+        make_figures(args.tables_dir, args.out_dir)
+    elif args.step == "machine":
+        write_json(args.out, _machine(s, args.corpus_meta, args.device))
+    else:
+        write_table(_with_lab(s, args), args.out)
+    record[args.step] = round(time.perf_counter() - t0, 3)
+    record["loadavg_1min_after"] = os.getloadavg()[0]
+    print(json.dumps(record), file=sys.stderr)
+    return 0
+
+
+def _corpus(s: Any, out: str, cache: str | None) -> dict[str, Any]:
+    """Load the target (converting the GGUF file the first time: the later steps find it in the
+    cache), tokenise the tier-1 corpus and save it; the record of both."""
+    from specsim.llm.lab import save_token_corpus, token_corpus
+    from specsim.llm.loading import GGUF_FILE, gguf_path, load_target
+
+    t0 = time.perf_counter()
+    model, tok = load_target(cache, s.threads)
+    loaded = time.perf_counter()
+    corpus = token_corpus(tok, s.holdout_every)
+    save_token_corpus(corpus, out)
+    return {"gguf_file": GGUF_FILE, "gguf_bytes": gguf_path().stat().st_size,
+            "params": int(sum(p.numel() for p in model.parameters())),
+            "corpus_sha256": corpus.sha256, "corpus_chars": corpus.chars,
+            "holdout_every": s.holdout_every, "train_tokens": int(corpus.train.size),
+            "heldout_tokens": int(corpus.heldout.size),
+            "load_seconds": round(loaded - t0, 3),
+            "tokenise_seconds": round(time.perf_counter() - loaded, 3)}
+
+
+def _device(s: Any, kernels: str) -> dict[str, Any]:
+    import torch
+
+    from specsim.io import write_table
+    from specsim.llm.roofline import device_record, kernel_table, measure_device
+
+    torch.set_num_threads(s.threads)
+    before = os.getloadavg()[0]
+    device = measure_device(s)
+    write_table(kernel_table(s), kernels)
+    # timings are only as good as the machine was quiet: 1-minute load averages
+    return {**device_record(device), "torch_threads": torch.get_num_threads(),
+            "torch_interop_threads": torch.get_num_interop_threads(),
+            "loadavg_1min_before": before, "loadavg_1min_after": os.getloadavg()[0]}
+
+
+def _with_lab(s: Any, args: argparse.Namespace) -> Any:
+    """The steps that need the model, its tokenizer, the token corpus and the drafts."""
+    import pandas as pd
+
+    from specsim.llm import experiments
+    from specsim.llm.lab import Lab, load_token_corpus
+    from specsim.llm.lossless import lossless_table
+
+    lab = Lab(s, load_token_corpus(args.corpus), args.cache_dir)
+    if args.step == "alpha":
+        table = experiments.alpha_table(lab)
+    elif args.step == "costs":
+        table = experiments.verify_cost_table(lab)
+    elif args.step == "speculative":
+        table = experiments.speculative_table(lab, pd.read_csv(args.costs),
+                                              pd.read_csv(args.alpha))
+    else:
+        table = lossless_table(lab, significance=args.significance)
+    print(json.dumps({"load_model_seconds": round(lab.load_seconds, 3),
+                      "draft_build_seconds": lab.build_seconds}), file=sys.stderr)
+    return table
+
+
+def _machine(s: Any, corpus_meta: str, device_json: str) -> dict[str, Any]:
+    """The run's record: every setting, package versions, the CPU, the model and corpus (from
+    the corpus step) and this CPU's measured rates (from the device step)."""
+    import importlib.metadata
+    import platform
+
+    def version(dist: str) -> str:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    corpus = json.loads(Path(corpus_meta).read_text())
+    device = json.loads(Path(device_json).read_text())
+    return {
+        "settings": s.to_dict(), "torch": version("torch"),
+        "transformers": version("transformers"), "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+        **{k: corpus[k] for k in ("gguf_file", "gguf_bytes", "params", "corpus_sha256",
+                                  "corpus_chars", "train_tokens", "heldout_tokens")},
+        "peak_matmul_flops": device["peak_flops"],
+        "copy_bandwidth_bytes_per_s": device["mem_bw"],
+        **{k: device[k] for k in ("ridge_macs_per_byte", "torch_threads",
+                                  "torch_interop_threads", "loadavg_1min_before",
+                                  "loadavg_1min_after")},
+    }

@@ -1,0 +1,96 @@
+"""The LLM figures, drawn from the tables in results/llm/ (PDF + PNG, specsim.figures' style)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from specsim.llm import settings
+
+
+def figure_costs(tables_dir: Path) -> Any:
+    import matplotlib.pyplot as plt
+
+    from specsim.figures import WIDE
+
+    inten = pd.read_csv(tables_dir / "intensity.csv")
+    spec = pd.read_csv(tables_dir / "speculative.csv")
+    spec = spec[spec["gamma"] > 0]
+    fig, (mb, ax, sp) = plt.subplots(1, 3, figsize=(WIDE, 2.8))
+    k = inten["positions"]
+    ridge = inten["ridge_macs_per_byte"].iloc[0]
+    mb.plot(k, inten["macs_per_byte"], "o-", color="C0", label="SmolLM2-135M pass (fp32)")
+    mb.axhline(ridge, color="C1", label=f"ridge of this CPU ({ridge:.1f})")
+    mb.set_xlabel("positions in one pass, k")
+    mb.set_ylabel("MACs per byte")
+    mb.set_title("arithmetic intensity")
+    mb.legend(loc="upper left")
+    ax.plot(k, k, color="0.6", ls="--", lw=0.8, label="proportional to k")
+    ax.plot(k, inten["measured_ratio"], "o-", color="k", label="measured (KV cache)")
+    ax.plot(k, inten["roofline_ratio"], "-", color="C1", label="roofline of this CPU")
+    ax.set_xlabel("positions verified in one target call, k")
+    ax.set_ylabel("T(k) / T(1)")
+    ax.set_title("cost of verifying k positions")
+    ax.legend(loc="upper left")
+    for i, (name, g) in enumerate(spec.groupby("draft", sort=False)):
+        col = f"C{i}"
+        sp.plot(g["gamma"], g["speedup_measured"], "o-", color=col,
+                label=f"{name} (c = {g['c'].iloc[0]:.2f})")
+        sp.plot(g["gamma"], g["speedup_thm38"], "--", color=col, lw=0.8)
+        sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=col, lw=1.0)
+    sp.axhline(1, color="0.3", lw=0.6)
+    sp.set_xlabel("draft length γ")
+    sp.set_xticks(sorted(spec["gamma"].unique()))
+    sp.set_ylabel("speedup over the target alone")
+    sp.set_title("measured (o-), Thm 3.8 (--),\nEq. 1 over γc + T(γ+1)/T(1) (:)")
+    sp.legend(loc="best")
+    return fig
+
+
+def figure_alpha(tables_dir: Path) -> Any:
+    import matplotlib.pyplot as plt
+
+    a = pd.read_csv(tables_dir / "alpha.csv")
+    a = a[a["draft"] != "target"]
+    spec = pd.read_csv(tables_dir / "speculative.csv")
+    spec = spec[spec["gamma"] > 0]
+    fig, ax = plt.subplots(layout="constrained")
+    xs = np.arange(len(a))
+    ax.bar(xs, a["alpha_heldout"], color="C0", alpha=0.7, label="held-out Σ min(p, q)")
+    ax.errorbar(xs, a["alpha_median"], yerr=[a["alpha_median"] - a["alpha_p10"],
+                                             a["alpha_p90"] - a["alpha_median"]],
+                fmt="none", color="0.3", lw=0.8, label="median, 10-90%")
+    for name, g in spec.groupby("draft"):
+        i = list(a["draft"]).index(name)
+        ax.plot(np.full(len(g), i) + np.linspace(-0.2, 0.2, len(g)), g["accept_rate"], "D",
+                color="C1", ms=3)
+    ax.plot([], [], "D", color="C1", ms=3, label="acceptance in Alg. 1 (per γ)")
+    labels = a["draft"].str.replace(" (batched pass)", "\nbatched", regex=False)
+    ax.set_xticks(xs, labels, rotation=35, ha="right")
+    ax.set_ylabel("α (per-position acceptance)")
+    ax.set_ylim(0, 1.05)
+    ax.set_yticks(np.linspace(0, 1, 6))
+    # above the axes: at 7 pt two columns are wider than the axes, not than the figure
+    fig.legend(loc="outside upper center", ncol=2, frameon=False)
+    return fig
+
+
+#: One builder per name of :data:`specsim.llm.settings.FIGURES`; each reads the tables' directory.
+FIGURES: dict[str, Callable[[Path], Any]] = {"llm_costs": figure_costs, "llm_alpha": figure_alpha}
+
+
+def make_figures(tables_dir: str | Path, out_dir: str | Path) -> None:
+    """Every LLM figure from the tables in ``tables_dir`` into ``out_dir``."""
+    import matplotlib.pyplot as plt
+
+    from specsim.figures import STYLE, _save
+
+    for name in settings.FIGURES:
+        with plt.rc_context(STYLE):
+            fig = FIGURES[name](Path(tables_dir))
+            _save(fig, str(Path(out_dir) / f"{name}.pdf"))
+            plt.close(fig)

@@ -1,0 +1,114 @@
+"""The tier-1 corpus in the target's tokens, and the :class:`Lab`: target, tokenizer, corpus and
+drafts, loaded once per step."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from specsim.llm.drafts import CachedLM, Draft, ModelDraft, NGramDraft
+from specsim.llm.loading import VOCAB, int8_copy, load_target, skip_copy
+from specsim.llm.settings import Settings
+from specsim.ngram import NGramModel
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class TokenCorpus:
+    train: IntArray
+    heldout: IntArray
+    sha256: str  # of the character corpus (specsim.ngram)
+    chars: int
+
+
+def token_corpus(tok: Any, holdout_every: int = 10) -> TokenCorpus:
+    """The tier-1 corpus (same documents, same split) in the target's tokenisation."""
+    from specsim.ngram import build_corpus, decode
+
+    corpus = build_corpus(holdout_every)
+
+    def ids(codes: Any) -> IntArray:
+        return np.asarray(tok(decode(codes), add_special_tokens=False)["input_ids"],
+                          dtype=np.int64)
+
+    return TokenCorpus(ids(corpus.train), ids(corpus.heldout), corpus.sha256, corpus.n_chars)
+
+
+def save_token_corpus(corpus: TokenCorpus, path: str | Path) -> None:
+    with open(path, "wb") as fh:
+        np.savez(fh, train=corpus.train, heldout=corpus.heldout,
+                 sha256=np.array(corpus.sha256), chars=np.array(corpus.chars))
+
+
+def load_token_corpus(path: str | Path) -> TokenCorpus:
+    with np.load(path) as z:
+        return TokenCorpus(z["train"].astype(np.int64), z["heldout"].astype(np.int64),
+                           str(z["sha256"]), int(z["chars"]))
+
+
+class Lab:
+    """The loaded target, its tokenizer, the token corpus and the drafts (built lazily).
+
+    ``corpus``: the tokenised corpus (``specsim llm corpus`` saves it); None tokenises it here.
+    """
+
+    def __init__(self, s: Settings, corpus: TokenCorpus | None = None,
+                 root: str | Path | None = None) -> None:
+        import torch
+
+        self.s = s
+        torch.set_num_threads(s.threads)
+        t0 = time.perf_counter()
+        self.model, self.tok = load_target(root, s.threads)
+        self.load_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.corpus = corpus if corpus is not None else token_corpus(self.tok, s.holdout_every)
+        self.corpus_seconds = time.perf_counter() - t0
+        self.target = CachedLM(self.model)
+        self._drafts: dict[str, Draft] = {}
+        self._ngram: NGramModel | None = None
+        self.build_seconds: dict[str, float] = {}
+
+    def ngram(self, order: int) -> NGramModel:
+        """The token n-gram, with the counts of orders 1..max(ngram_orders, ``order``) (the
+        order-k model is the same whatever the highest order counted)."""
+        if self._ngram is None or self._ngram.order < order:
+            t0 = time.perf_counter()
+            self._ngram = NGramModel.fit(self.corpus.train, max([*self.s.ngram_orders, order]),
+                                         VOCAB)
+            self.build_seconds["ngram"] = time.perf_counter() - t0
+        return self._ngram
+
+    def draft(self, name: str) -> Draft:
+        if name not in self._drafts:
+            t0 = time.perf_counter()
+            if name.startswith("ngram-"):
+                order = int(name[6:])
+                d: Draft = NGramDraft(name, self.ngram(order), order)
+            elif name == "int8":
+                d = ModelDraft(name, int8_copy(self.model))
+            elif name.startswith("skip-"):
+                d = ModelDraft(name, skip_copy(self.model, int(name[5:])))
+            else:
+                raise ValueError(f"unknown draft {name!r}")
+            self.build_seconds[name] = time.perf_counter() - t0
+            self._drafts[name] = d
+        return self._drafts[name]
+
+    def draft_names(self) -> list[str]:
+        return self.s.draft_names()
+
+    def windows(self, n: int, length: int) -> IntArray:
+        """``n`` evenly spaced windows of held-out tokens, (n, length)."""
+        starts = np.linspace(0, self.corpus.heldout.size - length - 1, n).astype(np.int64)
+        return self.corpus.heldout[starts[:, None] + np.arange(length)]
+
+    def prompts(self) -> list[list[int]]:
+        w = self.windows(self.s.prompts, self.s.prompt_tokens)
+        return [row.tolist() for row in w]

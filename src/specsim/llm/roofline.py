@@ -1,0 +1,93 @@
+"""This CPU on the roofline: measured peak matmul rate and copy bandwidth, the weight-streaming
+rate of single matmuls, and SmolLM2-135M's arithmetic intensity against the measured T(k)/T(1)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from specsim.intensity import Device, pass_cost, ridge_macs_per_byte
+from specsim.llm.loading import SMOLLM2_135M
+from specsim.llm.settings import Settings
+from specsim.realtext.costs import best_time
+
+
+def measure_device(s: Settings) -> Device:
+    """Peak matmul FLOP/s (float32 n x n @ n x n) and copy bandwidth (bytes read + written)."""
+    import torch
+
+    n = s.matmul_size
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    t_mm = best_time(lambda: torch.mm(a, b), s.cost_repeats)
+    elems = s.copy_mib * (1 << 20) // 4
+    src, dst = torch.randn(elems), torch.empty(elems)
+    t_cp = best_time(lambda: dst.copy_(src), s.cost_repeats)
+    return Device(f"this CPU ({s.threads} threads)", 2.0 * n**3 / t_mm, 2.0 * 4 * elems / t_cp)
+
+
+def kernel_table(s: Settings, ks: Sequence[int] = (1, 2, 3, 4, 8, 16)) -> pd.DataFrame:
+    """``F.linear`` alone on SmolLM2's three weight shapes for k rows: seconds and the weight
+    bytes streamed per second. At k = 1 PyTorch calls a matrix-vector kernel, at k >= 2 a
+    matrix-matrix one -- the step in T(k)/T(1) that the roofline does not predict."""
+    import torch
+
+    rows = []
+    for name, (out_f, in_f) in {"mlp up/gate 576->1536": (1536, 576),
+                                "mlp down 1536->576": (576, 1536),
+                                "lm_head 576->49152": (49152, 576)}.items():
+        w = torch.randn(out_f, in_f)
+        t1 = None
+        for k in ks:
+            x = torch.randn(k, in_f)
+            t = best_time(lambda x=x, w=w: torch.nn.functional.linear(x, w), s.cost_repeats,
+                          min_seconds=0.02)
+            t1 = t if t1 is None else t1
+            rows.append({"matrix": name, "weight_bytes": w.numel() * 4, "rows_k": k,
+                         "seconds": t, "ratio": t / t1, "weight_gb_per_s": w.numel() * 4 / t / 1e9,
+                         "threads": s.threads})
+    return pd.DataFrame(rows)
+
+
+def pass_macs_bytes(k: int, n_ctx: int) -> tuple[int, int]:
+    """MACs and bytes of one SmolLM2-135M pass over k new tokens after n_ctx cached ones.
+
+    :func:`specsim.intensity.pass_cost` counts an untied lm_head and the whole embedding table
+    as read; SmolLM2 ties them, so the table is read once (as the lm_head; the embedding
+    gather touches k rows): one table's bytes are taken off. KV cache in float32.
+    """
+    cost = pass_cost(SMOLLM2_135M, k, n_ctx, kv_bytes_per_elem=4)
+    table = SMOLLM2_135M.vocab * SMOLLM2_135M.d_model * SMOLLM2_135M.bytes_per_param
+    return cost.macs, cost.bytes - table
+
+
+def intensity_table(device: Device, costs: pd.DataFrame, n_ctx: int) -> pd.DataFrame:
+    """Per k: MACs, bytes, MACs/byte, roofline T(k)/T(1) on this CPU, measured T(k)/T(1)."""
+    measured = costs[costs["model"] == "target"].set_index("positions")
+    rows = []
+    t1 = None
+    for k in measured.index:
+        macs, nbytes = pass_macs_bytes(int(k), n_ctx)
+        t = max(macs / device.peak_macs, nbytes / device.mem_bw)
+        t1 = t if t1 is None else t1
+        rows.append({"positions": int(k), "n_ctx": n_ctx, "macs": macs, "bytes": nbytes,
+                     "macs_per_byte": macs / nbytes,
+                     "ridge_macs_per_byte": ridge_macs_per_byte(device),
+                     "roofline_seconds": t, "roofline_ratio": t / t1,
+                     "measured_seconds": float(measured.loc[k, "seconds"]),
+                     "measured_ratio": float(measured.loc[k, "ratio"]),
+                     "roofline_fraction": t / float(measured.loc[k, "seconds"])})
+    return pd.DataFrame(rows)
+
+
+
+
+def device_record(device: Device) -> dict[str, Any]:
+    """What the ``device`` step writes (device.json) and the ``intensity`` step reads back."""
+    return {"name": device.name, "peak_flops": device.peak_flops, "mem_bw": device.mem_bw,
+            "ridge_macs_per_byte": ridge_macs_per_byte(device)}
+
+
+def device_from_record(record: dict[str, Any]) -> Device:
+    return Device(record["name"], float(record["peak_flops"]), float(record["mem_bw"]))

@@ -1,0 +1,121 @@
+"""The ``llm:`` section of the config (opt-in), and what workflow/rules/llm.smk lists.
+
+Snakemake imports this module every time it parses the workflow, so it imports nothing beyond
+the standard library. The section's keys are the fields of :class:`Settings` but ``seed``, which
+is the config's root ``seed``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+N_LAYERS = 30  # SmolLM2-135M's decoder layers: a skip-k draft keeps the first k
+#: The keys that decide which drafts exist (:meth:`Settings.draft_names`).
+DRAFT_KEYS = ("ngram_orders", "int8", "skip_layers")
+
+#: Tables, each ``results/llm/<name>.csv`` with a ``.md`` twin. Most hold wall-clock timings
+#: (not deterministic), so they stay beside the run's record rather than in results/tables/.
+TABLES = ("kernels", "alpha", "costs", "intensity", "speculative", "lossless")
+#: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
+FIGURES = ("llm_costs", "llm_alpha")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of the LLM experiment (defaults: the schema's; a full run in ~3 minutes on
+    2 quiet cores)."""
+
+    threads: int = 2
+    seed: int = 20221117
+    holdout_every: int = 10
+    ngram_orders: tuple[int, ...] = (1, 2, 3)
+    int8: bool = True
+    skip_layers: tuple[int, ...] = (10, 20)
+    heldout_windows: int = 4
+    heldout_window_tokens: int = 128
+    int8_windows: int = 2
+    drafts: tuple[str, ...] = ("ngram-3", "int8", "skip-20")  # run in speculative sampling
+    gamma: tuple[int, ...] = (1, 2, 4)
+    prompts: int = 2
+    prompt_tokens: int = 48
+    new_tokens: int = 32
+    cost_context_tokens: int = 128
+    cost_max_positions: int = 17
+    cost_repeats: int = 4
+    lossless_prompt: str = "The standard library module"
+    lossless_draft: str = "ngram-2"
+    lossless_gamma: int = 2
+    lossless_top: int = 24
+    lossless_trials: int = 400_000
+    matmul_size: int = 2048
+    copy_mib: int = 512
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], step: str | None = None) -> Settings:
+        """From the config section (plus ``seed``); ``step``: only the keys that step reads
+        were given (:data:`STEPS`), so only the checks among those run."""
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown llm settings: {sorted(unknown)}")
+        out = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        out.check(step)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    def draft_names(self) -> list[str]:
+        return ([f"ngram-{k}" for k in self.ngram_orders] + ["int8"] * self.int8
+                + [f"skip-{k}" for k in self.skip_layers])
+
+    def check(self, step: str | None = None) -> None:
+        """Cross-field checks (the schema checks each key alone); for a ``step``, those whose
+        keys it reads (the workflow checks the whole section once, when it parses)."""
+        keys = set(STEPS[step] if step else self.__dataclass_fields__)
+
+        def about(*names: str) -> bool:
+            return set(names) <= keys
+
+        known = set(self.draft_names())
+        named = [*(self.drafts if about("drafts", *DRAFT_KEYS) else ()),
+                 *((self.lossless_draft,) if about("lossless_draft", *DRAFT_KEYS) else ())]
+        bad = [d for d in named if d not in known]
+        if bad:
+            raise ValueError(f"drafts {bad} are not among the built drafts {sorted(known)}")
+        if not self.lossless_draft.startswith("ngram-"):
+            raise ValueError("lossless_draft must be an n-gram draft")
+        if any(not 1 <= k <= 3 for k in self.ngram_orders):
+            raise ValueError("n-gram orders must lie in 1..3")
+        if any(not 1 <= k < N_LAYERS for k in self.skip_layers):
+            raise ValueError(f"skip_layers must lie in 1..{N_LAYERS - 1}")
+        if any(g < 1 for g in self.gamma) or self.lossless_gamma < 1:
+            raise ValueError("gamma must be >= 1")
+
+
+#: Step (one Snakemake rule, one ``specsim llm`` sub-command) -> the settings it reads: a rule is
+#: passed only those, so only a change to them re-runs it. ``machine`` records them all.
+STEPS: dict[str, tuple[str, ...]] = {
+    "corpus": ("holdout_every",),
+    "device": ("threads", "matmul_size", "copy_mib", "cost_repeats"),
+    "alpha": ("threads", *DRAFT_KEYS, "heldout_windows", "heldout_window_tokens",
+              "int8_windows"),
+    "costs": ("threads", *DRAFT_KEYS, "cost_context_tokens", "cost_max_positions",
+              "cost_repeats"),
+    "intensity": ("cost_context_tokens",),
+    "speculative": ("threads", "seed", *DRAFT_KEYS, "drafts", "gamma", "prompts",
+                    "prompt_tokens", "new_tokens"),
+    "lossless": ("threads", "seed", "lossless_prompt", "lossless_draft", "lossless_gamma",
+                 "lossless_top", "lossless_trials"),
+    "figures": (),
+    "machine": tuple(Settings.__dataclass_fields__),
+}
+
+def step_settings(section: Mapping[str, Any], seed: int) -> dict[str, str]:
+    """Step -> JSON of the settings it reads (``specsim llm --settings``), from the config's
+    ``llm:`` section (schema defaults filled in) and its root ``seed``."""
+    full = {**section, "seed": seed}
+    return {step: json.dumps({k: full[k] for k in keys if k in full}, sort_keys=True)
+            for step, keys in STEPS.items()}

@@ -1,0 +1,112 @@
+"""``specsim realtext [--settings JSON] STEP ...``: one step of the real-text stage.
+
+Each step is one Snakemake rule (workflow/rules/realtext.smk); :data:`.settings.STEPS` names the
+config sections each reads. Heavy imports (pandas, matplotlib) happen only when a step runs, so
+the ``specsim`` command starts as fast as before for every other sub-command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from specsim import realtext
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """The ``realtext`` sub-command of the ``specsim`` command line (:mod:`specsim.cli`)."""
+    parser = sub.add_parser("realtext", help="real-text stage: character n-grams on real English",
+                            description=realtext.__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--settings", default="{}",
+                        help="JSON of config.yaml's realtext section (defaults: the schema's)")
+    parser.add_argument("--seed", type=int, default=20221117)
+    parser.add_argument("--significance", type=float, default=1e-3)
+    sub = parser.add_subparsers(dest="step", required=True)
+    c = sub.add_parser("corpus", help="extract the corpus from this interpreter's stdlib")
+    c.add_argument("--out", required=True, help="corpus .npz")
+    c.add_argument("--meta", required=True, help="corpus .json (sha256, sizes, sources)")
+    m = sub.add_parser("model", help="train the model; perplexity and beta tables")
+    m.add_argument("--corpus", required=True)
+    m.add_argument("--out", required=True, help="model .npz (counts of every order)")
+    m.add_argument("--table", required=True)
+    m.add_argument("--beta-table", required=True)
+    for name in ("speculative", "lossless", "costs"):
+        e = sub.add_parser(name, help=f"the {name} experiment")
+        e.add_argument("--corpus", required=True)
+        e.add_argument("--model", required=True)
+        e.add_argument("--out", required=True, help="table .csv (a .md twin is written too)")
+        if name == "speculative":
+            e.add_argument("--models-table", required=True, help="realtext_models.csv")
+        if name == "costs":
+            e.add_argument("--speculative-table", required=True,
+                           help="realtext_speculative.csv (tokens per round and α)")
+    f = sub.add_parser("figures", help="realtext figures (PDF + PNG) from the tables")
+    f.add_argument("--tables-dir", required=True)
+    f.add_argument("--out-dir", required=True)
+    f.add_argument("--costs", default=None, help="the measured-costs table (default: in tables)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the step ``args.step``; print the seconds of its stages to stderr (the rule's log)."""
+    import pandas as pd
+
+    from specsim.io import write_json, write_table
+    from specsim.ngram import NGramModel, build_corpus, decode, load_corpus, save_corpus
+    from specsim.realtext.settings import Settings
+
+    s = Settings.from_dict(json.loads(args.settings))
+    stages: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def done(name: str) -> None:
+        stages[name] = round(time.perf_counter() - t0, 3)
+
+    if args.step == "corpus":
+        corpus = build_corpus(s.holdout_every)
+        save_corpus(corpus, args.out)
+        done("corpus")
+        write_json(args.meta, {"sha256": corpus.sha256, "n_chars": corpus.n_chars,
+                               "python": sys.version.split()[0], **corpus.meta,
+                               "sample": decode(corpus.train[:200])})
+    elif args.step == "figures":
+        from specsim.realtext.figures import make_figures
+
+        make_figures(args.tables_dir, args.out_dir, args.costs)
+    elif args.step == "model":
+        from specsim.realtext.experiments import models_tables
+
+        corpus = load_corpus(args.corpus)
+        model = NGramModel.fit(corpus.train, s.target_order)
+        done("fit")
+        model.save(args.out)
+        table, hist = models_tables(model, corpus, s)
+        write_table(table, args.table)
+        write_table(hist, args.beta_table)
+    else:
+        from specsim.realtext import costs, experiments
+
+        corpus = load_corpus(args.corpus)
+        model = NGramModel.load(args.model)
+        if args.step == "speculative":
+            models = pd.read_csv(args.models_table)
+            write_table(experiments.speculative_table(model, corpus, s, args.seed, models),
+                        args.out)
+        elif args.step == "lossless":
+            write_table(experiments.lossless_table(model, s, args.seed, args.significance),
+                        args.out)
+        else:
+            speculative = pd.read_csv(args.speculative_table)
+            write_table(costs.costs_table(model, corpus, s, args.seed, speculative), args.out)
+    done(args.step)
+    print(json.dumps(stages), file=sys.stderr)
+    return 0

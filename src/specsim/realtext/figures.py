@@ -1,0 +1,155 @@
+"""The real-text figures, drawn from the tables (PDF + PNG, the house style of specsim.figures)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from specsim.realtext import settings
+
+
+def _orders_legend(ax: Any, **kw: Any) -> None:
+    ax.legend(title="draft order", title_fontsize=6.5, **kw)
+
+
+def _plain(v: float, _pos: Any = None) -> str:
+    return f"{v:g}"
+
+
+def _plain_minor(v: float, _pos: Any = None) -> str:
+    """Label the 2s and 5s of a log axis' minor ticks only."""
+    return f"{v:g}" if f"{v:g}".lstrip("0.")[:1] in ("2", "5") else ""
+
+
+def _log2_gamma_axis(ax: Any, gammas: Any) -> None:
+    """log2 x axis with the γ values as plain tick labels (no mathtext: faster PDFs)."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(set(gammas))))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("draft length γ")
+
+
+def figure_beta(tables_dir: Path) -> Any:
+    import matplotlib.pyplot as plt
+
+    hist = pd.read_csv(tables_dir / "realtext_beta.csv")
+    models = pd.read_csv(tables_dir / "realtext_models.csv").set_index("order")
+    fig, ax = plt.subplots()
+    for i, (k, g) in enumerate(hist.groupby("draft_order")):
+        colour = f"C{i}"
+        ax.stairs(g["density"], np.append(g["bin_low"], g["bin_high"].iloc[-1]), color=colour,
+                  label=f"{k} (mean {models.loc[k, 'beta_mean']:.2f})")
+        ax.axvline(models.loc[k, "beta_mean"], color=colour, ls=":", lw=0.9)
+    ax.set_xlabel("per-context acceptance β(h) = Σ min(p, q)")
+    ax.set_ylabel("density over held-out contexts")
+    ax.set_xlim(0, 1)
+    _orders_legend(ax, loc="upper left")
+    return fig
+
+
+def figure_tokens(tables_dir: Path) -> Any:
+    import matplotlib.pyplot as plt
+
+    from specsim.figures import WIDE
+
+    df = pd.read_csv(tables_dir / "realtext_speculative.csv")
+    fig, (ax, gap) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
+    for i, (k, g) in enumerate(df.groupby("draft_order")):
+        mid = g["tokens_per_call"]
+        err = [mid - g["tokens_ci_low"], g["tokens_ci_high"] - mid]
+        ax.errorbar(g["gamma"], g["tokens_per_call"], yerr=err, fmt="o", color=f"C{i}",
+                    label=f"{k}")
+        ax.plot(g["gamma"], g["tokens_closed_form"], color=f"C{i}", lw=0.9)
+        gap.errorbar(g["gamma"], g["jensen_gap"], yerr=err[::-1], fmt="o-", color=f"C{i}",
+                     label=f"{k}")
+    _log2_gamma_axis(ax, df["gamma"])
+    ax.set_ylabel("characters per target call")
+    ax.set_title("observed (95% CI) and Eq. 1 at mean β (lines)")
+    _orders_legend(ax, loc="upper left")
+    gap.axhline(0, color="0.4", lw=0.6)
+    _log2_gamma_axis(gap, df["gamma"])
+    gap.set_ylabel("Eq. 1 at mean β − observed")
+    gap.set_title("Jensen's gap on real text")
+    _orders_legend(gap, loc="upper left")
+    return fig
+
+
+def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
+    from specsim.figures import WIDE
+
+    df = pd.read_csv(costs if costs is not None else tables_dir / "realtext_costs.csv")
+    batches = sorted(df["batch"].unique())
+    fig, axes = plt.subplots(1, 1 + len(batches), figsize=(WIDE, 3.0))
+    ax = axes[0]
+    kmax = int(df["positions"].max())
+    ax.plot([1, kmax], [1, kmax], color="0.6", ls="--", lw=0.8, label="proportional to k")
+    for j, (b, g) in enumerate(df[df["measure"] == "target_call"].groupby("batch")):
+        ax.plot(g["positions"], g["ratio"], "os"[j % 2] + "-", color="k" if j else "0.45",
+                label=f"batch {b}")
+    ax.set_xlabel("positions verified in one target call, k")
+    ax.set_ylabel("T(k) / T(1)")
+    ax.set_title("cost of verifying k positions\n(target call, order 5)")
+    ax.legend(loc="upper left")
+    spec = df[df["measure"] == "speculative"].astype({"draft_order": int})
+    steps = df[df["measure"] == "draft_step"].astype({"draft_order": int})
+    for sp, b in zip(axes[1:], batches, strict=True):
+        sub = spec[spec["batch"] == b]
+        for i, (_, g) in enumerate(sub.groupby("draft_order")):
+            colour = f"C{i}"
+            sp.plot(g["gamma"], g["speedup_measured"], "o-", color=colour)
+            sp.plot(g["gamma"], g["speedup_thm38"], "--", color=colour, lw=0.8)
+            sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=colour, lw=1.0)
+        sp.axhline(1, color="0.3", lw=0.6)
+        _log2_gamma_axis(sp, sub["gamma"])
+        sp.set_yscale("log")
+        sp.yaxis.set_major_formatter(FuncFormatter(_plain))
+        sp.yaxis.set_minor_formatter(FuncFormatter(_plain_minor))
+        sp.set_ylabel("speedup over the target alone")
+        cs = ", ".join(f"{c:.2f}" for c in steps[steps["batch"] == b].sort_values(
+            "draft_order")["c"])
+        sp.set_title(f"batch of {b} prompt{'s' if b > 1 else ''}\nc = {cs}")
+    orders = sorted(spec["draft_order"].unique())
+    handles = [Line2D([], [], color=f"C{i}", marker="o", lw=1.2) for i in range(len(orders))]
+    handles += [Line2D([], [], color="0.3", ls=ls, lw=lw) for ls, lw in (("--", 0.8), (":", 1.0))]
+    labels = [f"draft order {k}, measured" for k in orders]
+    labels += ["Thm 3.8 with measured c (assumes T(γ+1) = T(1))", "with measured c and T(γ+1)"]
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    return fig
+
+
+#: One builder per name of :data:`specsim.realtext.settings.FIGURES` (tests hold them in step).
+FIGURES: dict[str, Callable[[Path], Any]] = {
+    "realtext_beta": figure_beta,
+    "realtext_tokens": figure_tokens,
+    "realtext_costs": figure_costs,
+}
+
+
+def make_figures(tables_dir: str | Path, out_dir: str | Path,
+                 costs: str | Path | None = None) -> None:
+    """All realtext figures; the measured-costs table may live outside ``tables_dir``."""
+    import matplotlib.pyplot as plt
+
+    from specsim.figures import STYLE, _save
+
+    for name in settings.FIGURES:
+        fn = FIGURES[name]
+        with plt.rc_context(STYLE):
+            if fn is figure_costs:
+                fig = figure_costs(Path(tables_dir), Path(costs) if costs else None)
+            else:
+                fig = fn(Path(tables_dir))
+            _save(fig, str(Path(out_dir) / f"{name}.pdf"))
+            plt.close(fig)

@@ -1,0 +1,106 @@
+"""The ``realtext:`` section of config.yaml, and what the workflow needs to list the stage.
+
+Snakemake imports this module every time it parses the workflow (on a cluster, once per job),
+so it imports nothing beyond the standard library: workflow/rules/realtext.smk takes its
+tables, figures and per-step settings from here, and keeps no list of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context bookkeeping
+
+#: Deterministic tables, each ``results/tables/realtext_<name>.csv`` (measured costs, which are
+#: not deterministic, live apart in ``results/realtext/costs.csv``).
+TABLES = ("models", "beta", "speculative", "lossless")
+#: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
+FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs")
+#: Step (one Snakemake rule, one ``specsim realtext`` sub-command) -> the config sections it
+#: reads: a rule is passed only those, so only a change to them re-runs it.
+STEPS: dict[str, tuple[str, ...]] = {
+    "corpus": ("corpus",),
+    "model": ("model",),
+    "speculative": ("model", "speculative"),
+    "lossless": ("model", "lossless"),
+    "costs": ("model", "speculative", "costs"),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of the real-text experiments; defaults are the schema's."""
+
+    holdout_every: int = 10
+    target_order: int = 5
+    draft_orders: tuple[int, ...] = (1, 2, 3, 4)
+    beta_bins: int = 40
+    gamma: tuple[int, ...] = (1, 2, 4, 8)
+    chains: int = 1024
+    rounds: int = 16
+    batches: int = 32
+    lossless_contexts: tuple[str, ...] = ("the ", "def ", "s of")
+    lossless_draft_order: int = 2
+    lossless_gamma: int = 2
+    lossless_rules: tuple[str, ...] = ("correct", "no_resample")
+    lossless_trials: int = 16384
+    cost_batch: tuple[int, ...] = (1, 256)
+    cost_max_positions: int = 17
+    cost_repeats: int = 5
+    cost_rounds: int = 4
+    cost_gamma: tuple[int, ...] = (1, 2, 4, 8)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Settings:
+        """From the nested config section (``corpus``/``model``/``speculative``/...)."""
+        flat: dict[str, Any] = {}
+        for section, prefix in (("corpus", ""), ("model", ""), ("speculative", ""),
+                                ("lossless", "lossless_"), ("costs", "cost_")):
+            for key, value in (d.get(section) or {}).items():
+                flat[prefix + key] = tuple(value) if isinstance(value, list) else value
+        unknown = set(flat) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown realtext settings: {sorted(unknown)}")
+        out = cls(**flat)
+        out.check()
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {
+            "corpus": {"holdout_every": d["holdout_every"]},
+            "model": {k: _listify(d[k]) for k in ("target_order", "draft_orders", "beta_bins")},
+            "speculative": {k: _listify(d[k]) for k in ("gamma", "chains", "rounds", "batches")},
+            "lossless": {k[9:]: _listify(v) for k, v in d.items() if k.startswith("lossless_")},
+            "costs": {k[5:]: _listify(v) for k, v in d.items() if k.startswith("cost_")},
+        }
+
+    def check(self) -> None:
+        """Cross-field checks (the schema checks each key alone). Each involves the sections of
+        one step only (see :data:`STEPS`), so a step's job can check what it was passed."""
+        if any(not 1 <= k < self.target_order for k in self.draft_orders):
+            raise ValueError(f"draft orders {self.draft_orders} must lie in 1..target_order-1")
+        if not 1 <= self.lossless_draft_order < self.target_order:
+            raise ValueError("lossless.draft_order must lie in 1..target_order-1")
+        bad = [c for c in self.lossless_contexts if len(c) < self.target_order - 1]
+        if bad:
+            raise ValueError(f"lossless contexts {bad} are shorter than target_order-1 characters")
+        if any(r not in RULES for r in self.lossless_rules):
+            raise ValueError(f"lossless rules must be among {RULES}")
+        if not set(self.cost_gamma) <= set(self.gamma):
+            raise ValueError("costs.gamma must be a subset of speculative.gamma")
+        if self.chains < self.batches:
+            raise ValueError("speculative.chains must be at least speculative.batches")
+
+
+def _listify(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
+
+
+def step_settings(section: Mapping[str, Any]) -> dict[str, str]:
+    """Step -> JSON of the config sections it reads (``specsim realtext --settings``)."""
+    return {step: json.dumps({s: section.get(s, {}) for s in sections}, sort_keys=True)
+            for step, sections in STEPS.items()}

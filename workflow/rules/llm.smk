@@ -1,0 +1,231 @@
+# A real transformer on this CPU (issue 8, tier 2, opt-in): SmolLM2-135M-Instruct as the target;
+# token n-gram, int8 and layer-skipping drafts. corpus -> alpha, costs -> speculative; lossless;
+# device -> intensity; figures; machine.json (the run's record). Runs when the config has an
+# `llm:` section -- config.yaml has none; `make llm` adds workflow/llm.yaml and installs the
+# `llm` extra. The tables, figures and steps, and which settings each step reads, come from
+# specsim.llm.settings (imports nothing heavy: Snakemake reads it at every parse).
+# Every step times something or loads the 135M model: the timing steps ask for every core so
+# that nothing runs beside them; the others for the torch threads they use.
+import sys
+
+from specsim.llm import settings as llm_settings
+
+LLM_ENABLED = "llm" in config
+LLM_CONFIG = config.get("llm", {})
+# The schema checks each key; the cross-field checks (drafts among the drafts built) run here.
+try:
+    LLM = llm_settings.Settings.from_dict({**LLM_CONFIG, "seed": config["seed"]})
+except ValueError as err:
+    sys.exit(f"config error: llm: {err}")
+# JSON of the settings each step reads (so only changes to those re-run it).
+LLM_SETTINGS = llm_settings.step_settings(LLM_CONFIG, config["seed"])
+LLM_TABLES = expand("results/llm/{table}.csv", table=llm_settings.TABLES)
+# Everything the stage produces: `rule all` and the `llm` target (make llm) list these.
+LLM_TARGETS = (
+    [
+        "results/llm/machine.json",
+        *LLM_TABLES,
+        *expand(
+            "results/figures/{figure}.{ext}",
+            figure=llm_settings.FIGURES,
+            ext=["pdf", "png"],
+        ),
+    ]
+    if LLM_ENABLED
+    else []
+)
+
+
+localrules:
+    llm,
+    llm_machine,
+
+
+# `snakemake llm --configfile config.yaml workflow/llm.yaml`: the LLM tier alone (what `make llm` runs;
+# without an `llm:` section there is nothing to do).
+rule llm:
+    input:
+        LLM_TARGETS,
+
+
+# The first step loads the model -- converting the GGUF file into the cache the first time
+# ($SPECSIM_LLM_CACHE, default ~/.cache/specsim), so no later step converts it -- and saves the
+# tier-1 corpus in its tokens for the others.
+rule llm_corpus:
+    output:
+        corpus="results/llm/corpus.npz",
+        meta="results/llm/corpus.json",
+    log:
+        "logs/llm/corpus.log",
+    benchmark:
+        "benchmarks/out/llm_corpus.tsv"
+    threads: LLM.threads
+    resources:
+        mem_mb=3000,
+        runtime=10,
+    params:
+        settings=LLM_SETTINGS["corpus"],
+    shell:
+        "specsim llm --settings {params.settings:q} corpus --out {output.corpus:q} "
+        "--meta {output.meta:q} 2> {log:q}"
+
+
+rule llm_device:
+    output:
+        device="results/llm/device.json",
+        kernels="results/llm/kernels.csv",
+        kernels_md="results/llm/kernels.md",
+    log:
+        "logs/llm/device.log",
+    benchmark:
+        "benchmarks/out/llm_device.tsv"
+    threads: all_cores
+    resources:
+        mem_mb=3000,
+        runtime=5,
+    params:
+        settings=LLM_SETTINGS["device"],
+    shell:
+        "specsim llm --settings {params.settings:q} device --out {output.device:q} "
+        "--kernels {output.kernels:q} 2> {log:q}"
+
+
+rule llm_alpha:
+    input:
+        corpus="results/llm/corpus.npz",
+    output:
+        csv="results/llm/alpha.csv",
+        md="results/llm/alpha.md",
+    log:
+        "logs/llm/alpha.log",
+    benchmark:
+        "benchmarks/out/llm_alpha.tsv"
+    threads: LLM.threads
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    params:
+        settings=LLM_SETTINGS["alpha"],
+    shell:
+        "specsim llm --settings {params.settings:q} alpha --corpus {input.corpus:q} "
+        "--out {output.csv:q} 2> {log:q}"
+
+
+rule llm_costs:
+    input:
+        corpus="results/llm/corpus.npz",
+    output:
+        csv="results/llm/costs.csv",
+        md="results/llm/costs.md",
+    log:
+        "logs/llm/costs.log",
+    benchmark:
+        "benchmarks/out/llm_costs.tsv"
+    threads: all_cores
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    params:
+        settings=LLM_SETTINGS["costs"],
+    shell:
+        "specsim llm --settings {params.settings:q} costs --corpus {input.corpus:q} "
+        "--out {output.csv:q} 2> {log:q}"
+
+
+rule llm_intensity:
+    input:
+        device="results/llm/device.json",
+        costs="results/llm/costs.csv",
+    output:
+        csv="results/llm/intensity.csv",
+        md="results/llm/intensity.md",
+    log:
+        "logs/llm/intensity.log",
+    benchmark:
+        "benchmarks/out/llm_intensity.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        settings=LLM_SETTINGS["intensity"],
+    shell:
+        "specsim llm --settings {params.settings:q} intensity --device {input.device:q} "
+        "--costs {input.costs:q} --out {output.csv:q} 2> {log:q}"
+
+
+rule llm_speculative:
+    input:
+        corpus="results/llm/corpus.npz",
+        costs="results/llm/costs.csv",
+        alpha="results/llm/alpha.csv",
+    output:
+        csv="results/llm/speculative.csv",
+        md="results/llm/speculative.md",
+    log:
+        "logs/llm/speculative.log",
+    benchmark:
+        "benchmarks/out/llm_speculative.tsv"
+    threads: all_cores
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        settings=LLM_SETTINGS["speculative"],
+    shell:
+        "specsim llm --settings {params.settings:q} speculative --corpus {input.corpus:q} "
+        "--costs {input.costs:q} --alpha {input.alpha:q} --out {output.csv:q} 2> {log:q}"
+
+
+rule llm_lossless:
+    input:
+        corpus="results/llm/corpus.npz",
+    output:
+        csv="results/llm/lossless.csv",
+        md="results/llm/lossless.md",
+    log:
+        "logs/llm/lossless.log",
+    benchmark:
+        "benchmarks/out/llm_lossless.tsv"
+    threads: LLM.threads
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    params:
+        settings=LLM_SETTINGS["lossless"],
+        significance=config["significance"],
+    shell:
+        "specsim llm --settings {params.settings:q} --significance {params.significance} "
+        "lossless --corpus {input.corpus:q} --out {output.csv:q} 2> {log:q}"
+
+
+rule llm_figures:
+    input:
+        alpha="results/llm/alpha.csv",
+        intensity="results/llm/intensity.csv",
+        speculative="results/llm/speculative.csv",
+    output:
+        pdf=report_figures(llm_settings.FIGURES, "pdf", "LLM on this CPU"),
+        png=report_figures(llm_settings.FIGURES, "png", "LLM on this CPU"),
+    log:
+        "logs/llm/figures.log",
+    benchmark:
+        "benchmarks/out/llm_figures.tsv"
+    shell:
+        "specsim llm figures --tables-dir results/llm --out-dir results/figures 2> {log:q}"
+
+
+# The run's record, written last: every setting, versions, the CPU, the model and the corpus.
+rule llm_machine:
+    input:
+        corpus="results/llm/corpus.json",
+        device="results/llm/device.json",
+        tables=LLM_TABLES,
+    output:
+        "results/llm/machine.json",
+    log:
+        "logs/llm/machine.log",
+    params:
+        settings=LLM_SETTINGS["machine"],
+    shell:
+        "specsim llm --settings {params.settings:q} machine --corpus-meta {input.corpus:q} "
+        "--device {input.device:q} --out {output:q} 2> {log:q}"
