@@ -219,8 +219,8 @@ def write_checksum(path: str | os.PathLike[str], data: bytes) -> None:
 def read_verified(path: str | os.PathLike[str]) -> bytes:
     """The bytes of ``path`` after checking them against its ``.sha256`` sidecar."""
     fix = "delete it and rerun snakemake to rebuild it"
+    data = Path(path).read_bytes()  # a missing table is a missing input, not corruption
     try:
-        data = Path(path).read_bytes()
         recorded = checksum_path(path).read_text(encoding="ascii").split()[0]
     except FileNotFoundError as err:
         raise IntegrityError(f"{path}: {Path(err.filename).name} is missing; {fix}") from None
@@ -267,7 +267,7 @@ def read_json_verified(path: str | os.PathLike[str]) -> dict[str, Any]:
     except FileNotFoundError:
         raise IntegrityError(f"{path}: no such file; rerun snakemake to build it") from None
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise IntegrityError(f"{path}: not readable JSON ({type(err).__name__}); {fix}") from None
+        raise IntegrityError(f"{path}: not JSON ({type(err).__name__}); {fix}") from None
     if not isinstance(obj, dict) or "sha256" not in obj:
         raise IntegrityError(f"{path}: no checksum member (not written by specsim); {fix}")
     body = {k: v for k, v in obj.items() if k != "sha256"}
