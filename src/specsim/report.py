@@ -204,6 +204,16 @@ TABLES: dict[str, TableDoc] = {
         "Speedup for every γ of the optimal_k studies (the seed program's demo 4 table), "
         "simulated with 95% intervals and exact.",
         {**KEYS, **C, "accept_rate": ACCEPT["accept_rate"], **TOKENS, **SPEEDUP}),
+    "optimal_k_exact": TableDoc(
+        "Exact tokens per round at every draft length",
+        "The exact curves of the optimal_k figure: stationary tokens per round at every γ from "
+        "1 to the largest the study simulates, per model, draft knob, α, temperature and rule.",
+        {
+            **KEYS,
+            "tokens_stationary": "exact expected tokens per round (target call) in the long run",
+            "exact_method": "how it was computed: Leviathan Eq. 1 for α-calibrated drafts, the "
+                            "model family's exact method otherwise",
+        }),
     "break_even": TableDoc(
         "When does a draft make decoding slower?",
         "The break-even draft cost c* = (tokens per round − 1) / γ: a draft step costing more "
