@@ -63,3 +63,10 @@ def test_quadrature_memory_is_bounded(tiny_config: dict[str, Any]) -> None:
         load_grid(cfg, SCHEMA)
     cfg["budget"]["quadrature_pairs"] = work.MAX_QUADRATURE_CELLS // 20
     load_grid(cfg, SCHEMA)
+
+
+def test_table_vocabulary_is_bounded_by_the_declared_memory(tiny_config: dict[str, Any]) -> None:
+    cfg = copy.deepcopy(tiny_config)
+    cfg["models"]["calibrated"]["vocab"] = work.MAX_TABLE_VOCAB + 1
+    with pytest.raises(ConfigError, match=r"models\.calibrated\.vocab: 1025 tokens"):
+        load_grid(cfg, SCHEMA)

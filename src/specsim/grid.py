@@ -251,7 +251,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
                                 ids.append(p.point_id)
         _check_expect_slower(study, specs, key)
         studies[sname] = {"analysis": study["analysis"], "points": ids, "c": list(study["c"])}
-    _check_worked_example(config.get("worked_example", {}), specs)
+    _check_worked_example(config, specs)
     if len(points) > config["max_points"]:
         raise ConfigError(f"the studies define {len(points)} grid points, more than max_points="
                           f"{config['max_points']}; raise max_points to confirm a grid this large")
@@ -290,26 +290,37 @@ def _check_expect_slower(study: dict[str, Any], specs: dict[str, ModelSpec], key
                               f"calibrated model {claim['model']!r}")
 
 
-def worked_example_default(specs: dict[str, ModelSpec]) -> str:
-    """The worked example's model when the config names none: the first model (in config
-    order) that needs no α, else the first."""
-    return next((n for n, s in specs.items() if not s.calibrated), next(iter(specs)))
+def worked_example(config: dict[str, Any], specs: dict[str, ModelSpec]) -> dict[str, Any]:
+    """The worked example's settings with its defaults resolved: the model the config names,
+    else the first (in config order) that needs no α, else the first; for a calibrated draft
+    the α the config names, else the first α a study runs that model at."""
+    cfg = dict(config.get("worked_example", {}))
+    cfg.setdefault("model", next((n for n, s in specs.items() if not s.calibrated),
+                                 next(iter(specs))))
+    cfg.setdefault("context", 0)
+    cfg.setdefault("temperature", 1.0)
+    if "alpha" not in cfg and cfg["model"] in specs and specs[cfg["model"]].calibrated:
+        cfg["alpha"] = next((a for st in config["studies"].values()
+                             if cfg["model"] in st["models"] for a in st.get("alpha", [])), None)
+    cfg.setdefault("alpha", None)
+    return cfg
 
 
-def _check_worked_example(cfg: dict[str, Any], specs: dict[str, ModelSpec]) -> None:
+def _check_worked_example(config: dict[str, Any], specs: dict[str, ModelSpec]) -> None:
     """The worked example's model must exist, have the context, and reach its α."""
     where = "worked_example"
-    name = cfg.get("model", worked_example_default(specs))
+    cfg = worked_example(config, specs)
+    name = cfg["model"]
     if name not in specs:
         raise ConfigError(f"{where}.model: {name!r} is not defined under models: "
                           f"(defined: {sorted(specs)})")
     spec = specs[name]
-    if not 0 <= cfg.get("context", 0) < spec.vocab:
+    if not 0 <= cfg["context"] < spec.vocab:
         raise ConfigError(f"{where}.context: {cfg['context']} is not a token of model {name!r} "
                           f"(vocab {spec.vocab})")
     if spec.calibrated:
-        if "alpha" not in cfg:
-            raise ConfigError(f"{where}.alpha: model {name!r} has a calibrated draft; give the "
-                              f"alpha of the example")
-        family_of(spec).check_alpha(spec, cfg["alpha"], float(cfg.get("temperature", 1.0)),
+        if cfg["alpha"] is None:
+            raise ConfigError(f"{where}.alpha: model {name!r} has a calibrated draft and no "
+                              f"study runs it at an alpha; give the alpha of the example")
+        family_of(spec).check_alpha(spec, cfg["alpha"], float(cfg["temperature"]),
                                     f"{where}.alpha")

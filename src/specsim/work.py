@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from specsim.families import family_of
 from specsim.grid import ConfigError, Grid
 
 ROUNDS_PER_CORE_SECOND = 1e6  # measured order of magnitude (make bench: 1-5 M rounds/s at γ = 4)
@@ -21,6 +22,10 @@ ROUNDS_PER_CORE_SECOND = 1e6  # measured order of magnitude (make bench: 1-5 M r
 # 2^23 cells keeps a point job under ~450 MB, inside the 500 MB the SLURM profile declares
 # (a default-config point peaks at 116-130 MB).
 MAX_QUADRATURE_CELLS = 1 << 23
+# Table families hold several (V, V) tables per point (target, draft, the engine's sampling and
+# acceptance tables, the exact DP's kernels); memory grows as V^2. Measured: a vocab-1024
+# Markov point (γ = 8, default budget) peaks at 458 MB, inside the 500 MB a point job declares.
+MAX_TABLE_VOCAB = 1024
 
 
 def estimate(grid: Grid) -> int:
@@ -45,7 +50,15 @@ def check(grid: Grid) -> None:
             raise ConfigError(f"studies.{name}.alpha: 1.0 has no {study['analysis']} answer "
                               f"(every draft is accepted, so tokens per call grow without "
                               f"bound in gamma); use alpha < 1")
+    from specsim.families.markov import TableFamily
     from specsim.job import budget_keys
+
+    for name, spec in ((p.model, p.spec) for p in grid.points):
+        if isinstance(family_of(spec), TableFamily) and spec.vocab > MAX_TABLE_VOCAB:
+            raise ConfigError(
+                f"models.{name}.vocab: {spec.vocab} tokens; table models are limited to "
+                f"{MAX_TABLE_VOCAB} (memory grows as vocab^2: a {MAX_TABLE_VOCAB}-token point "
+                f"peaks at ~460 MB, the most a point job declares)")
 
     pairs = int(grid.config["budget"]["quadrature_pairs"])
     for point in grid.points:
