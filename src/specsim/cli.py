@@ -259,6 +259,7 @@ def _say(line: str) -> None:
 
 
 def _point(args: argparse.Namespace) -> int:
+    _without_pandas()  # before pyarrow's first array: half a point job's start-up otherwise
     from specsim import job
 
     job.run(args.job, args.sim, args.exact, sys.stderr)  # prints its own "done: ..." line
