@@ -4,8 +4,8 @@
    negligible, beside a bare ``python -c pass`` and ``import numpy`` (best of ``--repeats``).
 2. The clean default DAG, per-point layout (this checkout) vs the sharded layout of commit
    ``BASELINE`` (exported with ``git archive`` and run from its own sources), on the same cores,
-   one after the other; then the incremental edit "add 0.95 to studies.accept_curve.alpha" on the
-   finished per-point run.
+   one after the other, both with the profile's scheduler (greedy) and nothing else; then the
+   incremental edit "add 0.95 to studies.accept_curve.alpha" on the finished per-point run.
 3. ``snakemake -n`` on a 10^4-point grid (benchmarks/scale_config.yaml).
 
 The last line is machine-readable:
@@ -66,7 +66,7 @@ def run_dag(snakefile: Path, workdir: Path, config: Path, cores: int,
     t = time.perf_counter()
     res = subprocess.run([SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--configfile",
                           str(config), "--cores", str(cores), "--quiet", "--workflow-profile",
-                          "none", "all"],
+                          "none", "--scheduler", "greedy", "all"],
                          capture_output=True, text=True, env=env, check=False)
     if res.returncode != 0:
         sys.exit(f"DAG run in {workdir} failed:\n{res.stderr[-3000:]}")
