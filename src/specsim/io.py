@@ -252,12 +252,7 @@ def write_json_verified(path: str | os.PathLike[str], obj: dict[str, Any]) -> No
     kept as given (a config's order of models and studies means something: the first model is
     a default, and a point shared by two model names takes the first name)."""
     body = {k: v for k, v in obj.items() if k != "sha256"}
-    write_json(path, {**body, "sha256": _json_digest(body)}, sort_keys=False)
-
-
-def _json_digest(obj: Any) -> str:
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    write_json(path, {**body, "sha256": payload_digest(body)}, sort_keys=False)
 
 
 def read_json_verified(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -271,7 +266,7 @@ def read_json_verified(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(obj, dict) or "sha256" not in obj:
         raise IntegrityError(f"{path}: no checksum member (not written by specsim); {fix}")
     body = {k: v for k, v in obj.items() if k != "sha256"}
-    if _json_digest(body) != obj["sha256"]:
+    if payload_digest(body) != obj["sha256"]:
         raise IntegrityError(f"{path}: content does not match its checksum (corrupt or edited); "
                              f"{fix}")
     return body

@@ -53,7 +53,7 @@ def check(grid: Grid) -> None:
     from specsim.families.markov import TableFamily
     from specsim.job import budget_keys
 
-    for name, spec in ((p.model, p.spec) for p in grid.points):
+    for name, spec in {p.model: p.spec for p in grid.points}.items():  # vocab is per model
         if isinstance(family_of(spec), TableFamily) and spec.vocab > MAX_TABLE_VOCAB:
             raise ConfigError(
                 f"models.{name}.vocab: {spec.vocab} tokens; table models are limited to "
