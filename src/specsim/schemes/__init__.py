@@ -1,0 +1,1 @@
+"""Verification schemes and draft-length policies beyond Algorithm 1 (see :mod:`.law`)."""
