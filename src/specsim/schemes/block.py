@@ -248,8 +248,8 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Mappin
     """
     Pa, Qa, g = _validate(P, Q, gamma, knobs)
     s = np.asarray(state)
-    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or s.size and (
-            s.min() < 0 or s.max() >= Pa.shape[0]):
+    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or (
+            s.size > 0 and (s.min() < 0 or s.max() >= Pa.shape[0])):
         raise ValueError(f"state must be a 1-D array of context states in [0, {Pa.shape[0]})")
     c = _Compact.of(Pa, Qa)
     n = s.size
