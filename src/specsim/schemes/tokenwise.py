@@ -34,7 +34,7 @@ from specsim.sampling import inverse_cdf_rows, normalised_cdf
 from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
 from specsim.verify import PLACEHOLDER, acceptance_probability, first_rejection, residual
 
-__all__ = ["check_knobs", "check_tables", "correct_tables", "law", "play"]
+__all__ = ["check_knobs", "check_states", "check_tables", "correct_tables", "law", "play"]
 
 
 def correct_tables(P: ArrayLike, Q: ArrayLike) -> tuple[FloatArray, FloatArray]:
