@@ -209,8 +209,18 @@ def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: in
         prefix, state = np.column_stack([prefix[item], col // k]), col
         mass = np.asarray(mass)[item] * val
     emit(*_expand(state // k, P))
-    rows, inverse = np.unique(np.concatenate(paths), axis=0, return_inverse=True)
-    return rows, np.bincount(inverse.ravel(), weights=np.concatenate(probs))
+    return _merge_rows(np.concatenate(paths), np.concatenate(probs))
+
+
+def _merge_rows(rows: IntArray, mass: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Distinct rows of ``rows`` (N, L) in lexicographic order, with their summed ``mass``
+    (an integer lexsort: ``np.unique(axis=0)`` sorts opaque byte strings, far slower)."""
+    if rows.shape[0] == 0:
+        return rows, mass
+    order = np.lexsort(rows.T[::-1])
+    rows, mass = rows[order], mass[order]
+    new = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)])
+    return rows[new], np.add.reduceat(mass, np.flatnonzero(new))
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
