@@ -11,7 +11,7 @@ One round from context s (order-1 Markov target P, draft Q, rows = context):
 2. Depth by depth, i = 0..γ-1: the *survivors* are the drafts whose first i tokens equal the i
    tokens accepted so far (all k at depth 0); c is the last accepted token (s at depth 0).
    Their depth-i tokens y_1..y_m, in draft-index order, duplicates included, are tested by RRS
-   ([M] Alg. 2): r <- P(.|c); for j = 1..m accept y_j iff u Q(y_j|c) < r(y_j), u ~ U[0, 1)
+   ([M] §4, MSS): r <- P(.|c); for j = 1..m accept y_j iff u Q(y_j|c) < r(y_j), u ~ U[0, 1)
    (:func:`specsim.verify.accept`, i.e. with probability min(1, r/Q)); on a rejection
    r <- norm(max(r - Q(.|c), 0)), or r itself when that has no mass
    (:func:`specsim.verify.residual`; that happens only when r = Q, where no rejection can
@@ -20,7 +20,7 @@ One round from context s (order-1 Markov target P, draft Q, rows = context):
    rejected, one token is drawn from the final r and the round ends.
 3. Past depth γ a bonus token is drawn from P(.|last accepted token).
 
-Every emitted token has the target's law given the ones before it ([M] Thm 4.2), so the scheme
+Every emitted token has the target's law given the ones before it ([M] §4; RRS), so the scheme
 is lossless; k = 1 is Leviathan et al.'s Algorithm 1 (the ``correct`` rule) exactly. Drafted
 tokens per round are k γ: every drafted token is charged a draft call's share (a round costs
 1 + k γ c), even though k drafts could share one batched draft call.
@@ -72,7 +72,7 @@ def _drafts(knobs: Mapping[str, Any]) -> int:
     return int(k)
 
 
-def _pair(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, int]:
+def _tables(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, int]:
     """Validated float tables (S, S) and γ."""
     out = []
     for name, t in (("P", P), ("Q", Q)):
@@ -91,11 +91,21 @@ def _pair(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, int]:
     return out[0], out[1], int(gamma)
 
 
+def _residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
+    """r_0 = P, r_{j+1} = residual(r_j, Q), j < k, per context: (k+1, S, S) ([M] §4)."""
+    res = np.empty((k + 1, *P.shape))
+    res[0] = P
+    for j in range(k):
+        res[j + 1] = residual(res[j], Q)
+    return res
+
+
 @dataclass(frozen=True)
 class _Kernel:
     """One depth of verification as a sub-stochastic kernel on (context c, survivors m).
 
-    res[j, c]           r_j(c), the law RRS holds after j rejections at context c (k+1, S, S)
+    res[j, c]           r_j(c), the law RRS holds after j rejections at context c (k+1, S, S);
+                        res[m, c] is the law of the token drawn when all m are rejected
     trans[c, m-1, a, n-1]  P(some candidate is accepted, it is a, and n drafts survive)
                         (S, k, S, k)
     stop[c, m-1]        P(all m candidates are rejected) = prod_{l<m} rho_l(c)     (S, k)
@@ -107,22 +117,19 @@ class _Kernel:
 
 
 def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> _Kernel:
-    """[M] Alg. 2 (RRS with i.i.d. candidates) at every context, for 1..k candidates."""
+    """[M] §4 MSS (RRS with i.i.d. candidates) at every context, for 1..k candidates."""
     size = P.shape[0]
     cells = (size * k) ** 2
     if cells > budget:
         raise ValueError(f"multi_draft needs (S*drafts)**2 = ({size}*{k})**2 = {cells} DP "
                          f"cells, more than budget={budget}")
-    res = np.empty((k + 1, size, size))
-    res[0] = P
-    for j in range(k):
-        res[j + 1] = residual(res[j], Q)
+    res = _residuals(P, Q, k)
     acc = np.minimum(Q, res[:k])  # acc[j, c, a]: candidate j+1 is a and accepted
     rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, S): candidate j+1 rejected
     reach = np.concatenate([np.ones((1, size)), np.cumprod(rho, axis=0)])  # (k+1, S)
     # binom[t, x, c, a] = P(Binomial(t, Q[c, a]) = x), t, x = 0..k-1
     t, x = np.arange(k)[:, None], np.arange(k)[None, :]
-    coef = np.array([[comb(int(a), int(b)) for b in range(k)] for a in range(k)], dtype=float)
+    coef = np.array([[comb(a, b) for b in range(k)] for a in range(k)], dtype=np.float64)
     binom = coef[..., None, None] * Q ** x[..., None, None] * \
         (1.0 - Q) ** np.maximum(t - x, 0)[..., None, None]
     trans = np.zeros((size, k, size, k))
@@ -140,7 +147,7 @@ def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
     Carries F[s, (c, m)] = P(start s, depth i reached at context c with m survivors); each
     depth is one (S, Sk) x (Sk, Sk) product, O(γ S^3 k^2). Refuses (S k)^2 > ``budget``.
     """
-    P, Q, g = _pair(P, Q, gamma)
+    P, Q, g = _tables(P, Q, gamma)
     k = _drafts(knobs)
     kern = _kernel(P, Q, k, budget)
     size, sk = P.shape[0], P.shape[0] * k
@@ -185,30 +192,29 @@ def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: in
     probabilities (N,)), enumerating only positive-mass branches of the (c, m) chain of
     :func:`law`. Refuses more than ``budget`` path cells.
     """
-    P, Q, g = _pair(P, Q, gamma)
+    P, Q, g = _tables(P, Q, gamma)
     k = _drafts(knobs)
     kern = _kernel(P, Q, k, budget)
     size, sk = P.shape[0], P.shape[0] * k
-    if not 0 <= start < size:
-        raise ValueError(f"start={start} out of range for S={size}")
+    if isinstance(start, bool) or not isinstance(start, Integral) or not 0 <= start < size:
+        raise ValueError(f"start must be a context in [0, {size}), got {start!r}")
     trans = kern.trans.reshape(sk, sk)
     halt = kern.stop.reshape(sk, 1) * np.moveaxis(kern.res[1:], 0, 1).reshape(sk, size)
-    prefix, state, mass = np.empty((1, 0), dtype=np.intp), np.array([start * k + k - 1]), [1.0]
-    paths, probs = [], []
-
-    def emit(item: IntArray, tok: IntArray, val: FloatArray) -> None:
-        pad = np.full((item.size, g - prefix.shape[1]), -1)
-        paths.append(np.column_stack([prefix[item], tok, pad]))
-        probs.append(np.asarray(mass)[item] * val)
-
-    for _ in range(g):
-        emit(*_expand(state, halt))
+    prefix = np.empty((1, 0), dtype=np.intp)  # accepted tokens of each live branch
+    state, mass = np.array([start * k + k - 1]), np.ones(1)  # its (c, m) index, probability
+    paths: list[IntArray] = []
+    probs: list[FloatArray] = []
+    for i in range(g + 1):  # emitted at depth i: a token of the final r, or the bonus
+        item, tok, val = _expand(state, halt) if i < g else _expand(state // k, P)
+        paths.append(np.column_stack([prefix[item], tok, np.full((item.size, g - i), -1)]))
+        probs.append(mass[item] * val)
+        if i == g:
+            break
         item, col, val = _expand(state, trans)
         if item.size * (g + 1) > budget:
-            raise ValueError(f"multi_draft sequence_law needs more than budget={budget} cells")
-        prefix, state = np.column_stack([prefix[item], col // k]), col
-        mass = np.asarray(mass)[item] * val
-    emit(*_expand(state // k, P))
+            raise ValueError(f"multi_draft sequence_law needs at least {item.size * (g + 1)} "
+                             f"path cells, more than budget={budget}")
+        prefix, state, mass = np.column_stack([prefix[item], col // k]), col, mass[item] * val
     return _merge_rows(np.concatenate(paths), np.concatenate(probs))
 
 
@@ -230,7 +236,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     Loops over depth and candidate index only. Uniforms per round: k γ for the drafts, k γ
     for the tests (drawn whether or not a test happens), γ for the rejection tokens, 1 bonus.
     """
-    P, Q, g = _pair(P, Q, gamma)
+    P, Q, g = _tables(P, Q, gamma)
     k = _drafts(knobs)
     size = P.shape[0]
     s = np.asarray(state)
@@ -238,10 +244,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
         raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
     s = s.astype(np.intp)
     n = s.size
-    res = np.empty((k + 1, size, size))
-    res[0] = P
-    for j in range(k):
-        res[j + 1] = residual(res[j], Q)
+    res = _residuals(P, Q, k)
     draw_q, draw_p = TableSampler(Q), TableSampler(P)
     draw_r = TableSampler(res.reshape((k + 1) * size, size))
     x = np.empty((n, k, g), dtype=np.intp)
