@@ -76,6 +76,36 @@ SCHEMAS = {
         pa.field("tv_exact", pa.float64()),
         pa.field("tokens_closed_form", pa.float64()),
     ]),
+    # A ``schemes`` point (specsim.schemes.measure): long run and lossless check in one job.
+    "scheme_sim": pa.schema([
+        pa.field("point_id", pa.string(), nullable=False),
+        pa.field("measure", pa.string(), nullable=False),
+        pa.field("gamma", pa.int32(), nullable=False),
+        pa.field("vocab", pa.int32(), nullable=False),
+        pa.field("chains", pa.int64(), nullable=False),
+        pa.field("rounds", pa.int64(), nullable=False),
+        pa.field("burn_in", pa.int64(), nullable=False),
+        pa.field("batches", pa.int32(), nullable=False),
+        pa.field("trials", pa.int64(), nullable=False),
+        pa.field("seed_entropy", pa.uint64(), nullable=False),
+        pa.field("seed_key", pa.list_(pa.uint32()), nullable=False),
+        # tokens emitted per round: histogram per batch of chains, flattened (batches * width)
+        pa.field("width", pa.int32(), nullable=False),
+        pa.field("tokens_hist", _LIST_I64, nullable=False),
+        # draft tokens proposed, summed per batch (batches,)
+        pa.field("drafted", _LIST_I64, nullable=False),
+        pa.field("joint2", _LIST_I64, nullable=False),
+    ]),
+    "scheme_exact": pa.schema([
+        pa.field("point_id", pa.string(), nullable=False),
+        pa.field("exact_method", pa.string(), nullable=False),
+        pa.field("tokens_exact", pa.float64()),
+        pa.field("drafted_exact", pa.float64()),
+        pa.field("tokens_law", _LIST_F64),
+        pa.field("joint_target", _LIST_F64),
+        pa.field("joint_exact", _LIST_F64),
+        pa.field("tv_exact", pa.float64()),
+    ]),
 }
 SCHEMA_TAG = {kind: f"{kind}/1".encode() for kind in SCHEMAS}
 

@@ -23,6 +23,7 @@ from specsim.io import read_frame, write_table
 from specsim.outputs import available_tables  # noqa: F401 (re-export)
 from specsim.reference import exact_curve
 from specsim.report import write_html
+from specsim.schemes import tables as schemes_tables
 
 KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 GAMMA_MAX_CLOSED_FORM = 64
@@ -273,6 +274,8 @@ BUILDERS: dict[str, Callable[[Grid, pd.DataFrame], pd.DataFrame]] = {
     "intensity": intensity_table,
     "roofline": roofline,
     "worked_example": worked_example,
+    "schemes": schemes_tables.schemes,
+    "schemes_policies": schemes_tables.schemes_policies,
 }
 
 
