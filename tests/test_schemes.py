@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
 from specsim import exact
 from specsim.config import load_grid

@@ -78,7 +78,8 @@ def rule_label(rule: str) -> str:
 
 
 MARKERS = "osD^vP"
-README_FIGURES = ("accept_curve", "equivalence", "optimal_k_heatmap", "roofline", "jensen")
+README_FIGURES = ("accept_curve", "equivalence", "optimal_k_heatmap", "roofline", "jensen",
+                  "schemes_frontier", "schemes_policies")
 
 
 def _save(fig: plt.Figure, pdf_path: str) -> None:

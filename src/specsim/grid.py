@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from specsim.families import Family, family_of
-from specsim.verify import CLASSIC_RULES, rule_spec
 from specsim.models import ConfigError, ModelSpec
 from specsim.schemes import Scheme, schemes_of_study
+from specsim.verify import CLASSIC_RULES, rule_spec
 
 __all__ = ["ConfigError", "Grid", "Point", "build_grid", "digest", "point_path"]
 

@@ -45,12 +45,12 @@ from numpy.typing import ArrayLike, NDArray
 from specsim.sampling import FloatArray, IntArray, sample_rows
 
 __all__ = [
+    "CLASSIC_RULES",
     "PLACEHOLDER",
     "ROW_TOL",
-    "CLASSIC_RULES",
-    "KnobSpec",
     "RULES",
     "RULE_NAMES",
+    "KnobSpec",
     "Rule",
     "RuleSpec",
     "VerifyResult",
@@ -170,13 +170,13 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
     "lenient": RuleSpec(
         "lenient", "LOSSY: accept x w.p. min(1, p(x)/(l q(x))), on rejection sample "
         "norm(max(p - l q, 0)); l = 1 is Algorithm 1", False, "scheme", "residual",
-        label="lenience", scheme="lenient",
+        label="lossy: accepts more", scheme="lenient",
         knobs=(KnobSpec("lenience", "lenience l: 1 = exact, smaller accepts more", 0.0, 1.0,
                         0.5, neutral=1.0),),
         source="Leviathan, Kalman & Matias 2022, arXiv 2211.17192, Appendix A.5"),
     "typical": RuleSpec(
         "typical", "LOSSY: accept x iff p(x) > min(epsilon, delta exp(-H(p))); on rejection "
-        "sample p", False, "scheme", "target", label="typical acceptance", scheme="typical",
+        "sample p", False, "scheme", "target", label="lossy: Medusa", scheme="typical",
         knobs=(KnobSpec("epsilon", "hard probability threshold", 0.0, 1.0, 0.09),
                KnobSpec("delta", "entropy-scaled threshold", 0.0, 1.0, 0.3)),
         source="Cai et al. 2024 (Medusa), arXiv 2401.10774, Sec. 2.3.1"),

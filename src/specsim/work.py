@@ -1,7 +1,8 @@
 """What a config asks the machine to do, judged before any job runs.
 
 * The **work estimate**: simulated rounds summed over the grid (chains x (rounds + burn-in) per
-  long-run point, trials per equivalence point, both for a schemes point -- each a round of γ drafts and one target call).
+  long-run point, trials per equivalence point, both for a schemes point -- each a round of γ
+  drafts and one target call).
   A config above ``max_work`` is refused with the estimate and the time it would take; raising
   ``max_work`` is the deliberate way to confirm a large run.
 * **Studies whose answer cannot exist**: an ``optimal_k`` or ``break_even`` study at α = 1 (every

@@ -27,7 +27,7 @@ import numpy as np
 from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
 from specsim.verify import RULES, KnobSpec, acceptance_probability, residual, rule_spec
 
-__all__ = ["POLICIES", "PolicySpec", "Scheme", "TOKENWISE", "schemes_of_study"]
+__all__ = ["POLICIES", "TOKENWISE", "PolicySpec", "Scheme", "schemes_of_study"]
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
                         bool(r["tokens_exact"] >= base["tokens_exact"] - EXACT_TOL),
                         f"block={r['tokens_exact']:.6f}", f">= {base['tokens_exact']:.6f}"))
     md = fixed[fixed["rule"] == "multi_draft"]
-    for key, g in md.groupby(SAME, dropna=False, sort=False):
+    for _, g in md.groupby(SAME, dropna=False, sort=False):
         series = [(1.0, correct[_key(g.iloc[0])]["tokens_exact"])] \
             if _key(g.iloc[0]) in correct else []
         series += sorted(zip(g["drafts"], g["tokens_exact"], strict=True))

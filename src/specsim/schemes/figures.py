@@ -35,10 +35,12 @@ def _scheme_label(row: pd.Series) -> str:
 
 
 def _speed_study(df: pd.DataFrame) -> tuple[str, str]:
-    """The (study, model) with the most draft lengths under the fixed policy."""
+    """The (study, model) with the most draft lengths, then the most rules, under the fixed
+    policy (the first such in table order)."""
     fixed = df[df["policy"] == "fixed"]
-    n = fixed.groupby(["study", "model"], sort=False)["gamma"].nunique()
-    return n.idxmax()  # type: ignore[return-value]
+    by = fixed.groupby(["study", "model"], sort=False)
+    rank = pd.DataFrame({"gammas": by["gamma"].nunique(), "rules": by["rule"].nunique()})
+    return rank.sort_values(["gammas", "rules"], ascending=False, kind="mergesort").index[0]
 
 
 def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
@@ -50,18 +52,24 @@ def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
     c = min(grid.studies[study]["c"])
     ct = f"{float(c):g}"
     schemes = F._unique(d["scheme"])
-    col = F._colors(schemes)
-    fig, axes = plt.subplots(1, 2, figsize=(F.WIDE, 2.9), layout="constrained")
+    rules = F._unique(d["rule"])
+    rcol = F._colors(rules)  # one colour per rule, one line style per knob value
+    rule_of = dict(zip(d["scheme"], d["rule"], strict=True))
+    nth = {s: [t for t in schemes if rule_of[t] == rule_of[s]].index(s) for s in schemes}
+    col = {s: rcol[rule_of[s]] for s in schemes}
+    style = {s: ("-", "--", ":", "-.")[nth[s] % 4] for s in schemes}
+    fig, axes = plt.subplots(1, 2, figsize=(F.WIDE, 3.4), layout="constrained")
+    fig.get_layout_engine().set(w_pad=0.06)
     n = len(schemes)
     for i, s in enumerate(schemes):
         g = d[d["scheme"] == s].sort_values("gamma")
-        dx = (i - (n - 1) / 2) * 0.05
+        dx = (i - (n - 1) / 2) * 0.015
         for ax, mid, lo, hi, ex in (
                 (axes[0], "tokens_per_call", "tokens_ci_low", "tokens_ci_high", "tokens_exact"),
                 (axes[1], f"speedup_c{ct}", f"speedup_ci_low_c{ct}", f"speedup_ci_high_c{ct}",
                  f"speedup_exact_c{ct}")):
-            ax.plot(g["gamma"], g[ex], "-", color=col[s], lw=0.9, marker="o", mfc="white",
-                    ms=4, zorder=2)
+            ax.plot(g["gamma"], g[ex], ls=style[s], color=col[s], lw=0.9, marker="o",
+                    mfc="white", ms=4, zorder=2)
             ax.errorbar(g["gamma"] + dx, g[mid], yerr=F._yerr(g, mid, lo, hi), fmt=".",
                         ms=2.5, color=col[s], elinewidth=0.6, zorder=3)
     gammas = sorted(d["gamma"].unique())
@@ -71,12 +79,13 @@ def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
     axes[0].set_ylabel("tokens per target call")
     axes[1].set_ylabel(f"speedup at c = {ct}")
     axes[1].axhline(1.0, color="0.4", lw=0.6, ls=":")
-    handles = [Line2D([], [], color=col[s], marker="o", mfc="white", ms=4, lw=0.9, label=s)
-               for s in schemes]
+    handles = [Line2D([], [], color=col[s], ls=style[s], marker="o", mfc="white", ms=4, lw=0.9,
+                      label=s) for s in schemes]
     handles += [Line2D([], [], color="0.3", marker="o", mfc="white", ms=4, lw=0.9,
                        label="exact"),
                 Line2D([], [], color="0.3", marker=".", ms=3, ls="", label="simulated ± 95% CI")]
-    fig.legend(handles=handles, loc="outside right center", handletextpad=0.3)
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, handletextpad=0.3,
+               frameon=False)
     fig.suptitle(f"Verification schemes on {model} (study {study}): tokens per call "
                  f"and speedup", fontsize=8)
     return fig
@@ -124,7 +133,7 @@ def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
         ax.set_title(f"c = {ct}")
     axes[0][0].set_ylabel("TV to the target (first two tokens)")
     handles = [Line2D([], [], color=col[r], marker="o", mfc="white", ms=4, lw=0.9,
-                      label=f"{F.rule_label(r)}, exact (label: {knob_of.get(r, 'knob')})")
+                      label=f"{F.rule_label(r)}, exact (labels: {knob_of.get(r, 'knob')})")
                for r in rules]
     handles += [Line2D([], [], color="0.3", marker="o", mec="black", mew=0.5, ms=3.5, ls="",
                        label="simulated, judged lossless"),

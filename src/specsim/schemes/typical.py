@@ -40,5 +40,5 @@ def tables(P: FloatArray, Q: FloatArray, knobs: Mapping[str, float]) -> tuple[Fl
                                                                                FloatArray]:
     """(accept[c, x] in {0, 1}, reject[c, :] = P) of typical acceptance on rows P, Q."""
     limit = threshold(P, float(knobs["epsilon"]), float(knobs["delta"]))
-    accept = (P > limit[..., None]).astype(np.float64)
+    accept = (limit[..., None] < P).astype(np.float64)
     return accept, np.array(P, dtype=np.float64, copy=True)
