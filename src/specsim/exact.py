@@ -61,6 +61,9 @@ __all__ = [
     "VerifyLaw",
     "arithmetic_operations",
     "break_even_c",
+    "check_gamma",
+    "check_pair",
+    "check_table",
     "context_acceptance",
     "expected_tokens",
     "first_tokens_distribution",
@@ -124,7 +127,8 @@ def _geometric_sum(alpha: FloatArray, m: FloatArray) -> FloatArray:
     return np.asarray(res, dtype=np.float64)
 
 
-def _check_table(T: ArrayLike, name: str) -> FloatArray:
+def check_table(T: ArrayLike, name: str) -> FloatArray:
+    """A square row-stochastic table as float64; ValueError naming ``name`` otherwise."""
     A = np.asarray(T, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
         raise ValueError(f"{name} must be a square (V, V) table, got shape {A.shape}")
@@ -135,8 +139,9 @@ def _check_table(T: ArrayLike, name: str) -> FloatArray:
     return A
 
 
-def _check_pair(P: ArrayLike, Q: ArrayLike) -> tuple[FloatArray, FloatArray]:
-    Pa, Qa = _check_table(P, "P"), _check_table(Q, "Q")
+def check_pair(P: ArrayLike, Q: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """Target and draft tables (:func:`check_table`) of one shape."""
+    Pa, Qa = check_table(P, "P"), check_table(Q, "Q")
     if Pa.shape != Qa.shape:
         raise ValueError(f"P and Q shapes differ: {Pa.shape} vs {Qa.shape}")
     return Pa, Qa
@@ -148,7 +153,8 @@ def _check_rule(rule: str) -> Rule:
     return cast("Rule", rule)
 
 
-def _check_gamma_int(gamma: int) -> int:
+def check_gamma(gamma: int) -> int:
+    """A draft length: an integer >= 1."""
     if int(gamma) != gamma or gamma < 1:
         raise ValueError(f"gamma must be an integer >= 1, got {gamma!r}")
     return int(gamma)
@@ -204,7 +210,7 @@ def optimal_gamma(
     Broadcasts over ``alpha`` and ``c``. Ties (values within a relative 1e-12 of the maximum)
     go to the smallest gamma. Returns ``(gamma_opt, improvement_at_gamma_opt)``.
     """
-    gm = _check_gamma_int(gamma_max)
+    gm = check_gamma(gamma_max)
     a, cc = np.broadcast_arrays(_alpha(alpha), np.asarray(c, dtype=np.float64))
     gammas = np.arange(1, gm + 1, dtype=np.float64)
     imp = np.asarray(walltime_improvement(a[..., None], gammas, cc[..., None]))
@@ -273,13 +279,13 @@ def table1_rows(
 # ---------------------------------------------------------------------------------------------
 def context_acceptance(P: ArrayLike, Q: ArrayLike) -> FloatArray:
     """[L] Def 3.1 / Thm 3.5: beta(s) = sum_x min(P[s, x], Q[s, x]) per context s."""
-    Pa, Qa = _check_pair(P, Q)
+    Pa, Qa = check_pair(P, Q)
     return np.minimum(Pa, Qa).sum(axis=1)
 
 
 def residual_table(P: ArrayLike, Q: ArrayLike) -> FloatArray:
     """[L] Alg 1 / [C] Alg 2: rows norm(max(P - Q, 0)); rows with zero mass fall back to P."""
-    Pa, Qa = _check_pair(P, Q)
+    Pa, Qa = check_pair(P, Q)
     return _residual(Pa, Qa)
 
 
@@ -349,8 +355,8 @@ def round_law(P: ArrayLike, Q: ArrayLike, gamma: int, rule: str = "correct") -> 
     ``A_i @ rej @ Q^(gamma-1-i)`` (the remaining drafts were drawn from Q after the rejected
     draft, not after the residual token).
     """
-    Pa, Qa = _check_pair(P, Q)
-    g = _check_gamma_int(gamma)
+    Pa, Qa = check_pair(P, Q)
+    g = check_gamma(gamma)
     r = _check_rule(rule)
     k = _kernels(Pa, Qa, r)
     V = Pa.shape[0]
@@ -392,7 +398,7 @@ def stationary(K: ArrayLike, tol: float = 1e-9) -> FloatArray:
     Raises ValueError when the solution is not unique (more than one closed class, detected as
     a rank-deficient system) or the residual exceeds ``tol``.
     """
-    Ka = _check_table(K, "K")
+    Ka = check_table(K, "K")
     V = Ka.shape[0]
     M = np.vstack([Ka.T - np.eye(V), np.ones((1, V))])
     b = np.zeros(V + 1)
@@ -523,8 +529,8 @@ def first_tokens_distribution(
     tokens from round start s, ``G_j = U_j + sum_{L<j} T_L[s, t_1..t_L] G_{j-L}[t_L, ...]``.
     Raises ValueError if V^(n+1) exceeds ``max_cells``.
     """
-    Pa, Qa = _check_pair(P, Q)
-    g = _check_gamma_int(gamma)
+    Pa, Qa = check_pair(P, Q)
+    g = check_gamma(gamma)
     r = _check_rule(rule)
     V = Pa.shape[0]
     if int(n) != n or n < 1:
@@ -555,7 +561,7 @@ def first_tokens_distribution(
 
 def target_joint(P: ArrayLike, ctx0: int, n: int) -> FloatArray:
     """Target's own law of n tokens from ctx0: prod_j P[t_{j-1}, t_j] ([L] Sec 2 sampling)."""
-    Pa = _check_table(P, "P")
+    Pa = check_table(P, "P")
     if int(n) != n or n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
     X = Pa[ctx0]

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.exact import _check_gamma_int, _check_pair
+from specsim.exact import check_gamma, check_pair
 from specsim.sampling import sample_rows
 from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
 
@@ -112,8 +112,8 @@ def _validate(P: ArrayLike, Q: ArrayLike, gamma: int,
               knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray, int]:
     if knobs:
         raise ValueError(f"block verification takes no knobs, got {sorted(knobs)}")
-    Pa, Qa = _check_pair(P, Q)
-    return Pa, Qa, _check_gamma_int(gamma)
+    Pa, Qa = check_pair(P, Q)
+    return Pa, Qa, check_gamma(gamma)
 
 
 def _tree(c: _Compact, roots: IntArray, gamma: int, max_paths: int) -> list[_Level]:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.exact import _check_gamma_int
+from specsim.exact import check_gamma
 from specsim.schemes import tokenwise
 from specsim.schemes.law import IntArray, RoundLaw, RoundSample
 
@@ -71,7 +71,7 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
     γ = g (:func:`tokenwise._parts`, split by how the round ended) placed on the rows of g and
     the columns of the next length. O(cap^2 S^3); ``gamma`` only bounds ``cap`` from below."""
     Pa, Qa, acc, rej, no_stop = tokenwise.check_tables(P, Q, accept, reject)
-    cap = check(knobs, _check_gamma_int(gamma))
+    cap = check(knobs, check_gamma(gamma))
     size = Pa.shape[0]
     n = size * cap
     tokens, nxt = np.zeros((n, cap + 2)), np.zeros((n, n))
@@ -96,7 +96,7 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     """One round for n chains from scheme states ``state`` (n,), each drafting its own g
     (positions beyond a chain's g are masked); tokens are padded to cap + 1 columns."""
     Pa, Qa, acc, rej, no_stop = tokenwise.check_tables(P, Q, accept, reject)
-    cap = check(knobs, _check_gamma_int(gamma))
+    cap = check(knobs, check_gamma(gamma))
     size = Pa.shape[0]
     ctx, g = decode(tokenwise.check_states(state, size * cap), size)
     out = tokenwise._play(Pa, Qa, acc, rej, ctx, g, no_stop, rng, cap)

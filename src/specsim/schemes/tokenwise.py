@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.exact import _check_gamma_int, _check_pair, _check_table
+from specsim.exact import check_gamma, check_pair, check_table
 from specsim.sampling import inverse_cdf_rows, normalised_cdf
 from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
 from specsim.verify import PLACEHOLDER, acceptance_probability, first_rejection, residual
@@ -39,7 +39,7 @@ __all__ = ["check_knobs", "check_states", "check_tables", "correct_tables", "law
 
 def correct_tables(P: ArrayLike, Q: ArrayLike) -> tuple[FloatArray, FloatArray]:
     """([L] Alg. 1's accept table min(1, P/Q), its reject table norm(max(P - Q, 0)))."""
-    Pa, Qa = _check_pair(P, Q)
+    Pa, Qa = check_pair(P, Q)
     return acceptance_probability(Pa, Qa), residual(Pa, Qa)
 
 
@@ -56,9 +56,9 @@ def check_tables(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLik
                  stop: ArrayLike | None = None) -> tuple[FloatArray, ...]:
     """(P, Q, accept, reject, stop) as float64 after checks: P, Q, reject row-stochastic
     (S, S); accept, stop in [0, 1] (S, S). A missing ``stop`` is all zeros (fixed γ)."""
-    Pa, Qa = _check_pair(P, Q)
+    Pa, Qa = check_pair(P, Q)
     acc = _check_unit(accept, "accept", Pa.shape)
-    rej = _check_table(reject, "reject")
+    rej = check_table(reject, "reject")
     if rej.shape != Pa.shape:
         raise ValueError(f"reject must have shape {Pa.shape} like P, got {rej.shape}")
     st = np.zeros_like(Pa) if stop is None else _check_unit(stop, "stop", Pa.shape)
@@ -132,7 +132,7 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
     """Exact law of one round of the token-wise rule (accept, reject) drafting up to γ tokens,
     stopping early by ``stop`` ([L] Alg. 1 for the ``correct`` tables; O(γ S^3))."""
     Pa, Qa, acc, rej, st = check_tables(P, Q, accept, reject, stop)
-    parts = _parts(Pa, Qa, acc, rej, _check_gamma_int(gamma), st)
+    parts = _parts(Pa, Qa, acc, rej, check_gamma(gamma), st)
     return RoundLaw(tokens=parts.tokens, next_state=parts.after_rejection + parts.after_bonus,
                     drafted=parts.drafted, single=parts.single, pair=parts.pair,
                     context=np.arange(Pa.shape[0]))
@@ -189,6 +189,6 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     """One round of the token-wise rule for n chains from contexts ``state`` (n,); draws
     3γ + 1 uniforms per chain (draft, stop, accept per position; the final token)."""
     Pa, Qa, acc, rej, st = check_tables(P, Q, accept, reject, stop)
-    g = _check_gamma_int(gamma)
+    g = check_gamma(gamma)
     ctx = check_states(state, Pa.shape[0])
     return _play(Pa, Qa, acc, rej, ctx, np.full(ctx.shape[0], g), st, rng, g)
