@@ -180,8 +180,8 @@ def write_scheme_tables(d: Path) -> None:
                    "temperature": 1.0, "rule": scheme.rule, "policy": "fixed",
                    "lossless": scheme.lossless, "tv_exact": tv, "tv_mc": max(tv, 3e-3),
                    "tv_floor": 3e-3, "verdict": "biased" if tv > 3e-3 else "lossless",
-                   "tokens_exact": tokens, "tokens_per_call": tokens + 1e-3,
-                   "drafted_exact": drafted}
+                   "tokens_exact": tokens, "tokens_stationary": tokens,
+                   "tokens_per_call": tokens + 1e-3, "drafted_exact": drafted}
             row |= {k: dict(scheme.rule_knobs).get(k, float("nan")) for k in KNOB_COLUMNS}
             s = tokens / (1 + 0.1 * drafted)
             row |= {"speedup_exact_c0.1": s, "speedup_c0.1": s + 1e-3}

@@ -101,6 +101,8 @@ SCHEMAS = {
         pa.field("exact_method", pa.string(), nullable=False),
         pa.field("tokens_exact", pa.float64()),
         pa.field("drafted_exact", pa.float64()),
+        pa.field("tokens_stationary", pa.float64()),
+        pa.field("drafted_stationary", pa.float64()),
         pa.field("tokens_law", _LIST_F64),
         pa.field("joint_target", _LIST_F64),
         pa.field("joint_exact", _LIST_F64),

@@ -31,7 +31,7 @@ NUMBERS_VERSION = 1
 
 _LONG_RUN_BUDGET = ("chains", "rounds", "burn_in", "batches")
 _EQUIVALENCE_BUDGET = ("equivalence_trials", "max_enumeration")
-_SCHEME_BUDGET = ("chains", "rounds", "burn_in", "batches", "scheme_trials", "max_enumeration")
+_SCHEME_BUDGET = ("chains", "rounds", "burn_in", "batches", "scheme_trials")
 
 
 def budget_keys(point: Point) -> tuple[str, ...]:

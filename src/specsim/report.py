@@ -400,15 +400,20 @@ TABLES: dict[str, TableDoc] = {
             "power": "probability that trials_total generations detect the exact bias",
             "p_value_vs_exact": "G-test p-value of the simulated counts against the scheme's own "
                                 "exact law (simulation against theory; large is good)",
-            "tokens_exact": "exact tokens per target call: stationary long run for table models, "
-                            "one round from the start for the i.i.d. stub's frozen pairs",
+            "tokens_exact": "exact tokens per target call over exactly the simulated rounds "
+                            "(table models: rounds burn_in.. of chains from the start; the "
+                            "i.i.d. stub's frozen pairs: one round from the start)",
+            "tokens_stationary": "exact long-run tokens per target call (stationary limit; "
+                                 "the i.i.d. stub: one round from the start)",
+            "drafted_stationary": "exact long-run draft tokens per round",
             "tokens_per_call": "simulated tokens per target call",
             "tokens_ci_low": "lower end of its 95% confidence interval (batch means)",
             "tokens_ci_high": "upper end of that interval",
             "tokens_se": "standard error of tokens_per_call (batch means)",
             "batches": "batches of chains behind the confidence intervals",
             "covered": "whether the 95% interval covers tokens_exact",
-            "drafted_exact": "exact draft tokens proposed per round (k γ for multi_draft)",
+            "drafted_exact": "exact draft tokens proposed per round over the simulated rounds "
+                             "(k γ for multi_draft)",
             "drafted_per_round": "simulated draft tokens proposed per round",
             "drafted_ci_low": "lower end of its 95% confidence interval",
             "drafted_ci_high": "upper end of that interval",
@@ -417,7 +422,7 @@ TABLES: dict[str, TableDoc] = {
                             "long-run sums",
             "speedup_ci_low_c<c>": "lower end of its 95% confidence interval",
             "speedup_ci_high_c<c>": "upper end of that interval",
-            "speedup_exact_c<c>": "tokens_exact / (1 + c drafted_exact)",
+            "speedup_exact_c<c>": "tokens_stationary / (1 + c drafted_stationary): the long run",
         }),
     "schemes_policies": TableDoc(
         "Draft-length policies against the best fixed draft length",
@@ -433,9 +438,9 @@ TABLES: dict[str, TableDoc] = {
             "threshold": "confidence policy's threshold",
             "cap": "heuristic policy's cap",
             "scheme": "legend label",
-            "tokens_exact": "exact tokens per target call (stationary long run)",
+            "tokens_exact": "exact long-run tokens per target call (stationary)",
             "tokens_per_call": "simulated tokens per target call",
-            "drafted_exact": "exact draft tokens per round",
+            "drafted_exact": "exact long-run draft tokens per round",
             "drafted_per_round": "simulated draft tokens per round",
             "speedup": "simulated speedup tokens / (rounds + c drafted)",
             "speedup_ci_low": "lower end of its 95% confidence interval",

@@ -65,7 +65,8 @@ def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
         g = d[d["scheme"] == s].sort_values("gamma")
         dx = (i - (n - 1) / 2) * 0.015
         for ax, mid, lo, hi, ex in (
-                (axes[0], "tokens_per_call", "tokens_ci_low", "tokens_ci_high", "tokens_exact"),
+                (axes[0], "tokens_per_call", "tokens_ci_low", "tokens_ci_high",
+                 "tokens_stationary"),
                 (axes[1], f"speedup_c{ct}", f"speedup_ci_low_c{ct}", f"speedup_ci_high_c{ct}",
                  f"speedup_exact_c{ct}")):
             ax.plot(g["gamma"], g[ex], ls=style[s], color=col[s], lw=0.9, marker="o",
