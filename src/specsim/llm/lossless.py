@@ -5,6 +5,9 @@ with the same target and a model draft), by the same G-test."""
 
 from __future__ import annotations
 
+import json
+import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -49,7 +52,11 @@ def assisted_counts(lab: Lab, assistant: Any, h: list[int], max_new: int, trials
     m = int(slot.max())
     first = np.zeros(v, dtype=np.int64)
     two = np.zeros(m * v + 1, dtype=np.int64)
+    t0 = time.perf_counter()
     for i in range(trials):
+        if i and i % 100 == 0:  # each trial is a real generation: progress to the rule's log
+            print(json.dumps({"assisted_trials_done": i, "of": trials, "policy": seed[-1],
+                              "seconds": round(time.perf_counter() - t0, 1)}), file=sys.stderr)
         run = hf_generate(lab.model, assistant, h, max_new,
                           torch_seed(seed_for(lab.s.seed, *seed, i)), exact_length=False)
         t1 = run.tokens[0]

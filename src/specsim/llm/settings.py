@@ -52,7 +52,7 @@ class Settings:
     lossless_trials: int = 400_000
     assisted_drafts: tuple[str, ...] = ("int8",)  # also run in transformers' assisted generation
     lossless_assisted_draft: str = "int8"
-    lossless_assisted_trials: int = 400
+    lossless_assisted_trials: int = 200
     matmul_size: int = 2048
     copy_mib: int = 512
 
