@@ -4,8 +4,8 @@
    negligible, beside a bare ``python -c pass`` and ``import numpy`` (best of ``--repeats``).
 2. The clean default DAG, per-point layout (this checkout) vs the sharded layout of commit
    ``BASELINE`` (exported with ``git archive`` and run from its own sources), on the same cores,
-   one after the other; then the incremental edit "add 0.95 to studies.accept_curve.alpha" on the
-   finished per-point run.
+   one after the other, both with the profile's scheduler (greedy) and nothing else; then the
+   incremental edit "add 0.95 to studies.accept_curve.alpha" on the finished per-point run.
 3. ``snakemake -n`` on a 10^4-point grid (benchmarks/scale_config.yaml).
 
 The last line is machine-readable:
@@ -65,7 +65,8 @@ def run_dag(snakefile: Path, workdir: Path, config: Path, cores: int,
             env: dict[str, str] | None = None) -> float:
     t = time.perf_counter()
     res = subprocess.run([SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--configfile",
-                          str(config), "--cores", str(cores), "--quiet", "all"],
+                          str(config), "--cores", str(cores), "--quiet", "--workflow-profile",
+                          "none", "--scheduler", "greedy", "all"],
                          capture_output=True, text=True, env=env, check=False)
     if res.returncode != 0:
         sys.exit(f"DAG run in {workdir} failed:\n{res.stderr[-3000:]}")
@@ -111,6 +112,8 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--skip-dag", action="store_true", help="start-up and scale only (fast)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the scratch directory (both runs' results/) and print its path")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="specsim-bench-dag."))
     try:
@@ -134,7 +137,10 @@ def main() -> None:
         print(f"point_startup_s={point_startup:.3f} dag_ratio_vs_sharded={ratio:.3f} "
               f"incremental_fraction={frac:.3f} scale_dry_run_s={elapsed:.1f}")
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

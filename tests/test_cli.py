@@ -17,7 +17,8 @@ from conftest import ROOT, SCHEMA
 
 from specsim import cli
 from specsim.config import load_grid
-from specsim.io import versions, write_json
+from specsim.grid import digest
+from specsim.io import versions, write_json_verified, write_table
 from specsim.job import describe, to_arg
 from specsim.outputs import FIGURE_NEEDS, TABLE_NEEDS
 
@@ -57,6 +58,7 @@ def mini_config(tiny: dict[str, Any]) -> dict[str, Any]:
     cfg["budget"] = {**tiny["budget"], "chains": 64, "rounds": 8, "batches": 4}
     cfg["studies"] = {"accept_curve": {"analysis": "accept_curve", "models": ["calibrated"],
                                        "alpha": [0.8], "gamma": [1, 2]}}
+    cfg["worked_example"] = {"alpha": 0.8}  # its only model is calibrated: name the alpha
     return cfg
 
 
@@ -64,7 +66,7 @@ def mini_config(tiny: dict[str, Any]) -> dict[str, Any]:
 def grid_file(tmp_path: Path, tiny_config: dict[str, Any]) -> Path:
     grid = load_grid(mini_config(tiny_config), SCHEMA)
     path = tmp_path / "results" / "grid.json"
-    write_json(path, {**grid.to_json(), "versions": versions()})
+    write_json_verified(path, {**grid.to_json(), "versions": versions()})
     return path
 
 
@@ -159,9 +161,11 @@ def test_collect_bad_arguments(tmp_path: Path, grid_file: Path,
     bad = tmp_path / "bad.json"
     bad.write_text("{truncated")
     usage_error(["collect", "--grid", str(bad), *res, *out], capsys, "--grid", "not JSON")
-    bad.write_text('{"points": []}')
-    usage_error(["collect", "--grid", str(bad), *res, *out], capsys, "--grid", "no 'config'")
-    bad.write_text('{"config": {"models": 3}}')
+    bad.write_text('{"points": []}')  # JSON, but not written by specsim: no checksum
+    usage_error(["collect", "--grid", str(bad), *res, *out], capsys, "--grid",
+                "no checksum member")
+    config = {"models": 3}
+    write_json_verified(bad, {"config": config, "config_digest": digest(config)[:16]})
     usage_error(["collect", "--grid", str(bad), *res, *out], capsys, "--grid",
                 "not hold a valid grid")
     usage_error(["collect", "--grid", str(grid_file), "--results-dir", str(tmp_path / "no"),
@@ -251,7 +255,7 @@ def test_a_failed_check_fails_the_gate_with_a_summary(
     checks = pd.read_csv(res / "tables" / "checks.csv")
     checks.loc[0, "passed"] = False
     bad = res / "tables" / "bad_checks.csv"
-    checks.to_csv(bad, index=False)
+    write_table(checks, bad)  # with its checksum sidecar, as 'specsim checks' writes it
     code, _, err = run(["gate", "--checks", str(bad), "--out", str(res / "bad.ok")], capsys)
     assert code == 1 and not (res / "bad.ok").exists()
     lines = err.splitlines()
@@ -280,3 +284,19 @@ def test_html_renders_a_table_written_elsewhere(pipeline: dict[str, Any],
     assert code == 0 and err.startswith("done: html, 1 tables rendered")
     page = (res / "tables" / "realtext_models.html").read_text()
     assert "<th title=\"n-gram order" in page and "target" in page
+
+
+def test_a_point_job_does_not_load_pandas(tmp_path: Path, tiny_config: dict[str, Any]) -> None:
+    """pyarrow's pandas shim would import pandas (~0.5-1 s) in every point job: one job per
+    grid point makes that the largest start-up cost, so the point step hides pandas."""
+    import subprocess
+    import sys
+
+    grid = load_grid(mini_config(tiny_config), SCHEMA)
+    job = to_arg(describe(grid, grid.points[0]))
+    code = ("import sys; from specsim import cli; rc = cli.main(sys.argv[1:]); "
+            "print('pandas' in sys.modules); sys.exit(rc)")
+    res = subprocess.run([sys.executable, "-c", code, "point", "--job", job, "--sim",
+                          str(tmp_path / "s.parquet"), "--exact", str(tmp_path / "e.parquet")],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert res.stdout.strip() == "False"

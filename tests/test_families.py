@@ -58,9 +58,13 @@ def test_canonical_model_dicts_are_unchanged(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_point_ids_and_job_digests_are_unchanged(name: str) -> None:
+    """Every point the golden file pins keeps its id and job digest (its path gained the
+    ``policy~fixed`` level when policies arrived); points added since are schemes points."""
     grid = _grid(name)
     found = {p.path: [p.point_id, describe(grid, p)["digest"]] for p in grid.points}
-    assert found == GOLDEN[name]["points"]
+    golden = GOLDEN[name]["points"]
+    assert {k: found.get(k) for k in golden} == golden
+    assert {grid.by_path[k].measure for k in set(found) - set(golden)} <= {"scheme"}
 
 
 def test_canonical_dicts_of_every_family_and_draft_are_unchanged(
@@ -196,7 +200,6 @@ def _with(config: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
                                            "alpha": 0.6}], ["expect_slower[0].alpha"]),
     ("worked_example", {"model": "nope"}, ["worked_example.model", "'nope'"]),
     ("worked_example", {"model": "seed_good", "context": 6}, ["worked_example.context", "6"]),
-    ("worked_example", {"model": "calibrated"}, ["worked_example.alpha", "calibrated"]),
     ("worked_example", {"model": "calibrated", "alpha": 0.01},
      ["worked_example.alpha", "reachable"]),
     ("models.seed_good.draft", {"kind": "blend", "weight": 0.5, "file": "t/x.npy"},
@@ -330,3 +333,14 @@ def test_exact_curve_agrees_with_each_points_reference(tiny_config: dict[str, An
     table = tables.optimal_k_exact(grid, pd.DataFrame())
     assert set(table.groupby("model")["gamma"].max()) == {4}
     assert list(table.columns) == ["study", *tables.KEYS, "tokens_stationary", "exact_method"]
+
+
+def test_worked_example_alpha_defaults_to_one_the_run_uses(tiny_config: dict[str, Any]) -> None:
+    """A calibrated example with no alpha takes the first alpha a study runs that model at."""
+    from specsim.grid import worked_example
+
+    grid = load_grid(_with(tiny_config, "worked_example", {"model": "calibrated"}), SCHEMA)
+    specs = {n: grid.model_spec(n) for n in grid.config["models"]}
+    first = next(a for st in tiny_config["studies"].values() if "calibrated" in st["models"]
+                 for a in st.get("alpha", []))
+    assert worked_example(grid.config, specs)["alpha"] == first

@@ -30,6 +30,7 @@ from specsim.figures import (
 from specsim.grid import Grid
 from specsim.io import write_checksum
 from specsim.llm import figures as llm_figures
+from specsim.verify import CLASSIC_RULES
 
 REPO = Path(__file__).resolve().parents[1]
 MARKOV = {"family": "markov", "vocab": 6, "target": {"seed": 1, "sharpness": 2.5}}
@@ -56,6 +57,7 @@ CONFIG = {
         "break_even": {"analysis": "break_even", "models": ["seed_poor", "calibrated"],
                        "expect_slower": [{"model": "seed_poor", "c": 0.25,
                                           "label": "quarter-size poor draft"}]},
+        "schemes": {"analysis": "schemes", "models": ["seed_med"]},
     },
 }
 
@@ -144,11 +146,68 @@ def write_tables(d: Path) -> None:
     sv["slower"] = sv["speedup_ci_high"] < 1
     sv.to_csv(d / "speedup_vs_c.csv", index=False)
 
+    write_scheme_tables(d)
     intensity.intensity_table(tokens=(1, 4, 16, 64, 256, 512)).to_csv(d / "intensity.csv",
                                                                       index=False)
     intensity.ridge_table().to_csv(d / "roofline.csv", index=False)
     for csv in d.glob("*.csv"):  # readers verify each table against its checksum sidecar
         write_checksum(csv, csv.read_bytes())
+
+
+def write_scheme_tables(d: Path) -> None:
+    """schemes.csv and schemes_policies.csv with the columns the figures read, from the exact
+    laws of the seed_med pair (simulated columns: exact plus a small offset)."""
+    from specsim.families import markov_pair
+    from specsim.models import ModelSpec
+    from specsim.schemes import Scheme
+    from specsim.schemes.law import first_two_law, long_run
+    from specsim.schemes.tables import KNOB_COLUMNS
+
+    P, Q = markov_pair(ModelSpec.from_dict("seed_med", CONFIG["models"]["seed_med"]), 1.0,
+                       None)
+    target = exact.target_joint(P, 0, 2)
+    schemes = [Scheme.build("correct"), Scheme.build("block"),
+               Scheme.build("multi_draft", {"drafts": 2})]
+    schemes += [Scheme.build("lenient", {"lenience": v}) for v in (1.0, 0.7, 0.4)]
+    schemes += [Scheme.build("typical", {"epsilon": v}) for v in (0.03, 0.09)]
+    rows = []
+    for scheme in schemes:
+        for g in (1, 2, 3):
+            law = scheme.law(P, Q, g)
+            tokens, drafted, _ = long_run(law)
+            tv = exact.tv(first_two_law(law, 0), target)
+            row = {"study": "schemes", "model": "seed_med", "alpha": float("nan"), "gamma": g,
+                   "temperature": 1.0, "rule": scheme.rule, "policy": "fixed",
+                   "lossless": scheme.lossless, "tv_exact": tv, "tv_mc": max(tv, 3e-3),
+                   "tv_floor": 3e-3, "verdict": "biased" if tv > 3e-3 else "lossless",
+                   "tokens_exact": tokens, "tokens_per_call": tokens + 1e-3,
+                   "drafted_exact": drafted}
+            row |= {k: dict(scheme.rule_knobs).get(k, float("nan")) for k in KNOB_COLUMNS}
+            s = tokens / (1 + 0.1 * drafted)
+            row |= {"speedup_exact_c0.1": s, "speedup_c0.1": s + 1e-3}
+            rows.append(row)
+    df = _ci(pd.DataFrame(rows), "tokens_per_call", 2e-3)
+    df = df.rename(columns={"tokens_per_call_ci_low": "tokens_ci_low",
+                            "tokens_per_call_ci_high": "tokens_ci_high"})
+    df = _ci(df, "speedup_c0.1", 2e-3).rename(columns={
+        "speedup_c0.1_ci_low": "speedup_ci_low_c0.1", "speedup_c0.1_ci_high":
+        "speedup_ci_high_c0.1"})
+    df.to_csv(d / "schemes.csv", index=False)
+    pol = []
+    for c in (0.05, 0.2):
+        base = {"study": "policies", "model": "seed_med", "alpha": float("nan"),
+                "temperature": 1.0, "c": c}
+        pol.append(base | {"policy": "best_fixed", "gamma": 4, "scheme": "best fixed (γ=4)",
+                           "speedup_exact": 2.0 - c})
+        for policy, gamma, thr, label in (("fixed", 20, float("nan"), "fixed (γ=20)"),
+                                          ("confidence", 20, 0.4, "confidence 0.4 (γ=20)"),
+                                          ("heuristic", 5, float("nan"), "heuristic (γ=5)")):
+            s = 1.5 - c + (0.1 if policy == "heuristic" else 0.0)
+            pol.append(base | {"policy": policy, "gamma": gamma, "threshold": thr,
+                               "scheme": label, "speedup_exact": s, "speedup": s + 1e-3,
+                               "speedup_ci_low": s - 1e-2, "speedup_ci_high": s + 1e-2,
+                               "vs_best_fixed": s / (2.0 - c)})
+    pd.DataFrame(pol).to_csv(d / "schemes_policies.csv", index=False)
 
 
 def write_llm_tables(d: Path) -> None:
@@ -314,8 +373,9 @@ def test_rule_legend_uses_the_config_names(synthetic: Path, llm_tables: Path) ->
         legends = fig.findobj(Legend)
         rule_legend = next(lg for lg in legends if lg.get_title().get_text() == "rule")
         labels = [t.get_text() for t in rule_legend.get_texts()]
-        assert len(labels) == len(RULE_ORDER)
-        for rule, label in zip(RULE_ORDER, labels, strict=True):
+        drawn = [r for r in RULE_ORDER if r in CLASSIC_RULES]  # the table's rules
+        assert len(labels) == len(drawn)
+        for rule, label in zip(drawn, labels, strict=True):
             assert label.split()[0] == rule, (rule, label)
     finally:
         plt.close(fig)

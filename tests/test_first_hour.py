@@ -4,6 +4,7 @@ removes every output and nothing else, and provenance records every dependency's
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import re
 import shutil
@@ -86,8 +87,12 @@ def _dry_run(target: str, tmp_path: Path) -> list[str]:
     for f in ("Makefile", "pyproject.toml", "requirements.lock", "requirements-llm.lock"):
         shutil.copy(REPO / f, tmp_path / f)
     (tmp_path / "src").mkdir()
-    out = subprocess.run(["make", "-n", target, "PYTHON=python3"], cwd=tmp_path, check=True,
-                         capture_output=True, text=True).stdout
+    # under `make test` the environment carries MAKELEVEL/MAKEFLAGS: a nested make would then
+    # print "Entering directory" lines; this dry run must see what a user's top-level make does
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    out = subprocess.run(["make", "--no-print-directory", "-n", target, "PYTHON=python3"],
+                         cwd=tmp_path, check=True, capture_output=True, text=True,
+                         env=env).stdout
     return out.splitlines()
 
 
@@ -190,7 +195,7 @@ def test_clean_in_a_subdirectory_of_another_repository(tmp_path: Path) -> None:
 
 # --- the README's everyday commands get `make run`'s settings ----------------------------------
 PROFILE = {"rerun-incomplete": True, "printshellcmds": True, "keep-going": False,
-           "show-failed-logs": True}
+           "show-failed-logs": True, "scheduler": "greedy"}
 
 
 def test_default_profile_is_where_snakemake_looks() -> None:
@@ -301,12 +306,16 @@ def test_described_columns_are_the_tables_columns(tmp_path: Path) -> None:
     """Column descriptions name exactly the columns the tables have (the tables that need no
     simulation are built here; test_report.py compares every table of a real run)."""
     import pandas as pd
+    import yaml
+    from conftest import SCHEMA, TINY
 
     from specsim import report, tables
+    from specsim.config import load_grid
     from specsim.outputs import TABLE_NEEDS
 
+    grid = load_grid(yaml.safe_load(TINY.read_text()), SCHEMA)  # worked_example reads its config
     for name in (n for n, need in TABLE_NEEDS.items() if need is None):
-        df = tables.BUILDERS[name](None, pd.DataFrame())  # type: ignore[arg-type]
+        df = tables.BUILDERS[name](grid, pd.DataFrame())
         assert report.undocumented(name, df.columns) == [], name
         assert all(any(report.doc(name).describe(c) == text for c in df.columns)
                    for text in report.doc(name).columns.values()), name

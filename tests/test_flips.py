@@ -16,8 +16,9 @@ import pytest
 import yaml
 from conftest import SCHEMA, TINY
 
-from specsim.cli import _load_grid, main
+from specsim.cli import main
 from specsim.config import load_grid
+from specsim.config import read_grid_file as _load_grid
 from specsim.io import (
     IntegrityError,
     read_frame,
@@ -119,10 +120,12 @@ def test_cli_names_the_file_and_withdraws_the_gate(tmp_path: Path, monkeypatch: 
     data = bytearray(Path("results/grid.json").read_bytes())
     data[len(data) // 2] ^= 0x04
     Path("results/grid.json").write_bytes(bytes(data))
-    rc = main(["collect", "--grid", "results/grid.json", "--results-dir", "results",
-               "--out", "results/points.parquet"])
+    with pytest.raises(SystemExit) as exit_:
+        main(["collect", "--grid", "results/grid.json", "--results-dir", "results",
+              "--out", "results/points.parquet"])
     err = capsys.readouterr().err
-    assert rc == 1 and "results/grid.json" in err and len(err.strip().splitlines()) == 1
+    assert exit_.value.code == 2  # a usage error: the grid file is unusable
+    assert "results/grid.json" in err and len(err.strip().splitlines()) == 1
     assert not Path("results/checks.ok").exists()
 
 

@@ -101,13 +101,20 @@ def test_budget_chains_reruns_every_long_run_point(copy_of_tiny: Path,
     cfg = copy.deepcopy(tiny_config)
     cfg["budget"]["chains"] = 256
     jobs = scheduled(copy_of_tiny, save(cfg, tmp_path / "chains.yaml"))
-    long_run = {p for p in paths(cfg) if p.endswith("measure~long_run")}
+    # schemes points run a long run too (and their lossless check): they read chains as well
+    long_run = {p for p in paths(cfg) if p.endswith(("measure~long_run", "measure~scheme"))}
     assert under(jobs, "results/sim/") == {f"results/sim/{p}.parquet" for p in long_run}
     cfg = copy.deepcopy(tiny_config)
     cfg["budget"]["equivalence_trials"] = 30000
     jobs = scheduled(copy_of_tiny, save(cfg, tmp_path / "trials.yaml"))
     equivalence = {p for p in paths(cfg) if p.endswith("measure~equivalence")}
     assert under(jobs, "results/sim/") == {f"results/sim/{p}.parquet" for p in equivalence}
+    cfg = copy.deepcopy(tiny_config)
+    cfg["budget"]["scheme_trials"] = 30000
+    jobs = scheduled(copy_of_tiny, save(cfg, tmp_path / "scheme_trials.yaml"))
+    schemes = {p for p in paths(cfg) if p.endswith("measure~scheme")}
+    assert schemes and under(jobs, "results/sim/") == {f"results/sim/{p}.parquet"
+                                                       for p in schemes}
     cfg = copy.deepcopy(tiny_config)
     cfg["seed"] = 9
     jobs = scheduled(copy_of_tiny, save(cfg, tmp_path / "seed.yaml"))

@@ -72,12 +72,21 @@ def test_one_file_per_point_named_by_its_parameters(tiny_run: Path) -> None:
             path = tiny_run / "results" / kind / f"{point['path']}.parquet"
             # the path reads as the point's parameters, Paramspace style
             parts = dict(part.split("~", 1) for part in point["path"].split("/"))
-            assert parts["model"] == point["model"] and parts["rule"] == point["rule"]
+            # a rule or policy with knobs spells them: rule~multi_draft+drafts=2
+            rule, *rule_knobs = parts["rule"].split("+")
+            policy, *policy_knobs = parts["policy"].split("+")
+            assert parts["model"] == point["model"] and rule == point["rule"]
+            assert policy == point["policy"]
+            assert {k: float(v) for k, v in (kv.split("=") for kv in rule_knobs)} == \
+                json.loads(point["rule_knobs"])
+            assert {k: float(v) for k, v in (kv.split("=") for kv in policy_knobs)} == \
+                json.loads(point["policy_knobs"])
             assert int(parts["gamma"]) == point["gamma"]
             assert parts["measure"] == point["measure"]
             assert parts["alpha"] == ("none" if point["alpha"] is None else repr(point["alpha"]))
             meta = pq.read_schema(path).metadata
-            assert meta[b"specsim.schema"] == f"{kind}/1".encode()
+            tag = f"scheme_{kind}" if point["measure"] == "scheme" else kind
+            assert meta[b"specsim.schema"] == f"{tag}/1".encode()
             assert len(meta[b"specsim.point_digest"]) == 16
             assert len(meta[b"specsim.payload_sha256"]) == 64
             assert b"numpy" in meta[b"specsim.versions"]
@@ -89,7 +98,7 @@ def test_one_file_per_point_named_by_its_parameters(tiny_run: Path) -> None:
 def test_one_point_builds_alone(tmp_path: Path) -> None:
     """A user reads a point's parameters off its path and asks for just that file."""
     target = ("results/sim/model~calibrated/draft~none/alpha~0.9/gamma~4/temperature~1.0/"
-              "rule~correct/measure~long_run.parquet")
+              "rule~correct/policy~fixed/measure~long_run.parquet")
     res = snakemake(tmp_path, TINY, "--cores", "1", target)
     assert (tmp_path / target).is_file()
     assert (tmp_path / target.replace("results/sim/", "results/exact/")).is_file()

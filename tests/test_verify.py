@@ -24,6 +24,7 @@ from specsim.exact import round_law, verify_law, verify_law_tree
 from specsim.models import blend, random_table
 from specsim.sampling import sample_rows
 from specsim.verify import (
+    CLASSIC_RULES,
     PLACEHOLDER,
     RULES,
     VerifyResult,
@@ -37,7 +38,7 @@ from specsim.verify import (
 )
 
 LEVEL = 1e-4  # family-wise false-alarm probability of each statistical assertion
-ALL_RULES = tuple(RULES)
+ALL_RULES = CLASSIC_RULES  # the rules verify() and the engine play (schemes: test_schemes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,8 +404,9 @@ def test_tree_refuses_to_grow_past_max_rows() -> None:
 # 5. one core: the pieces, the rules, and the engine's tabulated path
 # ---------------------------------------------------------------------------------------------
 def test_rules_registry() -> None:
-    assert tuple(RULES) == engine.RULES == exact.RULES
-    assert [r for r, s in RULES.items() if s.lossless] == ["correct"]
+    assert CLASSIC_RULES == engine.RULES == exact.RULES
+    assert [r for r in CLASSIC_RULES if RULES[r].lossless] == ["correct"]
+    assert [r for r, s in RULES.items() if s.scheme is not None] == list(RULES)[4:]
     for name, spec in RULES.items():
         assert spec.name == name and "\n" not in spec.meaning and spec.meaning
         assert rule_spec(name) is spec and rule_spec(spec) is spec
@@ -470,7 +472,8 @@ _X = np.array([1])
     ({"x": np.array([[1]])}, "shape"),
     ({"x": np.array([2])}, "outside 0..1"),
     ({"x": np.array([-1])}, "outside 0..1"),
-    ({"rule": "typical"}, "unknown rule"),
+    ({"rule": "nucleus"}, "unknown rule"),
+    ({"rule": "typical"}, "played by specsim.schemes.typical"),
     ({"rng": None}, "rng is required"),
     ({"row_tol": -1.0}, "row_tol"),
     ({"p": "abc"}, "at least 2 axes|probabilities"),

@@ -20,9 +20,12 @@ def test_estimate_counts_every_round(tiny_config: dict[str, Any]) -> None:
     grid = load_grid(copy.deepcopy(tiny_config), SCHEMA)
     b = grid.config["budget"]
     long_run = sum(p.measure == "long_run" for p in grid.points)
-    equivalence = len(grid.points) - long_run
-    assert work.estimate(grid) == (long_run * b["chains"] * (b["rounds"] + b["burn_in"])
-                                   + equivalence * b["equivalence_trials"])
+    equivalence = sum(p.measure == "equivalence" for p in grid.points)
+    scheme = sum(p.measure == "scheme" for p in grid.points)
+    assert long_run and equivalence and scheme
+    rounds = b["chains"] * (b["rounds"] + b["burn_in"])
+    assert work.estimate(grid) == (long_run * rounds + equivalence * b["equivalence_trials"]
+                                   + scheme * (rounds + b["scheme_trials"]))
 
 
 def test_work_above_the_ceiling_is_refused_with_the_estimate(
@@ -63,3 +66,10 @@ def test_quadrature_memory_is_bounded(tiny_config: dict[str, Any]) -> None:
         load_grid(cfg, SCHEMA)
     cfg["budget"]["quadrature_pairs"] = work.MAX_QUADRATURE_CELLS // 20
     load_grid(cfg, SCHEMA)
+
+
+def test_table_vocabulary_is_bounded_by_the_declared_memory(tiny_config: dict[str, Any]) -> None:
+    cfg = copy.deepcopy(tiny_config)
+    cfg["models"]["calibrated"]["vocab"] = work.MAX_TABLE_VOCAB + 1
+    with pytest.raises(ConfigError, match=r"models\.calibrated\.vocab: 1025 tokens"):
+        load_grid(cfg, SCHEMA)

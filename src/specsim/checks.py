@@ -234,6 +234,10 @@ def run_checks(grid: Grid, tables_dir: str, out: str) -> None:
     if ac is not None:
         checks += accept_curve_checks(ac)
         checks += notebook_checks(ac)
+    sc = load("schemes")
+    if sc is not None:
+        from specsim.schemes.checks import scheme_checks
+        checks += [Check(*row) for row in scheme_checks(sc, CHECK_LEVEL)]
     checks += program_checks(load, expected_slower(grid))
     write_table(pd.DataFrame([c.__dict__ for c in checks]), out)
 

@@ -91,22 +91,16 @@ def _withdraw_gate() -> str:
 
 
 def _grid(path: str) -> Any:
-    """The Grid in a verified grid file (results/grid.json): its checksum and its config
-    digest must hold, so a corrupt or hand-edited grid file is refused, naming it."""
-    from specsim.grid import Grid, digest
-    from specsim.io import IntegrityError, read_json_verified
+    """The Grid in a verified grid file (results/grid.json, :func:`read_grid_file`)."""
+    from specsim.config import read_grid_file
+    from specsim.io import IntegrityError
 
     _file(path)
     hint = "expected the results/grid.json the workflow's grid rule writes"
     try:
-        data = read_json_verified(path)
-        if data.get("config_digest") != digest(data.get("config"))[:16]:
-            raise IntegrityError(f"{path}: its config does not match its recorded config "
-                                 f"digest (edited by hand?); delete it and rerun snakemake")
+        return read_grid_file(path)
     except IntegrityError as err:
         raise argparse.ArgumentTypeError(f"{err}{_withdraw_gate()}") from None
-    try:
-        return Grid.from_json(data)
     except (KeyError, TypeError, ValueError, AttributeError) as err:  # ConfigError included
         raise argparse.ArgumentTypeError(f"{path} does not hold a valid grid ({err}); {hint}"
                                          ) from None
@@ -265,6 +259,7 @@ def _say(line: str) -> None:
 
 
 def _point(args: argparse.Namespace) -> int:
+    _without_pandas()  # before pyarrow's first array: half a point job's start-up otherwise
     from specsim import job
 
     job.run(args.job, args.sim, args.exact, sys.stderr)  # prints its own "done: ..." line

@@ -72,21 +72,45 @@ def _equivalence_estimates(row: pd.Series, level: float) -> dict[str, Any]:
     return out
 
 
+def _scheme_estimates(row: pd.Series, level: float) -> dict[str, Any]:
+    """Tokens per target call and draft tokens per round (batch-means CIs over chains), and
+    the lossless check of the first two tokens, of a ``schemes`` point."""
+    w = int(row["width"])
+    hist = np.asarray(row["tokens_hist"], dtype=np.int64).reshape(int(row["batches"]), w)
+    rounds_b = hist.sum(axis=1)
+    tok, tlo, thi, tse = stats.batch_mean_interval(hist @ np.arange(w), rounds_b)
+    dr, dlo, dhi, _ = stats.batch_mean_interval(np.asarray(row["drafted"], dtype=np.int64),
+                                                rounds_b)
+    return {"rounds_total": int(rounds_b.sum()), "tokens_per_round": tok,
+            "tokens_ci_low": tlo, "tokens_ci_high": thi, "tokens_se": tse,
+            "drafted_per_round": dr, "drafted_ci_low": dlo, "drafted_ci_high": dhi,
+            "max_tokens_observed": int(np.flatnonzero(hist.sum(axis=0)).max()),
+            # per batch, for speedups at any c (tables): ratio of sums with its own CI
+            "tokens_batches": (hist @ np.arange(w)).tolist(), "rounds_batches": rounds_b.tolist(),
+            "drafted_batches": list(row["drafted"]),
+            } | _equivalence_estimates(row, level)
+
+
 def read_points(grid: Grid, results_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every point's sim and exact rows, each file verified against its point's digest."""
     base = Path(results_dir)
-    sims, exacts = [], []
+    rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in SCHEMAS}
     for point in grid.points:
         want = describe(grid, point)["digest"]
-        for kind, rows in (("sim", sims), ("exact", exacts)):
-            path = base / kind / f"{point.path}.parquet"
+        for folder in ("sim", "exact"):
+            kind = f"scheme_{folder}" if point.measure == "scheme" else folder
+            path = base / folder / f"{point.path}.parquet"
             row = read_point_file(path, kind, want)
             if row["point_id"] != point.point_id:  # digest matched, so this is a foreign file
                 raise RuntimeError(f"{path}: holds point {row['point_id']}, not "
                                    f"{point.point_id}; delete it and rerun snakemake")
-            rows.append(row)
-    return tuple(pa.Table.from_pylist(rows, schema=SCHEMAS[kind]).to_pandas()  # type: ignore[return-value]
-                 for kind, rows in (("sim", sims), ("exact", exacts)))
+            rows[kind].append(row)
+
+    def frame(*kinds: str) -> pd.DataFrame:
+        parts = [pa.Table.from_pylist(rows[k], schema=SCHEMAS[k]).to_pandas() for k in kinds]
+        return pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+
+    return frame("sim", "scheme_sim"), frame("exact", "scheme_exact")
 
 
 def collect(grid: Grid, results_dir: str | Path, out: str) -> None:
@@ -100,8 +124,11 @@ def collect(grid: Grid, results_dir: str | Path, out: str) -> None:
     for _, row in df.iterrows():
         if row["measure"] == "long_run":
             est.append(_long_run_estimates(row))
+        elif row["measure"] == "scheme":
+            est.append(_scheme_estimates(row, level))
         else:
             est.append(_equivalence_estimates(row, level))
     df = pd.concat([df.reset_index(drop=True), pd.DataFrame(est)], axis=1)
-    df = df.drop(columns=["accepted_hist"]).sort_values("point_id").reset_index(drop=True)
+    df = df.drop(columns=[c for c in ("accepted_hist", "tokens_hist", "drafted") if c in df])
+    df = df.sort_values("point_id").reset_index(drop=True)
     write_frame(df, out)

@@ -99,6 +99,20 @@ def load_grid(config: Any, schema_path: str | Path) -> Grid:
     return grid
 
 
+def read_grid_file(path: str | Path) -> Grid:
+    """The grid of a verified grid file (results/grid.json): its checksum and its config
+    digest must hold, so a corrupt or hand-edited file is refused with an IntegrityError
+    naming it."""
+    from specsim.grid import digest
+    from specsim.io import IntegrityError, read_json_verified
+
+    data = read_json_verified(path)
+    if data.get("config_digest") != digest(data.get("config"))[:16]:
+        raise IntegrityError(f"{path}: its config does not match its recorded config digest "
+                             f"(edited by hand?); delete it and rerun snakemake")
+    return Grid.from_json(data)
+
+
 def study_sources(paths: list[str], config: dict[str, Any]) -> dict[str, str]:
     """Which config file defines each study (the last one wins, as in Snakemake's merge)."""
     out: dict[str, str] = {}

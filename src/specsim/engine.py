@@ -33,7 +33,7 @@ from specsim.sampling import (
     normalised_cdf,
 )
 from specsim.verify import (
-    RULE_NAMES,
+    CLASSIC_RULES,
     Rule,
     acceptance_probability,
     first_rejection,
@@ -42,7 +42,7 @@ from specsim.verify import (
     verify_uniforms,
 )
 
-RULES: tuple[Rule, ...] = RULE_NAMES
+RULES: tuple[Rule, ...] = CLASSIC_RULES
 
 CHUNK = 1 << 14  # chains advanced together; bounds memory at any number of chains or rounds
 
@@ -89,7 +89,7 @@ class MarkovKernel:
         # Accept probability per (context, token) cell and accept step ("ratio": min(1, p/q),
         # the seed's accept_prob; "argmax": one-hot greedy); a chain accepts iff u < the cell.
         # One table per accept step of the registry's rules (one rule stands for each step).
-        steps = {spec.accept: spec for spec in map(rule_spec, RULE_NAMES)}
+        steps = {spec.accept: spec for spec in map(rule_spec, CLASSIC_RULES)}
         self.accept_prob = {kind: acceptance_probability(self.p, self.q, spec.name).ravel()
                             for kind, spec in steps.items()}
         self.draft_sampler = TableSampler(self.q)

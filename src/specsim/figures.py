@@ -78,7 +78,8 @@ def rule_label(rule: str) -> str:
 
 
 MARKERS = "osD^vP"
-README_FIGURES = ("accept_curve", "equivalence", "optimal_k_heatmap", "roofline", "jensen")
+README_FIGURES = ("accept_curve", "equivalence", "optimal_k_heatmap", "roofline", "jensen",
+                  "schemes_frontier", "schemes_policies")
 
 
 def _save(fig: plt.Figure, pdf_path: str) -> None:
@@ -782,6 +783,14 @@ FIGURES: dict[str, Callable[[Grid, str], plt.Figure]] = {
     "roofline": roofline,
 }
 NEEDS = FIGURE_NEEDS  # which analysis each figure needs: specsim.outputs, kept light
+
+# The schemes analysis' figures live in their own module, which uses this one's helpers: it is
+# imported once everything above is defined.
+from specsim.schemes import figures as _schemes_figures  # noqa: E402
+
+FIGURES |= {"schemes_speed": _schemes_figures.schemes_speed,
+            "schemes_frontier": _schemes_figures.schemes_frontier,
+            "schemes_policies": _schemes_figures.schemes_policies}
 
 
 def make_figure(grid: Grid, tables_dir: str, name: str, out: str) -> None:

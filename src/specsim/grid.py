@@ -1,6 +1,7 @@
 """From a validated config to the simulation grid: studies -> de-duplicated points.
 
-A *point* is one (model, draft knob, alpha, gamma, temperature, rule, measure). Its identity is
+A *point* is one (model, draft knob, alpha, gamma, temperature, rule, policy, measure) -- the
+rule and the draft-length policy with their knobs (``schemes`` studies). Its identity is
 the canonical JSON of those values with the model's full definition (not its name), so a point
 shared by several studies is simulated once and its seed -- derived from the root seed and the
 identity via ``numpy.random.SeedSequence`` -- never depends on job grouping, ordering or
@@ -8,7 +9,8 @@ identity via ``numpy.random.SeedSequence`` -- never depends on job grouping, ord
 
 Each point is one Snakemake job whose output path names its parameters, Paramspace style
 (:attr:`Point.path`, e.g. ``model~calibrated/draft~none/alpha~0.7/gamma~4/temperature~1.0/
-rule~correct/measure~long_run``); what decides whether that job reruns is
+rule~correct/policy~fixed/measure~long_run``, or ``rule~multi_draft+drafts=3`` for a rule with
+knobs); what decides whether that job reruns is
 :func:`specsim.job.describe`, never the rest of the config.
 """
 
@@ -25,13 +27,15 @@ import numpy as np
 
 from specsim.families import Family, family_of
 from specsim.models import ConfigError, ModelSpec
+from specsim.schemes import Scheme, schemes_of_study
+from specsim.verify import CLASSIC_RULES, rule_spec
 
 __all__ = ["ConfigError", "Grid", "Point", "build_grid", "digest", "point_path"]
 
-MEASURES = ("long_run", "equivalence")
+MEASURES = ("long_run", "equivalence", "scheme")
 EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
 # A point's output path, Paramspace style: one `key~value` directory level per parameter.
-PATH_KEYS = ("model", "draft", "alpha", "gamma", "temperature", "rule", "measure")
+PATH_KEYS = ("model", "draft", "alpha", "gamma", "temperature", "rule", "policy", "measure")
 POINT_REGEX = "/".join(f"{key}~[^/~]+" for key in PATH_KEYS)  # Snakemake's {point} wildcard
 
 
@@ -48,9 +52,10 @@ class Point:
     rule: str
     measure: str
     knob: float | None = None
+    scheme: Scheme | None = None  # the rule's knobs and the policy, ``scheme`` measure only
 
     def identity(self) -> dict[str, Any]:
-        return {
+        out = {
             "model": self.spec.to_dict(),
             "alpha": self.alpha,
             "gamma": self.gamma,
@@ -58,6 +63,14 @@ class Point:
             "rule": self.rule,
             "measure": self.measure,
         }
+        if self.scheme is not None:  # absent elsewhere: older points keep their identity
+            out |= {"rule_knobs": dict(self.scheme.rule_knobs), "policy": self.scheme.policy,
+                    "policy_knobs": dict(self.scheme.policy_knobs)}
+        return out
+
+    @property
+    def policy(self) -> str:
+        return "fixed" if self.scheme is None else self.scheme.policy
 
     @cached_property
     def point_id(self) -> str:
@@ -92,7 +105,9 @@ class Point:
 
         return {"model": self.model, "draft": fmt(self.draft_knob), "alpha": fmt(self.alpha),
                 "gamma": str(self.gamma), "temperature": fmt(self.temperature),
-                "rule": self.rule, "measure": self.measure}
+                "rule": self.rule if self.scheme is None else self.scheme.rule_segment,
+                "policy": "fixed" if self.scheme is None else self.scheme.policy_segment,
+                "measure": self.measure}
 
     @property
     def path(self) -> str:
@@ -110,6 +125,9 @@ class Point:
             "gamma": self.gamma,
             "temperature": self.temperature,
             "rule": self.rule,
+            "rule_knobs": json.dumps(dict(self.scheme.rule_knobs)) if self.scheme else "{}",
+            "policy": self.policy,
+            "policy_knobs": json.dumps(dict(self.scheme.policy_knobs)) if self.scheme else "{}",
             "measure": self.measure,
             "path": self.path,
             "spec": self.spec.to_dict(),
@@ -227,7 +245,9 @@ def build_grid(config: dict[str, Any]) -> Grid:
     studies: dict[str, dict[str, Any]] = {}
     for sname, study in config["studies"].items():
         key = f"studies.{sname}"
-        measure = "equivalence" if study["analysis"] == "equivalence" else "long_run"
+        measure = {"equivalence": "equivalence", "schemes": "scheme"}.get(study["analysis"],
+                                                                         "long_run")
+        schemes = _study_schemes(study, key)
         ids: list[str] = []
         knobs: list[float | None] = list(study.get("draft", [None]))
         for mname in study["models"]:
@@ -245,13 +265,16 @@ def build_grid(config: dict[str, Any]) -> Grid:
                         if a is not None:
                             family_of(spec).check_alpha(spec, a, t, f"{key}.alpha")
                         for g in study["gamma"]:
-                            for rule in study["rule"]:
-                                p = Point(mname, spec, a, int(g), float(t), rule, measure, knob)
+                            for rule, scheme in schemes:
+                                if scheme is not None:
+                                    _check_scheme_point(scheme, spec, int(g), key)
+                                p = Point(mname, spec, a, int(g), float(t), rule, measure, knob,
+                                          scheme)
                                 points.setdefault(p.point_id, p)
                                 ids.append(p.point_id)
         _check_expect_slower(study, specs, key)
         studies[sname] = {"analysis": study["analysis"], "points": ids, "c": list(study["c"])}
-    _check_worked_example(config.get("worked_example", {}), specs)
+    _check_worked_example(config, specs)
     if len(points) > config["max_points"]:
         raise ConfigError(f"the studies define {len(points)} grid points, more than max_points="
                           f"{config['max_points']}; raise max_points to confirm a grid this large")
@@ -259,6 +282,38 @@ def build_grid(config: dict[str, Any]) -> Grid:
     if len({p.path for p in ordered}) != len(ordered):  # paths name every identity field
         raise ConfigError("two grid points share one output path; rename one of the models")
     return Grid(config=config, points=ordered, studies=studies)
+
+
+def _study_schemes(study: dict[str, Any], key: str) -> list[tuple[str, Scheme | None]]:
+    """(rule, scheme) pairs of a study: every rule and policy at every combination of its own
+    knobs' values for a ``schemes`` study; the plain rules (no scheme) elsewhere."""
+    if study["analysis"] != "schemes":
+        for extra in ("knobs", "policy"):
+            if extra in study and (extra != "policy" or study[extra] != ["fixed"]):
+                raise ConfigError(f"{key}.{extra}: only a 'schemes' study sweeps rule knobs "
+                                  f"and draft-length policies")
+        for rule in study["rule"]:
+            if rule_spec(rule).scheme is not None:
+                raise ConfigError(f"{key}.rule: {rule!r} runs in a study with analysis: "
+                                  f"schemes (the engine of {study['analysis']!r} plays "
+                                  f"{list(CLASSIC_RULES)})")
+        return [(rule, None) for rule in study["rule"]]
+    try:
+        found = schemes_of_study(study["rule"], study.get("policy", ["fixed"]),
+                                 study.get("knobs", {}), key)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    return [(s.rule, s) for s in found]
+
+
+def _check_scheme_point(scheme: Scheme, spec: ModelSpec, gamma: int, key: str) -> None:
+    try:
+        scheme.check_gamma(gamma, f"{key}.gamma")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    if scheme.policy != "fixed" and not family_of(spec).stationary_schemes:
+        raise ConfigError(f"{key}.policy: {scheme.policy!r} runs on table models only; "
+                          f"{spec.name!r} is a {spec.family!r} model (one frozen round)")
 
 
 def _check_enumerable(spec: ModelSpec, study: dict[str, Any], budget: dict[str, Any],
@@ -290,26 +345,37 @@ def _check_expect_slower(study: dict[str, Any], specs: dict[str, ModelSpec], key
                               f"calibrated model {claim['model']!r}")
 
 
-def worked_example_default(specs: dict[str, ModelSpec]) -> str:
-    """The worked example's model when the config names none: the first model (in config
-    order) that needs no α, else the first."""
-    return next((n for n, s in specs.items() if not s.calibrated), next(iter(specs)))
+def worked_example(config: dict[str, Any], specs: dict[str, ModelSpec]) -> dict[str, Any]:
+    """The worked example's settings with its defaults resolved: the model the config names,
+    else the first (in config order) that needs no α, else the first; for a calibrated draft
+    the α the config names, else the first α a study runs that model at."""
+    cfg = dict(config.get("worked_example", {}))
+    cfg.setdefault("model", next((n for n, s in specs.items() if not s.calibrated),
+                                 next(iter(specs))))
+    cfg.setdefault("context", 0)
+    cfg.setdefault("temperature", 1.0)
+    if "alpha" not in cfg and cfg["model"] in specs and specs[cfg["model"]].calibrated:
+        cfg["alpha"] = next((a for st in config["studies"].values()
+                             if cfg["model"] in st["models"] for a in st.get("alpha", [])), None)
+    cfg.setdefault("alpha", None)
+    return cfg
 
 
-def _check_worked_example(cfg: dict[str, Any], specs: dict[str, ModelSpec]) -> None:
+def _check_worked_example(config: dict[str, Any], specs: dict[str, ModelSpec]) -> None:
     """The worked example's model must exist, have the context, and reach its α."""
     where = "worked_example"
-    name = cfg.get("model", worked_example_default(specs))
+    cfg = worked_example(config, specs)
+    name = cfg["model"]
     if name not in specs:
         raise ConfigError(f"{where}.model: {name!r} is not defined under models: "
                           f"(defined: {sorted(specs)})")
     spec = specs[name]
-    if not 0 <= cfg.get("context", 0) < spec.vocab:
+    if not 0 <= cfg["context"] < spec.vocab:
         raise ConfigError(f"{where}.context: {cfg['context']} is not a token of model {name!r} "
                           f"(vocab {spec.vocab})")
     if spec.calibrated:
-        if "alpha" not in cfg:
-            raise ConfigError(f"{where}.alpha: model {name!r} has a calibrated draft; give the "
-                              f"alpha of the example")
-        family_of(spec).check_alpha(spec, cfg["alpha"], float(cfg.get("temperature", 1.0)),
+        if cfg["alpha"] is None:
+            raise ConfigError(f"{where}.alpha: model {name!r} has a calibrated draft and no "
+                              f"study runs it at an alpha; give the alpha of the example")
+        family_of(spec).check_alpha(spec, cfg["alpha"], float(cfg["temperature"]),
                                     f"{where}.alpha")

@@ -76,6 +76,36 @@ SCHEMAS = {
         pa.field("tv_exact", pa.float64()),
         pa.field("tokens_closed_form", pa.float64()),
     ]),
+    # A ``schemes`` point (specsim.schemes.measure): long run and lossless check in one job.
+    "scheme_sim": pa.schema([
+        pa.field("point_id", pa.string(), nullable=False),
+        pa.field("measure", pa.string(), nullable=False),
+        pa.field("gamma", pa.int32(), nullable=False),
+        pa.field("vocab", pa.int32(), nullable=False),
+        pa.field("chains", pa.int64(), nullable=False),
+        pa.field("rounds", pa.int64(), nullable=False),
+        pa.field("burn_in", pa.int64(), nullable=False),
+        pa.field("batches", pa.int32(), nullable=False),
+        pa.field("trials", pa.int64(), nullable=False),
+        pa.field("seed_entropy", pa.uint64(), nullable=False),
+        pa.field("seed_key", pa.list_(pa.uint32()), nullable=False),
+        # tokens emitted per round: histogram per batch of chains, flattened (batches * width)
+        pa.field("width", pa.int32(), nullable=False),
+        pa.field("tokens_hist", _LIST_I64, nullable=False),
+        # draft tokens proposed, summed per batch (batches,)
+        pa.field("drafted", _LIST_I64, nullable=False),
+        pa.field("joint2", _LIST_I64, nullable=False),
+    ]),
+    "scheme_exact": pa.schema([
+        pa.field("point_id", pa.string(), nullable=False),
+        pa.field("exact_method", pa.string(), nullable=False),
+        pa.field("tokens_exact", pa.float64()),
+        pa.field("drafted_exact", pa.float64()),
+        pa.field("tokens_law", _LIST_F64),
+        pa.field("joint_target", _LIST_F64),
+        pa.field("joint_exact", _LIST_F64),
+        pa.field("tv_exact", pa.float64()),
+    ]),
 }
 SCHEMA_TAG = {kind: f"{kind}/1".encode() for kind in SCHEMAS}
 
@@ -219,8 +249,8 @@ def write_checksum(path: str | os.PathLike[str], data: bytes) -> None:
 def read_verified(path: str | os.PathLike[str]) -> bytes:
     """The bytes of ``path`` after checking them against its ``.sha256`` sidecar."""
     fix = "delete it and rerun snakemake to rebuild it"
+    data = Path(path).read_bytes()  # a missing table is a missing input, not corruption
     try:
-        data = Path(path).read_bytes()
         recorded = checksum_path(path).read_text(encoding="ascii").split()[0]
     except FileNotFoundError as err:
         raise IntegrityError(f"{path}: {Path(err.filename).name} is missing; {fix}") from None
@@ -252,12 +282,7 @@ def write_json_verified(path: str | os.PathLike[str], obj: dict[str, Any]) -> No
     kept as given (a config's order of models and studies means something: the first model is
     a default, and a point shared by two model names takes the first name)."""
     body = {k: v for k, v in obj.items() if k != "sha256"}
-    write_json(path, {**body, "sha256": _json_digest(body)}, sort_keys=False)
-
-
-def _json_digest(obj: Any) -> str:
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    write_json(path, {**body, "sha256": payload_digest(body)}, sort_keys=False)
 
 
 def read_json_verified(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -267,11 +292,11 @@ def read_json_verified(path: str | os.PathLike[str]) -> dict[str, Any]:
     except FileNotFoundError:
         raise IntegrityError(f"{path}: no such file; rerun snakemake to build it") from None
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise IntegrityError(f"{path}: not readable JSON ({type(err).__name__}); {fix}") from None
+        raise IntegrityError(f"{path}: not JSON ({type(err).__name__}); {fix}") from None
     if not isinstance(obj, dict) or "sha256" not in obj:
         raise IntegrityError(f"{path}: no checksum member (not written by specsim); {fix}")
     body = {k: v for k, v in obj.items() if k != "sha256"}
-    if _json_digest(body) != obj["sha256"]:
+    if payload_digest(body) != obj["sha256"]:
         raise IntegrityError(f"{path}: content does not match its checksum (corrupt or edited); "
                              f"{fix}")
     return body

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from specsim.grid import ConfigError, Grid, Point, digest
 from specsim.models import ModelSpec, TableSpec
+from specsim.schemes import Scheme
 
 # Bump when a change to the engine, the models or the exact stage changes any point's numbers:
 # every point file then reruns. tests/test_job.py pins one point's output to this version.
@@ -30,12 +31,15 @@ NUMBERS_VERSION = 1
 
 _LONG_RUN_BUDGET = ("chains", "rounds", "burn_in", "batches")
 _EQUIVALENCE_BUDGET = ("equivalence_trials", "max_enumeration")
+_SCHEME_BUDGET = ("chains", "rounds", "burn_in", "batches", "scheme_trials", "max_enumeration")
 
 
 def budget_keys(point: Point) -> tuple[str, ...]:
     """The budget keys that shape this point's numbers (simulation and exact reference)."""
     if point.measure == "equivalence":
         return _EQUIVALENCE_BUDGET
+    if point.measure == "scheme":
+        return _SCHEME_BUDGET
     return (*_LONG_RUN_BUDGET, *point.family.exact_budget)  # e.g. iid: quadrature_pairs
 
 
@@ -52,7 +56,11 @@ def describe(grid: Grid, point: Point) -> dict[str, Any]:
     desc: dict[str, Any] = {
         "point": {"model": point.model, "spec": _spec_fields(point.spec), "alpha": point.alpha,
                   "gamma": point.gamma, "temperature": point.temperature, "rule": point.rule,
-                  "measure": point.measure, "knob": point.knob},
+                  "measure": point.measure, "knob": point.knob,
+                  "scheme": None if point.scheme is None else {
+                      "rule": point.scheme.rule, "rule_knobs": dict(point.scheme.rule_knobs),
+                      "policy": point.scheme.policy,
+                      "policy_knobs": dict(point.scheme.policy_knobs)}},
         "budget": {k: budget[k] for k in budget_keys(point)},
         "seed": int(grid.config["seed"]),
         "numbers_version": NUMBERS_VERSION,
@@ -72,8 +80,11 @@ def point_from(desc: dict[str, Any]) -> Point:
     p = desc["point"]
     kw = dict(p["spec"])
     kw["other"] = TableSpec(**kw["other"])
+    sc = p.get("scheme")
+    scheme = None if sc is None else Scheme(sc["rule"], tuple(sc["rule_knobs"].items()),
+                                            sc["policy"], tuple(sc["policy_knobs"].items()))
     point = Point(p["model"], ModelSpec(**kw), p["alpha"], int(p["gamma"]),
-                  float(p["temperature"]), p["rule"], p["measure"], p["knob"])
+                  float(p["temperature"]), p["rule"], p["measure"], p["knob"], scheme)
     if desc.get("numbers_version") != NUMBERS_VERSION:
         raise ConfigError(f"job for {point.path}: planned for numbers version "
                           f"{desc.get('numbers_version')}, this specsim is {NUMBERS_VERSION}; "
@@ -94,6 +105,7 @@ def run(desc: dict[str, Any], sim_out: str, exact_out: str, log: TextIO) -> None
 
     point = point_from(desc)
     budget = desc["budget"]
+    kinds = ("scheme_sim", "scheme_exact") if point.measure == "scheme" else ("sim", "exact")
     print(f"point {point.path} (id {point.point_id}, digest {desc['digest']})", file=log,
           flush=True)
     t0 = time.perf_counter()
@@ -101,10 +113,12 @@ def run(desc: dict[str, Any], sim_out: str, exact_out: str, log: TextIO) -> None
     t1 = time.perf_counter()
     ref = exact_point(point, budget, int(desc["seed"]))
     t2 = time.perf_counter()
-    write_point_file(sim_out, "sim", sim, desc["digest"])
-    write_point_file(exact_out, "exact", ref, desc["digest"])
-    work = (f"{sim['trials']:,} generations" if point.measure == "equivalence"
-            else f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds")
+    write_point_file(sim_out, kinds[0], sim, desc["digest"])
+    write_point_file(exact_out, kinds[1], ref, desc["digest"])
+    work = {"equivalence": f"{sim['trials']:,} generations",
+            "scheme": f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds and "
+                      f"{sim['trials']:,} generations"}.get(
+        point.measure, f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds")
     print(f"done: {point.measure} point, {work} in {t1 - t0:.2f} s; exact reference "
           f"({ref['exact_method']}) in {t2 - t1:.2f} s", file=log, flush=True)
 

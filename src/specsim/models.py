@@ -162,6 +162,14 @@ def check_path(path: str, root: Path | None = None) -> Path:
 
 
 def file_digest(path: str | Path) -> str:
+    """sha256 of a table file. Every point's identity includes it, so a grid asks for it once
+    per point; the content is hashed once per (file, size, mtime) and a stat answers the rest."""
+    st = Path(path).stat()
+    return _content_digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=256)
+def _content_digest(path: str, size: int, mtime_ns: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 

@@ -26,6 +26,8 @@ TABLE_NEEDS: dict[str, str | None] = {
     "intensity": None,
     "roofline": None,
     "worked_example": None,
+    "schemes": "schemes",
+    "schemes_policies": "schemes",
 }
 # figure -> the analysis its table comes from; None = needs no simulation (always drawn)
 FIGURE_NEEDS: dict[str, str | None] = {
@@ -38,6 +40,9 @@ FIGURE_NEEDS: dict[str, str | None] = {
     "break_even": "break_even",
     "wallclock": "accept_curve",
     "roofline": None,
+    "schemes_speed": "schemes",
+    "schemes_frontier": "schemes",
+    "schemes_policies": "schemes",
 }
 
 

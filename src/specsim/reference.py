@@ -50,6 +50,9 @@ def _exact_equivalence(point: Point, max_cells: int) -> dict[str, Any]:
 
 def exact_point(point: Point, budget: dict[str, Any], root_seed: int) -> dict[str, Any]:
     """The exact reference record of one point (``results/exact/<point>.parquet``)."""
+    if point.measure == "scheme":  # a schemes study's rule and policy
+        from specsim.schemes.measure import exact_scheme
+        return exact_scheme(point, budget)
     row: dict[str, Any] = {"point_id": point.point_id}
     if point.measure == "equivalence":
         row |= _exact_equivalence(point, int(budget["max_enumeration"]))

@@ -204,6 +204,16 @@ TABLES: dict[str, TableDoc] = {
         "Speedup for every γ of the optimal_k studies (the seed program's demo 4 table), "
         "simulated with 95% intervals and exact.",
         {**KEYS, **C, "accept_rate": ACCEPT["accept_rate"], **TOKENS, **SPEEDUP}),
+    "optimal_k_exact": TableDoc(
+        "Exact tokens per round at every draft length",
+        "The exact curves of the optimal_k figure: stationary tokens per round at every γ from "
+        "1 to the largest the study simulates, per model, draft knob, α, temperature and rule.",
+        {
+            **KEYS,
+            "tokens_stationary": "exact expected tokens per round (target call) in the long run",
+            "exact_method": "how it was computed: Leviathan Eq. 1 for α-calibrated drafts, the "
+                            "model family's exact method otherwise",
+        }),
     "break_even": TableDoc(
         "When does a draft make decoding slower?",
         "The break-even draft cost c* = (tokens per round − 1) / γ: a draft step costing more "
@@ -407,6 +417,81 @@ TABLES: dict[str, TableDoc] = {
             "threads": "torch threads",
         },
         csv="results/llm/assisted.csv"),
+    "schemes": TableDoc(
+        "Beyond the seeds: verification schemes and draft-length policies",
+        "One row per point of every ``schemes`` study: a rule of the literature (block "
+        "verification, multi-draft, lenience, typical acceptance, or Algorithm 1) with its "
+        "knobs, under a draft-length policy, on one model: the lossless check (exact and "
+        "simulated) and tokens per target call, exact beside simulated, with the speedup at "
+        "each c of the study. A round drafting γ' tokens costs 1 + γ' c target calls.",
+        {
+            **KEYS,
+            "rule": "verification rule: correct (Leviathan Alg. 1), block (Sun et al. 2024), "
+                    "multi_draft (SpecInfer), lenient (Leviathan App. A.5), typical (Medusa)",
+            "drafts": "multi_draft: number k of independent draft sequences",
+            "lenience": "lenient: lenience l (1 = Algorithm 1, 0 accepts every draft p allows)",
+            "epsilon": "typical: hard probability threshold ε",
+            "delta": "typical: entropy-scaled threshold δ (accept iff p(x) > min(ε, δ e^(−H(p))))",
+            "threshold": "confidence policy: stop drafting after a token whose draft probability "
+                         "is below it",
+            "cap": "heuristic policy: largest draft length the schedule reaches",
+            "policy": "draft-length policy: fixed (γ every round), confidence, heuristic "
+                      "(transformers' schedules; γ is the maximum, or the start, of the draft "
+                      "length)",
+            "lossless": "whether the rule is lossless by design (the registry's claim)",
+            "trials_total": "two-token generations simulated for the lossless check",
+            "tv_exact": "exact TV distance between the scheme's two-token law and the target's "
+                        "(enumeration or DP; ~1e-17 means zero)",
+            "tv_mc": "TV distance between the simulated two-token frequencies and the target",
+            "tv_floor": "sampling floor: the expected tv_mc of trials_total draws from the target",
+            **GTEST,
+            "power": "probability that trials_total generations detect the exact bias",
+            "p_value_vs_exact": "G-test p-value of the simulated counts against the scheme's own "
+                                "exact law (simulation against theory; large is good)",
+            "tokens_exact": "exact tokens per target call: stationary long run for table models, "
+                            "one round from the start for the i.i.d. stub's frozen pairs",
+            "tokens_per_call": "simulated tokens per target call",
+            "tokens_ci_low": "lower end of its 95% confidence interval (batch means)",
+            "tokens_ci_high": "upper end of that interval",
+            "tokens_se": "standard error of tokens_per_call (batch means)",
+            "batches": "batches of chains behind the confidence intervals",
+            "covered": "whether the 95% interval covers tokens_exact",
+            "drafted_exact": "exact draft tokens proposed per round (k γ for multi_draft)",
+            "drafted_per_round": "simulated draft tokens proposed per round",
+            "drafted_ci_low": "lower end of its 95% confidence interval",
+            "drafted_ci_high": "upper end of that interval",
+            "exact_method": "stationary, first_round, or mc_only (too large to enumerate)",
+            "speedup_c<c>": "simulated speedup at draft cost c: tokens / (rounds + c drafted), "
+                            "long-run sums",
+            "speedup_ci_low_c<c>": "lower end of its 95% confidence interval",
+            "speedup_ci_high_c<c>": "upper end of that interval",
+            "speedup_exact_c<c>": "tokens_exact / (1 + c drafted_exact)",
+        }),
+    "schemes_policies": TableDoc(
+        "Draft-length policies against the best fixed draft length",
+        "For every schemes study running a policy: each Algorithm 1 point (fixed γ, "
+        "confidence, heuristic) at each c of the study, and the best fixed γ in 1..32 by the "
+        "exact long run.",
+        {
+            "study": KEYS["study"], "model": KEYS["model"], "alpha": KEYS["alpha"],
+            "temperature": KEYS["temperature"], **C,
+            "policy": "fixed, confidence, heuristic, or best_fixed (the exact optimum over γ)",
+            "gamma": "draft length: fixed γ, the confidence policy's maximum, the heuristic's "
+                     "start, or the best fixed γ",
+            "threshold": "confidence policy's threshold",
+            "cap": "heuristic policy's cap",
+            "scheme": "legend label",
+            "tokens_exact": "exact tokens per target call (stationary long run)",
+            "tokens_per_call": "simulated tokens per target call",
+            "drafted_exact": "exact draft tokens per round",
+            "drafted_per_round": "simulated draft tokens per round",
+            "speedup": "simulated speedup tokens / (rounds + c drafted)",
+            "speedup_ci_low": "lower end of its 95% confidence interval",
+            "speedup_ci_high": "upper end of that interval",
+            "speedup_exact": "tokens_exact / (1 + c drafted_exact)",
+            "best_fixed_speedup_exact": "the best fixed γ's exact speedup at this c",
+            "vs_best_fixed": "speedup_exact / best_fixed_speedup_exact (> 1: the policy wins)",
+        }),
 }
 
 STUDY_TABLES = tuple(n for n in TABLES if n != "checks" and not n.startswith("realtext_")

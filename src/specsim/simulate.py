@@ -24,6 +24,9 @@ def equivalence_model(point: Point) -> EquivalenceModel:
 def simulate_point(point: Point, budget: dict[str, Any], root_seed: int) -> dict[str, Any]:
     """The point's sufficient statistics (one ``sim/1`` row); ``budget`` holds at least the
     keys its measure reads (:func:`specsim.job.budget_keys`)."""
+    if point.measure == "scheme":  # a schemes study's rule and policy
+        from specsim.schemes.measure import simulate_scheme
+        return simulate_scheme(point, budget, root_seed)
     seed = point.seed(root_seed)
     if point.measure == "equivalence":
         trials = int(budget["equivalence_trials"])

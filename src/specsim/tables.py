@@ -17,11 +17,13 @@ import pandas as pd
 from specsim import exact, intensity
 from specsim.engine import residual
 from specsim.families import family_of
-from specsim.grid import Grid, Point, worked_example_default
+from specsim.grid import Grid, Point
+from specsim.grid import worked_example as worked_example_settings
 from specsim.io import read_frame, write_table
 from specsim.outputs import available_tables  # noqa: F401 (re-export)
 from specsim.reference import exact_curve
 from specsim.report import write_html
+from specsim.schemes import tables as schemes_tables
 
 KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 GAMMA_MAX_CLOSED_FORM = 64
@@ -239,13 +241,13 @@ def _token_names(vocab: int) -> list[str]:
 
 def worked_example(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     """The program's demo 1: p, q, accept probability min(1, p/q) and residual, in one context
-    of the model that config's ``worked_example`` names (default:
-    :func:`specsim.grid.worked_example_default`)."""
-    cfg = grid.config.get("worked_example", {})
-    spec = grid.model_spec(cfg.get("model", worked_example_default(
-        {name: grid.model_spec(name) for name in grid.config["models"]})))
-    p, q = family_of(spec).example_rows(spec, float(cfg.get("temperature", 1.0)),
-                                          cfg.get("alpha"), int(cfg.get("context", 0)))
+    of the model that config's ``worked_example`` names (defaults:
+    :func:`specsim.grid.worked_example`)."""
+    cfg = worked_example_settings(
+        grid.config, {name: grid.model_spec(name) for name in grid.config["models"]})
+    spec = grid.model_spec(cfg["model"])
+    p, q = family_of(spec).example_rows(spec, float(cfg["temperature"]), cfg["alpha"],
+                                        int(cfg["context"]))
     return pd.DataFrame({
         "token": _token_names(spec.vocab),
         "p": p,
@@ -272,6 +274,8 @@ BUILDERS: dict[str, Callable[[Grid, pd.DataFrame], pd.DataFrame]] = {
     "intensity": intensity_table,
     "roofline": roofline,
     "worked_example": worked_example,
+    "schemes": schemes_tables.schemes,
+    "schemes_policies": schemes_tables.schemes_policies,
 }
 
 

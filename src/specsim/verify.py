@@ -26,7 +26,10 @@ arbitrary leading axes in the layout of Hugging Face transformers' ``_speculativ
 this module's other names with ``from specsim.verify import ...``.
 
 Four rules reproduce the seed program's ``verify_round``: ``correct`` (Alg. 1) and three
-deliberate breakages kept to show that the lossless checks have power; see :data:`RULES`.
+deliberate breakages kept to show that the lossless checks have power; four more are the
+literature's schemes -- ``block``, ``multi_draft``, ``lenient``, ``typical`` -- registered here
+with their knobs and played by their own modules under :mod:`specsim.schemes` (``scheme`` of
+their :class:`RuleSpec`); see :data:`RULES`.
 """
 
 from __future__ import annotations
@@ -42,10 +45,12 @@ from numpy.typing import ArrayLike, NDArray
 from specsim.sampling import FloatArray, IntArray, sample_rows
 
 __all__ = [
+    "CLASSIC_RULES",
     "PLACEHOLDER",
     "ROW_TOL",
     "RULES",
     "RULE_NAMES",
+    "KnobSpec",
     "Rule",
     "RuleSpec",
     "VerifyResult",
@@ -61,7 +66,8 @@ __all__ = [
     "verify_uniforms",
 ]
 
-Rule = Literal["correct", "greedy", "no_resample", "continue"]
+Rule = Literal["correct", "greedy", "no_resample", "continue",
+               "block", "multi_draft", "lenient", "typical"]
 RULE_NAMES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
 PLACEHOLDER: Final = -1  # the padding of VerifyResult.tokens after the last emitted token
 ROW_TOL: Final = 1e-4  # how far from 1 a row of verify()'s inputs may sum before it is refused
@@ -71,6 +77,38 @@ ROW_TOL: Final = 1e-4  # how far from 1 a row of verify()'s inputs may sum befor
 # The rules
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class KnobSpec:
+    """A numeric setting of a rule or policy: its domain [low, high] (``low_open``: low itself
+    excluded), integer or real, its default, and the value at which the scheme reduces to
+    Algorithm 1 with a fixed draft length (``neutral``, None if it never does)."""
+
+    name: str
+    meaning: str
+    low: float
+    high: float
+    default: float
+    integer: bool = False
+    low_open: bool = False
+    neutral: float | None = None
+
+    @property
+    def domain(self) -> str:
+        low = "(" if self.low_open else "["
+        kind = "integer " if self.integer else ""
+        return f"{kind}{low}{self.low:g}, {self.high:g}]"
+
+    def check(self, value: object, where: str) -> float:
+        """The value as a number of the knob's kind; ValueError naming ``where`` otherwise."""
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        v = float(value) if ok else float("nan")  # type: ignore[arg-type]
+        inside = ok and (self.low < v if self.low_open else self.low <= v) and v <= self.high
+        if not inside or (self.integer and v != int(v)):
+            raise ValueError(f"{where}: {value!r} is outside the domain of {self.name}, "
+                             f"{self.domain} ({self.meaning})")
+        return int(v) if self.integer else v
+
+
+@dataclass(frozen=True)
 class RuleSpec:
     """One verification rule: its accept step and what is emitted on the first rejection.
 
@@ -79,16 +117,22 @@ class RuleSpec:
     ties), whatever q is. ``on_rejection``: ``"residual"`` samples norm(max(p - q, 0)) ([L]
     Alg. 1, p' of Thm 3.5), ``"target"`` samples p. ``keep_drafts``: after the rejection token
     the remaining drafts are emitted too (γ tokens in all). ``label``: what the rule does in a
-    few words, for figure legends (``name (label)``).
+    few words, for figure legends (``name (label)``). ``scheme``: the module of
+    :mod:`specsim.schemes` that plays the rule (its accept step is then ``"scheme"``: not a
+    per-token table of the Markov engine) -- None for the engine's own rules. ``knobs``: the
+    rule's settings; ``source``: the paper it is written from.
     """
 
     name: Rule
     meaning: str
     lossless: bool
-    accept: Literal["ratio", "argmax"]
+    accept: Literal["ratio", "argmax", "scheme"]
     on_rejection: Literal["residual", "target"]
     keep_drafts: bool = False
     label: str = ""
+    scheme: str | None = None
+    knobs: tuple[KnobSpec, ...] = ()
+    source: str = ""
 
     @property
     def legend(self) -> str:
@@ -110,8 +154,36 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
     "continue": RuleSpec(
         "continue", "BREAK: after the residual token keep emitting the rest of the drafted "
         "tokens", False, "ratio", "residual", keep_drafts=True, label="keep later drafts"),
+    "block": RuleSpec(
+        "block", "block verification: accept the longest prefix whose running likelihood "
+        "ratio survives a backward coupling; lossless, never fewer tokens than token-wise",
+        True, "scheme", "residual", label="block verification", scheme="block",
+        source="Sun, Mendlovic, Leviathan et al. 2024, arXiv 2403.10444, Algorithm 2"),
+    "multi_draft": RuleSpec(
+        "multi_draft", "k independent drafts verified depth by depth by recursive rejection "
+        "sampling over the surviving drafts' tokens; lossless", True, "scheme", "residual",
+        label="k drafts", scheme="multi_draft",
+        knobs=(KnobSpec("drafts", "independent draft sequences k", 1, 64, 2, integer=True,
+                        neutral=1),),
+        source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, multi-step speculative "
+               "sampling"),
+    "lenient": RuleSpec(
+        "lenient", "LOSSY: accept x w.p. min(1, p(x)/(l q(x))), on rejection sample "
+        "norm(max(p - l q, 0)); l = 1 is Algorithm 1", False, "scheme", "residual",
+        label="lossy: accepts more", scheme="lenient",
+        knobs=(KnobSpec("lenience", "lenience l: 1 = exact, smaller accepts more", 0.0, 1.0,
+                        0.5, neutral=1.0),),
+        source="Leviathan, Kalman & Matias 2022, arXiv 2211.17192, Appendix A.5"),
+    "typical": RuleSpec(
+        "typical", "LOSSY: accept x iff p(x) > min(epsilon, delta exp(-H(p))); on rejection "
+        "sample p", False, "scheme", "target", label="lossy: Medusa", scheme="typical",
+        knobs=(KnobSpec("epsilon", "hard probability threshold", 0.0, 1.0, 0.09),
+               KnobSpec("delta", "entropy-scaled threshold", 0.0, 1.0, 0.3)),
+        source="Cai et al. 2024 (Medusa), arXiv 2401.10774, Sec. 2.3.1"),
 })
 assert tuple(RULES) == RULE_NAMES
+CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
+"""The rules the Markov engine and :mod:`specsim.exact` play directly (per-cell tables)."""
 
 
 def rule_spec(rule: str | RuleSpec) -> RuleSpec:
@@ -370,6 +442,9 @@ def verify(
     exactly the results of a loop over its rows, in C order, with the same Generator.
     """
     spec = rule_spec(rule)
+    if spec.scheme is not None:
+        raise ValueError(f"rule {rule!r} is played by specsim.schemes.{spec.scheme}, not by "
+                         f"verify(); verify() takes one of {CLASSIC_RULES}")
     pa, qa = check_round(p, q, row_tol)
     gamma = qa.shape[-2]
     x = _check_tokens(draft_tokens, (*pa.shape[:-2], gamma), pa.shape[-1])

@@ -1,7 +1,8 @@
 """What a config asks the machine to do, judged before any job runs.
 
 * The **work estimate**: simulated rounds summed over the grid (chains x (rounds + burn-in) per
-  long-run point, trials per equivalence point -- each a round of γ drafts and one target call).
+  long-run point, trials per equivalence point, both for a schemes point -- each a round of γ
+  drafts and one target call).
   A config above ``max_work`` is refused with the estimate and the time it would take; raising
   ``max_work`` is the deliberate way to confirm a large run.
 * **Studies whose answer cannot exist**: an ``optimal_k`` or ``break_even`` study at α = 1 (every
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from specsim.families import family_of
 from specsim.grid import ConfigError, Grid
 
 ROUNDS_PER_CORE_SECOND = 1e6  # measured order of magnitude (make bench: 1-5 M rounds/s at γ = 4)
@@ -21,6 +23,10 @@ ROUNDS_PER_CORE_SECOND = 1e6  # measured order of magnitude (make bench: 1-5 M r
 # 2^23 cells keeps a point job under ~450 MB, inside the 500 MB the SLURM profile declares
 # (a default-config point peaks at 116-130 MB).
 MAX_QUADRATURE_CELLS = 1 << 23
+# Table families hold several (V, V) tables per point (target, draft, the engine's sampling and
+# acceptance tables, the exact DP's kernels); memory grows as V^2. Measured: a vocab-1024
+# Markov point (γ = 8, default budget) peaks at 458 MB, inside the 500 MB a point job declares.
+MAX_TABLE_VOCAB = 1024
 
 
 def estimate(grid: Grid) -> int:
@@ -28,6 +34,7 @@ def estimate(grid: Grid) -> int:
     b = grid.config["budget"]
     per_point = {"long_run": int(b["chains"]) * (int(b["rounds"]) + int(b["burn_in"])),
                  "equivalence": int(b["equivalence_trials"])}
+    per_point["scheme"] = per_point["long_run"] + int(b["scheme_trials"])
     return sum(per_point[p.measure] for p in grid.points)
 
 
@@ -45,7 +52,15 @@ def check(grid: Grid) -> None:
             raise ConfigError(f"studies.{name}.alpha: 1.0 has no {study['analysis']} answer "
                               f"(every draft is accepted, so tokens per call grow without "
                               f"bound in gamma); use alpha < 1")
+    from specsim.families.markov import TableFamily
     from specsim.job import budget_keys
+
+    for name, spec in {p.model: p.spec for p in grid.points}.items():  # vocab is per model
+        if isinstance(family_of(spec), TableFamily) and spec.vocab > MAX_TABLE_VOCAB:
+            raise ConfigError(
+                f"models.{name}.vocab: {spec.vocab} tokens; table models are limited to "
+                f"{MAX_TABLE_VOCAB} (memory grows as vocab^2: a {MAX_TABLE_VOCAB}-token point "
+                f"peaks at ~460 MB, the most a point job declares)")
 
     pairs = int(grid.config["budget"]["quadrature_pairs"])
     for point in grid.points:

@@ -19,7 +19,8 @@ rule grid:
 
 
 # One wildcard, {point} = model~<m>/draft~<d>/alpha~<a>/gamma~<g>/temperature~<t>/rule~<r>/
-# measure~<x>: every job costs Snakemake a few ms per wildcard and resource to plan, and grids run
+# policy~<p>/measure~<x> (a rule or policy with knobs spells them: rule~multi_draft+drafts=3,
+# policy~confidence+threshold=0.4): every job costs Snakemake a few ms per wildcard and resource to plan, and grids run
 # to 10^4 points. Memory and runtime for schedulers are set per profile (workflow/profiles/slurm).
 rule point:
     output:

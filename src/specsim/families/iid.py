@@ -36,6 +36,7 @@ class IidFamily(Family):
     settings = ("sigma", "noise", "share", "seed")
     drafts = ("noise", "temper", "calibrated", "identical", "uniform")
     exact_budget = ("quadrature_pairs",)
+    stationary_schemes = False  # the frozen chain's first round: fresh pairs every position
 
     # ------------------------------------------------------------------ config
     def validate(self, key: str, entry: Mapping[str, Any]) -> None:

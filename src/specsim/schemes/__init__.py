@@ -1,0 +1,231 @@
+"""Verification schemes and draft-length policies of the literature and of production.
+
+A grid point of a ``schemes`` study names a rule of :data:`specsim.verify.RULES` with its knobs
+and a draft-length policy of :data:`POLICIES` with its knobs; :class:`Scheme` is that pair,
+validated, and plays it on an order-1 Markov pair through the modules here -- one per scheme,
+each written from its paper, each giving the exact law of a round and a vectorised round under
+the contract of :mod:`specsim.schemes.law`:
+
+* token-wise rules (one accept probability per drafted token, one law on rejection):
+  ``correct`` (Leviathan et al. 2022, Alg. 1), ``lenient`` (:mod:`.lenient`), ``typical``
+  (:mod:`.typical`) -- their tables drive :mod:`.tokenwise`, and only they run under the
+  policies ``confidence`` (:mod:`.confidence`) and ``heuristic`` (:mod:`.heuristic`);
+* ``block`` (:mod:`.block`) and ``multi_draft`` (:mod:`.multi_draft`) verify a whole draft
+  (or several) at once, with a fixed draft length.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Final
+
+import numpy as np
+
+from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
+from specsim.verify import RULES, KnobSpec, acceptance_probability, residual, rule_spec
+
+__all__ = ["POLICIES", "TOKENWISE", "PolicySpec", "Scheme", "schemes_of_study"]
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A draft-length policy: how many tokens each round drafts."""
+
+    name: str
+    meaning: str
+    knobs: tuple[KnobSpec, ...] = ()
+    source: str = ""
+
+
+POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
+    "fixed": PolicySpec("fixed", "draft gamma tokens every round"),
+    "confidence": PolicySpec(
+        "confidence", "draft up to gamma tokens; stop after a draft token whose draft "
+        "probability is below the threshold",
+        (KnobSpec("threshold", "stop when q(x) of the drafted x falls below it", 0.0, 1.0, 0.4,
+                  neutral=0.0),),
+        "Hugging Face transformers, assistant_confidence_threshold (ConfidenceCriteria)"),
+    "heuristic": PolicySpec(
+        "heuristic", "start at gamma; +2 after a round accepting every draft, -1 otherwise, "
+        "never below 1 nor above cap",
+        (KnobSpec("cap", "largest draft length the schedule reaches", 1, 256, 64,
+                  integer=True),),
+        "Hugging Face transformers, num_assistant_tokens_schedule='heuristic'"),
+})
+
+
+def _correct_tables(P: FloatArray, Q: FloatArray,
+                    knobs: Mapping[str, float]) -> tuple[FloatArray, FloatArray]:
+    return acceptance_probability(P, Q, "correct"), residual(P, Q)
+
+
+def _module_tables(name: str) -> Callable[..., tuple[FloatArray, FloatArray]]:
+    def tables(P: FloatArray, Q: FloatArray,
+               knobs: Mapping[str, float]) -> tuple[FloatArray, FloatArray]:
+        return importlib.import_module(f"specsim.schemes.{name}").tables(P, Q, knobs)
+    return tables
+
+
+# The token-wise rules of this package: (accept[c, x], reject[c, :]) tables from (P, Q, knobs).
+TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = MappingProxyType({
+    "correct": _correct_tables, "lenient": _module_tables("lenient"),
+    "typical": _module_tables("typical")})
+WHOLE_DRAFT: Final = ("block", "multi_draft")  # rules that verify whole drafts, fixed γ only
+RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
+
+
+def _knob_text(value: float, knob: KnobSpec) -> str:
+    return str(int(value)) if knob.integer else repr(float(value))
+
+
+def _checked(specs: tuple[KnobSpec, ...], given: Mapping[str, Any], owner: str,
+             where: str) -> tuple[tuple[str, float], ...]:
+    names = {k.name for k in specs}
+    for key in given:
+        if key not in names:
+            has = f"its knobs are {sorted(names)}" if names else "it has none"
+            raise ValueError(f"{where}.{key}: not a knob of {owner} ({has})")
+    return tuple((k.name, k.check(given.get(k.name, k.default), f"{where}.{k.name}"))
+                 for k in specs)
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A rule with its knobs under a draft-length policy with its knobs (all validated)."""
+
+    rule: str
+    rule_knobs: tuple[tuple[str, float], ...] = ()
+    policy: str = "fixed"
+    policy_knobs: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def build(cls, rule: str, rule_knobs: Mapping[str, Any] | None = None,
+              policy: str = "fixed", policy_knobs: Mapping[str, Any] | None = None,
+              where: str = "scheme") -> Scheme:
+        """Validate names and knobs (ValueError naming ``where`` and the key) and build."""
+        if rule not in RULE_NAMES:
+            raise ValueError(f"{where}.rule: {rule!r} is not a scheme rule; choose one of "
+                             f"{list(RULE_NAMES)}")
+        if policy not in POLICIES:
+            raise ValueError(f"{where}.policy: {policy!r} is not a policy; choose one of "
+                             f"{list(POLICIES)}")
+        if policy != "fixed" and rule not in TOKENWISE:
+            raise ValueError(f"{where}.policy: {policy!r} needs a token-wise rule "
+                             f"({list(TOKENWISE)}); {rule!r} verifies whole drafts of fixed "
+                             f"length")
+        rk = _checked(rule_spec(rule).knobs, rule_knobs or {}, f"rule {rule}", f"{where}.knobs")
+        pk = _checked(POLICIES[policy].knobs, policy_knobs or {}, f"policy {policy}",
+                      f"{where}.knobs")
+        return cls(rule, rk, policy, pk)
+
+    @property
+    def knobs(self) -> dict[str, float]:
+        return dict(self.rule_knobs) | dict(self.policy_knobs)
+
+    def check_gamma(self, gamma: int, where: str) -> None:
+        """The heuristic schedule starts at γ and must fit under its cap."""
+        cap = dict(self.policy_knobs).get("cap")
+        if cap is not None and gamma > cap:
+            raise ValueError(f"{where}: gamma={gamma} exceeds the heuristic policy's cap="
+                             f"{int(cap)}; raise knobs.cap or lower gamma")
+
+    @staticmethod
+    def _segment(name: str, knobs: tuple[tuple[str, float], ...],
+                 specs: tuple[KnobSpec, ...]) -> str:
+        by = {k.name: k for k in specs}
+        return "".join([name] + [f"+{k}={_knob_text(v, by[k])}" for k, v in knobs])
+
+    @property
+    def rule_segment(self) -> str:
+        """The rule and its knobs as a path segment value, e.g. ``multi_draft+drafts=3``."""
+        return self._segment(self.rule, self.rule_knobs, rule_spec(self.rule).knobs)
+
+    @property
+    def policy_segment(self) -> str:
+        """The policy and its knobs, e.g. ``confidence+threshold=0.4``."""
+        return self._segment(self.policy, self.policy_knobs, POLICIES[self.policy].knobs)
+
+    @property
+    def lossless(self) -> bool:
+        return rule_spec(self.rule).lossless
+
+    # ------------------------------------------------------------------ playing
+    def _tables(self, P: FloatArray, Q: FloatArray) -> tuple[FloatArray, FloatArray]:
+        return TOKENWISE[self.rule](P, Q, dict(self.rule_knobs))
+
+    def _module(self) -> Any:
+        name = self.rule if self.rule in WHOLE_DRAFT else (
+            "tokenwise" if self.policy == "fixed" else self.policy)
+        return importlib.import_module(f"specsim.schemes.{name}")
+
+    def law(self, P: FloatArray, Q: FloatArray, gamma: int) -> RoundLaw:
+        """Exact law of one round from every scheme state."""
+        mod = self._module()
+        if self.rule in WHOLE_DRAFT:
+            return mod.law(P, Q, gamma, dict(self.rule_knobs))
+        accept, reject = self._tables(P, Q)
+        if self.policy == "fixed":
+            return mod.law(P, Q, accept, reject, gamma)
+        return mod.law(P, Q, accept, reject, gamma, dict(self.policy_knobs))
+
+    def play(self, P: FloatArray, Q: FloatArray, state: IntArray, gamma: int,
+             rng: np.random.Generator, tables: tuple[FloatArray, FloatArray] | None = None
+             ) -> RoundSample:
+        """One round for every chain (``tables``: this rule's tables, computed once)."""
+        mod = self._module()
+        if self.rule in WHOLE_DRAFT:
+            return mod.play(P, Q, state, gamma, dict(self.rule_knobs), rng)
+        accept, reject = tables if tables is not None else self._tables(P, Q)
+        if self.policy == "fixed":
+            return mod.play(P, Q, accept, reject, state, gamma, rng)
+        return mod.play(P, Q, accept, reject, state, gamma, dict(self.policy_knobs), rng)
+
+    def tables(self, P: FloatArray, Q: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+        return self._tables(P, Q) if self.rule in TOKENWISE else None
+
+    def start(self, context: int, gamma: int, size: int) -> int:
+        """The scheme state of a generation's first round from ``context`` (of ``size``)."""
+        if self.policy == "heuristic":
+            return int(self._module().start_state(context, gamma, size))
+        return int(context)
+
+
+def _combos(specs: tuple[KnobSpec, ...], values: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{}]
+    for k in specs:
+        out = [c | {k.name: v} for c in out for v in values.get(k.name, [k.default])]
+    return out
+
+
+def schemes_of_study(rules: list[str], policies: list[str], knobs: Mapping[str, list[Any]],
+                     where: str) -> list[Scheme]:
+    """Every (rule, rule knobs, policy, policy knobs) of a ``schemes`` study: each rule at every
+    combination of its own knobs' values, under each policy at every combination of its
+    knobs' values; whole-draft rules (``block``, ``multi_draft``) under ``fixed`` only. A knob
+    no rule or policy of the study has, or a value outside its domain, is refused naming
+    ``<where>.knobs.<name>``."""
+    owners = {k.name for r in rules if r in RULES for k in rule_spec(r).knobs}
+    owners |= {k.name for p in policies if p in POLICIES for k in POLICIES[p].knobs}
+    for name, values in knobs.items():
+        if name not in owners:
+            raise ValueError(f"{where}.knobs.{name}: no rule or policy of this study has a knob "
+                             f"{name!r} (its rules' and policies' knobs: {sorted(owners)})")
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{where}.knobs.{name}: give a non-empty list of values")
+    out: list[Scheme] = []
+    for rule in rules:
+        for policy in policies:
+            if policy != "fixed" and rule in WHOLE_DRAFT:
+                continue  # block / multi_draft verify whole drafts of fixed length
+            for rk in _combos(rule_spec(rule).knobs if rule in RULES else (), knobs):
+                for pk in _combos(POLICIES[policy].knobs if policy in POLICIES else (), knobs):
+                    out.append(Scheme.build(rule, rk, policy, pk, where))
+    if not out:
+        raise ValueError(f"{where}.policy: no (rule, policy) pair of this study can run")
+    return out
+
+
+assert set(RULE_NAMES) <= set(RULES)

@@ -1,0 +1,111 @@
+"""The ``schemes`` analysis' claims, checked on ``schemes.csv`` (rows of ``checks.csv``).
+
+What each check expects comes from the registries: whether a rule is lossless and where its
+knob is neutral from :data:`specsim.verify.RULES`. Exact claims use the exact columns (enumeration
+or DP); simulated ones are judged at :data:`specsim.checks.CHECK_LEVEL` per row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from specsim.stats import student_t_quantile
+from specsim.verify import RULES
+
+__all__ = ["scheme_checks"]
+
+EXACT_TOL = 1e-12
+SAME = ["model", "draft", "knob", "alpha", "gamma", "temperature"]
+
+
+def _label(r: pd.Series) -> str:
+    knobs = "".join(f"/{k}={r[k]:g}" for k in ("drafts", "lenience", "epsilon", "delta",
+                                               "threshold", "cap") if k in r and pd.notna(r[k]))
+    alpha = "" if pd.isna(r["alpha"]) else f"/alpha={r['alpha']:g}"
+    return (f"{r['model']}{alpha}/gamma={r['gamma']}/T={r['temperature']:g}/{r['rule']}"
+            f"{knobs}/{r['policy']}")
+
+
+def _neutral(r: pd.Series) -> bool:
+    """The rule's knobs all sit at their neutral value (the rule is then Algorithm 1)."""
+    knobs = RULES[r["rule"]].knobs  # type: ignore[index]
+    return bool(knobs) and all(k.neutral is not None and r[k.name] == k.neutral for k in knobs)
+
+
+def _fixed(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["policy"] == "fixed"]
+
+
+def _key(r: pd.Series) -> tuple:
+    return tuple(None if pd.isna(r[k]) else r[k] for k in SAME)
+
+
+def _rows(df: pd.DataFrame, level: float) -> list[tuple[str, str, bool, str, str]]:
+    out = []
+    for _, r in df.iterrows():
+        lab = _label(r)
+        lossless = bool(r["lossless"]) or _neutral(r)
+        tv = r["tv_exact"]
+        if lossless:
+            out.append((f"scheme_lossless_exact[{lab}]", "registry: lossless scheme",
+                        bool(tv <= EXACT_TOL), f"tv_exact={tv:.3g}", f"<= {EXACT_TOL:g}"))
+            want, ok = "lossless", r["verdict"] == "lossless"
+        else:
+            out.append((f"scheme_lossy_exact[{lab}]", "registry: lossy scheme",
+                        bool(tv > EXACT_TOL), f"tv_exact={tv:.3g}", f"> {EXACT_TOL:g}"))
+            want, ok = "biased", r["verdict"] == "biased"
+            if r["power"] < 0.99:
+                want, ok = f"biased if detected (underpowered: power {r['power']:.2f})", True
+        out.append((f"scheme_verdict[{lab}]", "G-test of the first two tokens", bool(ok),
+                    f"verdict={r['verdict']} p={r['p_value']:.3g} tv_mc={r['tv_mc']:.4f} "
+                    f"floor={r['tv_floor']:.4f}", want))
+        out.append((f"scheme_sim_matches_exact_law[{lab}]", "simulation vs exact law",
+                    bool(r["p_value_vs_exact"] >= level), f"p={r['p_value_vs_exact']:.3g}",
+                    f"p >= {level:g} (G-test vs the scheme's exact law)"))
+        se = float(r["tokens_se"])
+        q = float(student_t_quantile(1 - level / 2, int(r["batches"]) - 1))
+        out.append((f"scheme_tokens_within_ci[{lab}]", "Monte Carlo vs exact tokens per call",
+                     bool(abs(r["tokens_per_call"] - r["tokens_exact"]) <= q * se),
+                     f"mc={r['tokens_per_call']:.4f} exact={r['tokens_exact']:.4f}",
+                     f"|diff| <= {q * se:.4f} (level {level:g})"))
+    return out
+
+
+def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
+    out = []
+    fixed = _fixed(df)
+    correct = {_key(r): r for _, r in fixed[fixed["rule"] == "correct"].iterrows()}
+    for _, r in fixed[fixed["rule"] == "block"].iterrows():
+        base = correct.get(_key(r))
+        if base is not None:
+            out.append((f"block_at_least_tokenwise[{_label(r)}]",
+                        "Sun et al. 2024 (arXiv 2403.10444): block >= token-wise",
+                        bool(r["tokens_exact"] >= base["tokens_exact"] - EXACT_TOL),
+                        f"block={r['tokens_exact']:.6f}", f">= {base['tokens_exact']:.6f}"))
+    md = fixed[fixed["rule"] == "multi_draft"]
+    for _, g in md.groupby(SAME, dropna=False, sort=False):
+        series = [(1.0, correct[_key(g.iloc[0])]["tokens_exact"])] \
+            if _key(g.iloc[0]) in correct else []
+        series += sorted(zip(g["drafts"], g["tokens_exact"], strict=True))
+        ks, toks = zip(*series, strict=True)
+        ok = bool(np.all(np.diff(toks) >= -EXACT_TOL))
+        out.append((f"multi_draft_nondecreasing_in_k[{_label(g.iloc[0])}]",
+                    "SpecInfer (arXiv 2305.09781): more drafts never fewer tokens", ok,
+                    " ".join(f"k={k:g}:{t:.4f}" for k, t in zip(ks, toks, strict=True)),
+                    "non-decreasing in k (k = 1: correct)"))
+    for _, r in fixed[[_neutral(r) for _, r in fixed.iterrows()]].iterrows():
+        base = correct.get(_key(r))
+        if base is not None:
+            diff = max(abs(r["tokens_exact"] - base["tokens_exact"]),
+                       abs(r["tv_exact"] - base["tv_exact"]))
+            out.append((f"neutral_knob_equals_correct[{_label(r)}]",
+                        "registry: the knob's neutral value is Algorithm 1",
+                        bool(diff <= EXACT_TOL), f"max |diff| = {diff:.3g}",
+                        f"<= {EXACT_TOL:g} (tokens per call and TV)"))
+    return out
+
+
+def scheme_checks(df: pd.DataFrame, level: float) -> list[tuple[str, str, bool, str, str]]:
+    """(check, source, passed, observed, expected) rows for ``checks.csv``."""
+    return _rows(df, level) + _relations(df)

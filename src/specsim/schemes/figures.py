@@ -1,0 +1,199 @@
+"""The ``schemes`` analysis' figures, from ``schemes.csv`` and ``schemes_policies.csv``.
+
+* ``schemes_speed`` -- tokens per target call and speedup vs γ for every scheme on one model:
+  exact (lines, open markers) and simulated ± 95% CI (dots);
+* ``schemes_frontier`` -- the fidelity-speed frontier of the lossy rules: exact TV of the first
+  two tokens vs exact speedup as each rule's knob varies, the simulated TV beside it and the
+  sampling floor below which a simulation cannot see a bias;
+* ``schemes_policies`` -- transformers' draft-length policies against the best fixed γ over c,
+  its defaults (``num_assistant_tokens`` = 20 with ``assistant_confidence_threshold`` = 0.4;
+  the ``heuristic`` schedule from 5) marked.
+
+Registered in :data:`specsim.figures.FIGURES`; style and helpers are that module's.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+
+from specsim import figures as F
+from specsim.grid import Grid
+from specsim.schemes.tables import KNOB_COLUMNS
+
+__all__ = ["schemes_frontier", "schemes_policies", "schemes_speed"]
+
+DEFAULTS = {"confidence": (20, 0.4), "heuristic": (5, None)}  # transformers' (γ, threshold)
+
+
+def _scheme_label(row: pd.Series) -> str:
+    knobs = [f"{k}={row[k]:g}" for k in KNOB_COLUMNS if k in row and pd.notna(row[k])
+             and k not in ("threshold", "cap")]
+    return row["rule"] + (f" ({', '.join(knobs)})" if knobs else "")
+
+
+def _speed_study(df: pd.DataFrame) -> tuple[str, str]:
+    """The (study, model) with the most draft lengths, then the most rules, under the fixed
+    policy (the first such in table order)."""
+    fixed = df[df["policy"] == "fixed"]
+    by = fixed.groupby(["study", "model"], sort=False)
+    rank = pd.DataFrame({"gammas": by["gamma"].nunique(), "rules": by["rule"].nunique()})
+    return rank.sort_values(["gammas", "rules"], ascending=False, kind="mergesort").index[0]
+
+
+def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
+    """Tokens per call (left) and speedup at the study's smallest c (right) vs γ."""
+    df = F._table(tables_dir, "schemes")
+    study, model = _speed_study(df)
+    d = df[(df["study"] == study) & (df["model"] == model) & (df["policy"] == "fixed")].copy()
+    d["scheme"] = [_scheme_label(r) for _, r in d.iterrows()]
+    c = min(grid.studies[study]["c"])
+    ct = f"{float(c):g}"
+    schemes = F._unique(d["scheme"])
+    rules = F._unique(d["rule"])
+    rcol = F._colors(rules)  # one colour per rule, one line style per knob value
+    rule_of = dict(zip(d["scheme"], d["rule"], strict=True))
+    nth = {s: [t for t in schemes if rule_of[t] == rule_of[s]].index(s) for s in schemes}
+    col = {s: rcol[rule_of[s]] for s in schemes}
+    style = {s: ("-", "--", ":", "-.")[nth[s] % 4] for s in schemes}
+    fig, axes = plt.subplots(1, 2, figsize=(F.WIDE, 3.4), layout="constrained")
+    fig.get_layout_engine().set(w_pad=0.06)
+    n = len(schemes)
+    for i, s in enumerate(schemes):
+        g = d[d["scheme"] == s].sort_values("gamma")
+        dx = (i - (n - 1) / 2) * 0.015
+        for ax, mid, lo, hi, ex in (
+                (axes[0], "tokens_per_call", "tokens_ci_low", "tokens_ci_high", "tokens_exact"),
+                (axes[1], f"speedup_c{ct}", f"speedup_ci_low_c{ct}", f"speedup_ci_high_c{ct}",
+                 f"speedup_exact_c{ct}")):
+            ax.plot(g["gamma"], g[ex], ls=style[s], color=col[s], lw=0.9, marker="o",
+                    mfc="white", ms=4, zorder=2)
+            ax.errorbar(g["gamma"] + dx, g[mid], yerr=F._yerr(g, mid, lo, hi), fmt=".",
+                        ms=2.5, color=col[s], elinewidth=0.6, zorder=3)
+    gammas = sorted(d["gamma"].unique())
+    for ax in axes:
+        ax.set_xlabel("draft length γ")
+        ax.set_xticks(gammas)
+    axes[0].set_ylabel("tokens per target call")
+    axes[1].set_ylabel(f"speedup at c = {ct}")
+    axes[1].axhline(1.0, color="0.4", lw=0.6, ls=":")
+    handles = [Line2D([], [], color=col[s], ls=style[s], marker="o", mfc="white", ms=4, lw=0.9,
+                      label=s) for s in schemes]
+    handles += [Line2D([], [], color="0.3", marker="o", mfc="white", ms=4, lw=0.9,
+                       label="exact"),
+                Line2D([], [], color="0.3", marker=".", ms=3, ls="", label="simulated ± 95% CI")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, handletextpad=0.3,
+               frameon=False)
+    fig.suptitle(f"Verification schemes on {model} (study {study}): tokens per call "
+                 f"and speedup", fontsize=8)
+    return fig
+
+
+def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
+    """Exact TV vs exact speedup of the lossy rules as their knob varies, one panel per c."""
+    df = F._table(tables_dir, "schemes")
+    lossy = df[~df["lossless"].astype(bool) & (df["policy"] == "fixed")]
+    counts = lossy.groupby(["study", "model", "gamma"], sort=False).size()
+    study, model, gamma = counts.idxmax()
+    d = lossy[(lossy["study"] == study) & (lossy["model"] == model) & (lossy["gamma"] == gamma)]
+    ref = df[(df["model"] == model) & (df["gamma"] == gamma) & (df["rule"] == "correct")
+             & (df["policy"] == "fixed")]
+    cs = [f"{float(c):g}" for c in grid.studies[study]["c"]]
+    rules = F._unique(d["rule"])
+    col = F._colors(rules)
+    knob_of = {"lenient": "lenience", "typical": "epsilon"}
+    floor_tv = 1e-6  # exact TV below this (lossless to machine precision) is drawn on it
+    fig, axes = plt.subplots(1, len(cs), figsize=(F.WIDE, 3.0), layout="constrained",
+                             squeeze=False)
+    for ax, ct in zip(axes[0], cs, strict=True):
+        floor = d["tv_floor"].max()
+        ax.axhspan(floor_tv, floor, color="0.88", lw=0, zorder=0)
+        for rule in rules:
+            g = d[d["rule"] == rule].sort_values(f"speedup_exact_c{ct}")
+            x = g[f"speedup_exact_c{ct}"]
+            ax.plot(x, np.maximum(g["tv_exact"], floor_tv), "-", marker="o", mfc="white", ms=4,
+                    color=col[rule], lw=0.9, zorder=2)
+            biased = g["verdict"] == "biased"
+            ax.plot(x[biased], g["tv_mc"][biased], "X", color=col[rule], ms=4, zorder=3)
+            ax.plot(x[~biased], g["tv_mc"][~biased], "o", color=col[rule], mec="black",
+                    mew=0.5, ms=3.5, zorder=3)
+            knob = knob_of.get(rule)
+            if knob in g:
+                for xi, yi, k in zip(x, np.maximum(g["tv_exact"], floor_tv), g[knob],
+                                     strict=True):
+                    ax.annotate(f"{k:g}", (xi, yi), textcoords="offset points", xytext=(3, 3),
+                                fontsize=F.MIN_FONTSIZE, color=col[rule])
+        if not ref.empty:
+            ax.axvline(ref[f"speedup_exact_c{ct}"].iloc[0], color="0.3", lw=0.8, ls="--")
+        ax.set_yscale("log")
+        ax.set_ylim(floor_tv / 2, 1.0)
+        ax.set_xlabel(f"exact speedup at c = {ct}")
+        ax.set_title(f"c = {ct}")
+    axes[0][0].set_ylabel("TV to the target (first two tokens)")
+    handles = [Line2D([], [], color=col[r], marker="o", mfc="white", ms=4, lw=0.9,
+                      label=f"{F.rule_label(r)}, exact (labels: {knob_of.get(r, 'knob')})")
+               for r in rules]
+    handles += [Line2D([], [], color="0.3", marker="o", mec="black", mew=0.5, ms=3.5, ls="",
+                       label="simulated, judged lossless"),
+                Line2D([], [], color="0.3", marker="X", ms=4, ls="", label="simulated, biased"),
+                Line2D([], [], color="0.3", ls="--", lw=0.8, label="correct (lossless)"),
+                plt.Rectangle((0, 0), 1, 1, color="0.88", label="sampling floor")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, handletextpad=0.3,
+               frameon=False)
+    fig.suptitle(f"Fidelity vs speed of the lossy rules ({model}, γ = {gamma}; exact TV "
+                 f"< {floor_tv:g} drawn at {floor_tv:g})", fontsize=8)
+    return fig
+
+
+def schemes_policies(grid: Grid, tables_dir: str) -> plt.Figure:
+    """Exact speedup vs c of each policy and of the best fixed γ; simulated ± CI; and each
+    policy's speedup relative to the best fixed γ."""
+    df = F._table(tables_dir, "schemes_policies")
+    fig, (ax, rel) = plt.subplots(1, 2, figsize=(F.WIDE, 3.1), layout="constrained")
+    if df.empty:
+        ax.text(0.5, 0.5, "no study runs a draft-length policy", ha="center",
+                transform=ax.transAxes)
+        return fig
+    key = df.groupby(["study", "model", "alpha", "temperature"], dropna=False,
+                     sort=False).size().idxmax()
+    d = df[F._matches(df, study=key[0], model=key[1], alpha=key[2], temperature=key[3])]
+    best = d[d["policy"] == "best_fixed"].sort_values("c")
+    ax.plot(best["c"], best["speedup_exact"], "-", color="black", lw=1.4, zorder=4)
+    for _, r in best.iterrows():
+        ax.annotate(f"γ={int(r['gamma'])}", (r["c"], r["speedup_exact"]),
+                    textcoords="offset points", xytext=(2, 4), fontsize=F.MIN_FONTSIZE)
+    others = d[d["policy"] != "best_fixed"]
+    schemes = F._unique(others["scheme"])
+    col = F._colors(schemes)
+    handles = [Line2D([], [], color="black", lw=1.4, label="best fixed γ (exact)")]
+    for s in schemes:
+        g = others[others["scheme"] == s].sort_values("c")
+        r0 = g.iloc[0]
+        default = DEFAULTS.get(r0["policy"])
+        is_default = default is not None and int(r0["gamma"]) == default[0] and (
+            default[1] is None or np.isclose(r0["threshold"], default[1]))
+        lw, ls = (1.6, "-") if is_default else (0.8, "--" if r0["policy"] == "fixed" else "-")
+        for axis, y in ((ax, g["speedup_exact"]), (rel, g["vs_best_fixed"])):
+            axis.plot(g["c"], y, ls=ls, lw=lw, color=col[s], marker="*" if is_default else "",
+                      ms=6, zorder=3)
+        ax.errorbar(g["c"], g["speedup"], yerr=F._yerr(g, "speedup", "speedup_ci_low",
+                                                       "speedup_ci_high"),
+                    fmt=".", ms=2.5, color=col[s], elinewidth=0.6, zorder=3)
+        label = s + ("  ← transformers default" if is_default else "")
+        handles.append(Line2D([], [], color=col[s], lw=lw, ls=ls,
+                              marker="*" if is_default else "", ms=6, label=label))
+    handles.append(Line2D([], [], color="0.3", marker=".", ms=3, ls="",
+                          label="simulated ± 95% CI"))
+    for axis in (ax, rel):
+        axis.set_xscale("log")
+        axis.set_xlabel("draft cost c (per draft token, in target calls)")
+    ax.set_ylabel("speedup over the target alone")
+    rel.set_ylabel("speedup / best fixed γ's (exact)")
+    rel.axhline(1.0, color="black", lw=1.0)
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, handletextpad=0.3,
+               frameon=False)
+    alpha = "" if pd.isna(key[2]) else f", α = {key[2]:g}"
+    fig.suptitle(f"Draft-length policies vs the best fixed γ ({key[1]}{alpha})", fontsize=8)
+    return fig

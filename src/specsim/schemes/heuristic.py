@@ -1,0 +1,104 @@
+"""Draft-length policy: Hugging Face's ``num_assistant_tokens_schedule="heuristic"``.
+
+Hugging Face transformers' assisted generation (``generation/candidate_generator.py``,
+``AssistedCandidateGenerator.update_candidate_strategy``): after a round in which every draft
+was accepted (``num_matches == num_assistant_tokens``) the draft length grows by two,
+``num_assistant_tokens += 2``; otherwise it shrinks by one, ``max(1, num_assistant_tokens - 1)``.
+Generation starts at γ (the grid point's γ; transformers' default is 5). transformers bounds
+the length only by ``max_new_tokens``; here the knob ``cap`` (an integer >= γ, default 64) does,
+so the chain is finite: g' = min(cap, g + 2) after an all-accepted round.
+
+Each round is the token-wise rule's (:mod:`.tokenwise`) with γ = g and no early stop. The
+scheme state carries the draft length: state = (g - 1) S + c for context c in 0..S-1 and
+g in 1..cap (N = S cap), :attr:`RoundLaw.context` maps it back to c, and the exact long run is
+the stationary law of this chain (:func:`specsim.schemes.law.long_run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from specsim.exact import _check_gamma_int
+from specsim.schemes import tokenwise
+from specsim.schemes.law import IntArray, RoundLaw, RoundSample
+
+__all__ = ["KNOBS", "check", "decode", "law", "next_length", "play", "start_state"]
+
+KNOBS: Mapping[str, Any] = {"cap": 64}
+
+
+def check(knobs: Mapping[str, Any] | None, gamma: int) -> int:
+    """The cap of valid ``knobs`` ({} or {"cap": integer >= γ}), or a ValueError."""
+    cap = tokenwise.check_knobs("heuristic", knobs, KNOBS)["cap"]
+    if isinstance(cap, bool) or not isinstance(cap, Integral) or cap < gamma:
+        raise ValueError(f"heuristic knob 'cap' must be an integer >= gamma = {gamma}, got "
+                         f"cap={cap!r}")
+    return int(cap)
+
+
+def start_state(context: int | ArrayLike, gamma: int, size: int) -> int | IntArray:
+    """The scheme state of context(s) ``context`` at draft length γ, for S = ``size``."""
+    c = np.asarray(context, dtype=np.intp)
+    if ((c < 0) | (c >= size)).any() or int(gamma) != gamma or gamma < 1:
+        raise ValueError(f"need contexts in 0..{size - 1} and an integer gamma >= 1, got "
+                         f"context={context!r}, gamma={gamma!r}")
+    s = (int(gamma) - 1) * size + c
+    return int(s) if s.ndim == 0 else s
+
+
+def decode(state: ArrayLike, size: int) -> tuple[IntArray, IntArray]:
+    """(context, draft length g) of scheme states, for S = ``size``."""
+    s = np.asarray(state, dtype=np.intp)
+    return s % size, s // size + 1
+
+
+def next_length(g: ArrayLike, all_accepted: ArrayLike, cap: int) -> IntArray:
+    """``update_candidate_strategy``: g + 2 (at most ``cap``) after a round that accepted every
+    draft, max(1, g - 1) otherwise."""
+    g = np.asarray(g, dtype=np.intp)
+    return np.where(all_accepted, np.minimum(g + 2, cap), np.maximum(g - 1, 1))
+
+
+def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
+        knobs: Mapping[str, Any] | None) -> RoundLaw:
+    """Exact law of one round from every (context, draft length) state: the token-wise law at
+    γ = g (:func:`tokenwise._parts`, split by how the round ended) placed on the rows of g and
+    the columns of the next length. O(cap^2 S^3); ``gamma`` only bounds ``cap`` from below."""
+    Pa, Qa, acc, rej, no_stop = tokenwise.check_tables(P, Q, accept, reject)
+    cap = check(knobs, _check_gamma_int(gamma))
+    size = Pa.shape[0]
+    n = size * cap
+    tokens, nxt = np.zeros((n, cap + 2)), np.zeros((n, n))
+    drafted, single = np.zeros(n), np.zeros((n, n))
+    pair = np.zeros((n, size, size))
+    for g in range(1, cap + 1):  # one draft length at a time; each DP vectorised over contexts
+        parts = tokenwise._parts(Pa, Qa, acc, rej, g, no_stop)
+        rows = slice((g - 1) * size, g * size)
+        down, up = (int(next_length(g, ok, cap)) - 1 for ok in (False, True))
+        tokens[rows, : g + 2] = parts.tokens
+        nxt[rows, down * size : (down + 1) * size] += parts.after_rejection
+        nxt[rows, up * size : (up + 1) * size] += parts.after_bonus
+        drafted[rows] = g
+        single[rows, down * size : (down + 1) * size] = parts.single  # 1 token: a rejection
+        pair[rows] = parts.pair
+    return RoundLaw(tokens=tokens, next_state=nxt, drafted=drafted, single=single, pair=pair,
+                    context=np.tile(np.arange(size), cap))
+
+
+def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state: ArrayLike,
+         gamma: int, knobs: Mapping[str, Any] | None, rng: np.random.Generator) -> RoundSample:
+    """One round for n chains from scheme states ``state`` (n,), each drafting its own g
+    (positions beyond a chain's g are masked); tokens are padded to cap + 1 columns."""
+    Pa, Qa, acc, rej, no_stop = tokenwise.check_tables(P, Q, accept, reject)
+    cap = check(knobs, _check_gamma_int(gamma))
+    size = Pa.shape[0]
+    ctx, g = decode(tokenwise.check_states(state, size * cap), size)
+    out = tokenwise._play(Pa, Qa, acc, rej, ctx, g, no_stop, rng, cap)
+    g_next = next_length(g, out.n_emitted == g + 1, cap)
+    return replace(out, next_state=(g_next - 1) * size + out.next_state)

@@ -1,0 +1,279 @@
+"""k independent drafts verified by multi-step speculative sampling (a scheme of :mod:`.law`).
+
+Miao et al. 2023, "SpecInfer" (arXiv 2305.09781), §4 "multi-step speculative sampling" (MSS),
+cited as [M]; compare Sun et al. 2023, "SpecTr" (arXiv 2310.15141), and recursive rejection
+sampling (RRS). Knob ``drafts`` = k >= 1.
+
+One round from context s (order-1 Markov target P, draft Q, rows = context):
+
+1. k draft sequences of length γ are drawn independently from Q, each an order-1 Markov path
+   from s.
+2. Depth by depth, i = 0..γ-1: the *survivors* are the drafts whose first i tokens equal the i
+   tokens accepted so far (all k at depth 0); c is the last accepted token (s at depth 0).
+   Their depth-i tokens y_1..y_m, in draft-index order, duplicates included, are tested by RRS
+   ([M] §4, MSS): r <- P(.|c); for j = 1..m accept y_j iff u Q(y_j|c) < r(y_j), u ~ U[0, 1)
+   (:func:`specsim.verify.accept`, i.e. with probability min(1, r/Q)); on a rejection
+   r <- norm(max(r - Q(.|c), 0)), or r itself when that has no mass
+   (:func:`specsim.verify.residual`; that happens only when r = Q, where no rejection can
+   happen in exact arithmetic). An accepted token is emitted, the survivors become those of
+   the m drafts whose depth-i token equals it, and the next depth starts from it. If all m are
+   rejected, one token is drawn from the final r and the round ends.
+3. Past depth γ a bonus token is drawn from P(.|last accepted token).
+
+Every emitted token has the target's law given the ones before it ([M] §4; RRS), so the scheme
+is lossless; k = 1 is Leviathan et al.'s Algorithm 1 (the ``correct`` rule) exactly. Drafted
+tokens per round are k γ: every drafted token is charged a draft call's share (a round costs
+1 + k γ c), even though k drafts could share one batched draft call.
+
+The exact law needs no enumeration of the m-tuples of candidates: the residual update does not
+depend on which token was rejected, so the j-th test at context c uses the fixed row r_{j-1}(c)
+(r_0 = P(.|c), r_j = residual(r_{j-1}, Q(.|c))), the candidates are i.i.d. Q(.|c), and
+"rejected j-1 times, then a accepted" has mass prod_{l<j} rho_l(c) * min(Q(a|c), r_{j-1}(a)),
+rho_l(c) = sum_x max(Q(x|c) - r_l(x), 0). The untested candidates j+1..m are still i.i.d.
+Q(.|c), so m' - 1 ~ Binomial(m - j, Q(a|c)) of them survive with a. A rejected candidate never
+equals a later accepted token (its r entry is 0 from then on). So a round is a Markov chain on
+(context c, survivors m); :func:`law` is a forward DP over depths on it and
+``tests/test_scheme_multi_draft.py`` checks it against a brute-force enumeration of all draft
+tuples and accept outcomes in exact rational arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import comb
+from numbers import Integral
+from typing import Any, Final
+
+import numpy as np
+
+from specsim.sampling import TableSampler
+from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
+from specsim.verify import accept, residual
+
+__all__ = ["BUDGET", "KNOBS", "law", "play", "sequence_law"]
+
+KNOBS: Final = ("drafts",)
+BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition matrix
+_ROW_SUM_TOL: Final = 1e-9
+
+
+def _drafts(knobs: Mapping[str, Any]) -> int:
+    """k from ``knobs`` = {"drafts": k}; one-line ValueError otherwise."""
+    if not isinstance(knobs, Mapping):
+        raise ValueError(f"multi_draft knobs must be a mapping {{'drafts': k}}, got {knobs!r}")
+    if set(knobs) != set(KNOBS):
+        missing, extra = set(KNOBS) - set(knobs), sorted(map(str, set(knobs) - set(KNOBS)))
+        raise ValueError(f"multi_draft knobs must be exactly {list(KNOBS)}: "
+                         f"missing {sorted(missing)}, unexpected {extra}")
+    k = knobs["drafts"]
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+        raise ValueError(f"multi_draft knob 'drafts' must be an integer >= 1, got {k!r}")
+    return int(k)
+
+
+def _tables(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, int]:
+    """Validated float tables (S, S) and γ."""
+    out = []
+    for name, t in (("P", P), ("Q", Q)):
+        a = np.asarray(t, dtype=np.float64)
+        if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
+            raise ValueError(f"{name} must be a square (S, S) table, got shape {a.shape}")
+        if not np.isfinite(a).all() or (a < 0).any() or \
+                (np.abs(a.sum(axis=1) - 1.0) > _ROW_SUM_TOL).any():
+            raise ValueError(f"{name} must be finite, >= 0, rows summing to 1 "
+                             f"(tolerance {_ROW_SUM_TOL})")
+        out.append(a)
+    if out[0].shape != out[1].shape:
+        raise ValueError(f"P and Q shapes differ: {out[0].shape} vs {out[1].shape}")
+    if isinstance(gamma, bool) or not isinstance(gamma, Integral) or gamma < 1:
+        raise ValueError(f"gamma must be an integer >= 1, got {gamma!r}")
+    return out[0], out[1], int(gamma)
+
+
+def _residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
+    """r_0 = P, r_{j+1} = residual(r_j, Q), j < k, per context: (k+1, S, S) ([M] §4)."""
+    res = np.empty((k + 1, *P.shape))
+    res[0] = P
+    for j in range(k):
+        res[j + 1] = residual(res[j], Q)
+    return res
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """One depth of verification as a sub-stochastic kernel on (context c, survivors m).
+
+    res[j, c]           r_j(c), the law RRS holds after j rejections at context c (k+1, S, S);
+                        res[m, c] is the law of the token drawn when all m are rejected
+    trans[c, m-1, a, n-1]  P(some candidate is accepted, it is a, and n drafts survive)
+                        (S, k, S, k)
+    stop[c, m-1]        P(all m candidates are rejected) = prod_{l<m} rho_l(c)     (S, k)
+    """
+
+    res: FloatArray
+    trans: FloatArray
+    stop: FloatArray
+
+
+def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> _Kernel:
+    """[M] §4 MSS (RRS with i.i.d. candidates) at every context, for 1..k candidates."""
+    size = P.shape[0]
+    cells = (size * k) ** 2
+    if cells > budget:
+        raise ValueError(f"multi_draft needs (S*drafts)**2 = ({size}*{k})**2 = {cells} DP "
+                         f"cells, more than budget={budget}")
+    res = _residuals(P, Q, k)
+    acc = np.minimum(Q, res[:k])  # acc[j, c, a]: candidate j+1 is a and accepted
+    rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, S): candidate j+1 rejected
+    reach = np.concatenate([np.ones((1, size)), np.cumprod(rho, axis=0)])  # (k+1, S)
+    # binom[t, x, c, a] = P(Binomial(t, Q[c, a]) = x), t, x = 0..k-1
+    t, x = np.arange(k)[:, None], np.arange(k)[None, :]
+    coef = np.array([[comb(a, b) for b in range(k)] for a in range(k)], dtype=np.float64)
+    binom = coef[..., None, None] * Q ** x[..., None, None] * \
+        (1.0 - Q) ** np.maximum(t - x, 0)[..., None, None]
+    trans = np.zeros((size, k, size, k))
+    for m in range(1, k + 1):
+        for j in range(1, m + 1):  # rejected j-1 times, then accepted; m-j untested remain
+            hit = reach[j - 1][:, None] * acc[j - 1]  # (S, S)
+            trans[:, m - 1] += np.moveaxis(hit * binom[m - j], 0, -1)
+    return _Kernel(res=res, trans=trans, stop=reach[1:].T.copy())
+
+
+def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+        budget: int = BUDGET) -> RoundLaw:
+    """Exact law of one MSS round ([M] §4) from every context: forward DP over depths.
+
+    Carries F[s, (c, m)] = P(start s, depth i reached at context c with m survivors); each
+    depth is one (S, Sk) x (Sk, Sk) product, O(γ S^3 k^2). Refuses (S k)^2 > ``budget``.
+    """
+    P, Q, g = _tables(P, Q, gamma)
+    k = _drafts(knobs)
+    kern = _kernel(P, Q, k, budget)
+    size, sk = P.shape[0], P.shape[0] * k
+    trans, stop = kern.trans.reshape(sk, sk), kern.stop.reshape(sk)
+    final = np.moveaxis(kern.res[1:], 0, 1).reshape(sk, size)  # r_m(c) after m rejections
+    F = np.zeros((size, sk))
+    F[np.arange(size), np.arange(size) * k + k - 1] = 1.0
+    tokens, nxt = np.zeros((size, g + 2)), np.zeros((size, size))
+    for i in range(g):
+        halt = F * stop
+        tokens[:, i + 1] = halt.sum(axis=1)
+        nxt += halt @ final
+        F = F @ trans
+    tokens[:, g + 1] = F.sum(axis=1)
+    nxt += F.reshape(size, size, k).sum(axis=2) @ P
+    single = kern.stop[:, k - 1, None] * kern.res[k]
+    first = kern.trans[np.arange(size), k - 1]  # (s, a, m'): first token a, m' survivors
+    if g == 1:
+        second = np.broadcast_to(P[:, None, :], (size, k, size))
+    else:  # second[a, m', b]: law of the next token from context a with m' survivors
+        second = kern.trans.sum(axis=3) + kern.stop[..., None] * np.moveaxis(kern.res[1:], 0, 1)
+    pair = np.einsum("sam,amb->sab", first, second)
+    return RoundLaw(tokens=tokens, next_state=nxt, drafted=np.full(size, float(k * g)),
+                    single=single, pair=pair, context=np.arange(size))
+
+
+def _expand(row: IntArray, table: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:
+    """For items in rows ``row`` of ``table``: (item, column, value) of each non-zero entry."""
+    r, c = np.nonzero(table)
+    ptr = np.searchsorted(r, np.arange(table.shape[0] + 1))
+    counts = ptr[row + 1] - ptr[row]
+    item = np.repeat(np.arange(row.size), counts)
+    at = ptr[row][item] + np.arange(item.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    return item, c[at], table[r[at], c[at]]
+
+
+def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
+                 budget: int = BUDGET) -> tuple[IntArray, FloatArray]:
+    """Exact law of the whole sequence one round from context ``start`` emits.
+
+    Returns (paths (N, γ+1), distinct rows padded with -1 after the last token; their
+    probabilities (N,)), enumerating only positive-mass branches of the (c, m) chain of
+    :func:`law`. Refuses more than ``budget`` path cells.
+    """
+    P, Q, g = _tables(P, Q, gamma)
+    k = _drafts(knobs)
+    kern = _kernel(P, Q, k, budget)
+    size, sk = P.shape[0], P.shape[0] * k
+    if isinstance(start, bool) or not isinstance(start, Integral) or not 0 <= start < size:
+        raise ValueError(f"start must be a context in [0, {size}), got {start!r}")
+    trans = kern.trans.reshape(sk, sk)
+    halt = kern.stop.reshape(sk, 1) * np.moveaxis(kern.res[1:], 0, 1).reshape(sk, size)
+    prefix = np.empty((1, 0), dtype=np.intp)  # accepted tokens of each live branch
+    state, mass = np.array([start * k + k - 1]), np.ones(1)  # its (c, m) index, probability
+    paths: list[IntArray] = []
+    probs: list[FloatArray] = []
+    for i in range(g + 1):  # emitted at depth i: a token of the final r, or the bonus
+        item, tok, val = _expand(state, halt) if i < g else _expand(state // k, P)
+        paths.append(np.column_stack([prefix[item], tok, np.full((item.size, g - i), -1)]))
+        probs.append(mass[item] * val)
+        if i == g:
+            break
+        item, col, val = _expand(state, trans)
+        if item.size * (g + 1) > budget:
+            raise ValueError(f"multi_draft sequence_law needs at least {item.size * (g + 1)} "
+                             f"path cells, more than budget={budget}")
+        prefix, state, mass = np.column_stack([prefix[item], col // k]), col, mass[item] * val
+    return _merge_rows(np.concatenate(paths), np.concatenate(probs))
+
+
+def _merge_rows(rows: IntArray, mass: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Distinct rows of ``rows`` (N, L) in lexicographic order, with their summed ``mass``
+    (an integer lexsort: ``np.unique(axis=0)`` sorts opaque byte strings, far slower)."""
+    if rows.shape[0] == 0:
+        return rows, mass
+    order = np.lexsort(rows.T[::-1])
+    rows, mass = rows[order], mass[order]
+    new = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)])
+    return rows[new], np.add.reduceat(mass, np.flatnonzero(new))
+
+
+def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+         rng: np.random.Generator) -> RoundSample:
+    """One MSS round ([M] §4) for n chains at once from contexts ``state`` (n,).
+
+    Loops over depth and candidate index only. Uniforms per round: k γ for the drafts, k γ
+    for the tests (drawn whether or not a test happens), γ for the rejection tokens, 1 bonus.
+    """
+    P, Q, g = _tables(P, Q, gamma)
+    k = _drafts(knobs)
+    size = P.shape[0]
+    s = np.asarray(state)
+    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
+        raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
+    s = s.astype(np.intp)
+    n = s.size
+    res = _residuals(P, Q, k)
+    draw_q, draw_p = TableSampler(Q), TableSampler(P)
+    draw_r = TableSampler(res.reshape((k + 1) * size, size))
+    x = np.empty((n, k, g), dtype=np.intp)
+    prev = np.repeat(s[:, None], k, axis=1)
+    for i in range(g):
+        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
+        x[:, :, i] = prev
+    tokens = np.full((n, g + 1), -1, dtype=np.intp)
+    n_emitted = np.zeros(n, dtype=np.intp)
+    cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
+    for i in range(g):
+        rejected = np.zeros(n, dtype=np.intp)  # RRS steps so far: which residual r_j is held
+        taken = np.full(n, -1, dtype=np.intp)
+        for d in range(k):
+            test = live & alive[:, d] & (taken < 0)
+            y = x[:, d, i]
+            ok = test & accept(rng.random(n), res[rejected, cur, y], Q[cur, y])
+            taken = np.where(ok, y, taken)
+            rejected += test & ~ok
+        stopped = live & (taken < 0)
+        out = np.where(stopped, draw_r(rejected * size + cur, rng.random(n)), taken)
+        tokens[live, i] = out[live]
+        n_emitted += live
+        cur = np.where(live, out, cur)
+        alive &= x[:, :, i] == taken[:, None]
+        live &= ~stopped
+    bonus = draw_p(cur, rng.random(n))
+    tokens[live, g] = bonus[live]
+    n_emitted += live
+    cur = np.where(live, bonus, cur)
+    return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
+                       drafted=np.full(n, k * g, dtype=np.intp))

@@ -1,0 +1,146 @@
+"""The ``schemes`` analysis' tables, from ``results/points.parquet`` and exact theory.
+
+``schemes.csv`` -- one row per point of every ``schemes`` study: the model and draft, α, γ,
+temperature, the rule and the policy with one column per knob of the registries (empty where the
+scheme has no such knob), whether the rule is lossless by design, the lossless check (exact and
+simulated TV of the first two tokens with the sampling floor, G-test p-value, verdict, power),
+tokens per target call and draft tokens per round (exact, simulated with 95% CIs) and the
+speedup at each c of the study, ``speedup_c<c>`` (simulated, ratio of long-run sums with its
+CI) and ``speedup_exact_c<c>``: a round drafting γ' tokens costs one target call plus γ' c.
+
+``schemes_policies.csv`` -- the draft-length policies against fixed draft lengths: for every
+(study, model, α, temperature) whose study runs a policy other than ``fixed``, one row per
+(point of the ``correct`` rule, c) and one ``best_fixed`` row per c, the best fixed γ in
+1..``GAMMA_MAX`` by the exact long run of Algorithm 1 (:func:`specsim.exact.long_run`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from specsim import exact, stats
+from specsim.families import markov_pair
+from specsim.grid import Grid
+from specsim.schemes import POLICIES
+from specsim.verify import RULES
+
+__all__ = ["GAMMA_MAX", "KNOB_COLUMNS", "schemes", "schemes_policies"]
+
+GAMMA_MAX = 32  # fixed draft lengths searched for the best one
+KNOB_COLUMNS = tuple(dict.fromkeys(
+    [k.name for spec in RULES.values() for k in spec.knobs]
+    + [k.name for spec in POLICIES.values() for k in spec.knobs]))
+KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule", *KNOB_COLUMNS,
+        "policy"]
+
+
+def _c_text(c: float) -> str:
+    return f"{float(c):g}"
+
+
+def _points(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    frames = []
+    for name, study in grid.studies.items():
+        if study["analysis"] == "schemes":
+            sub = points[points["point_id"].isin(study["points"])].copy()
+            sub.insert(0, "study", name)
+            sub["c_list"] = [study["c"]] * len(sub)
+            frames.append(sub)
+    if not frames:
+        raise ValueError("no study in the config has analysis 'schemes'")
+    df = pd.concat(frames, ignore_index=True)
+    knobs = [json.loads(r) | json.loads(p) for r, p in zip(df["rule_knobs"], df["policy_knobs"],
+                                                           strict=True)]
+    for name in KNOB_COLUMNS:
+        df[name] = [k.get(name, np.nan) for k in knobs]
+    df["lossless"] = [RULES[r].lossless for r in df["rule"]]  # type: ignore[index]
+    df["tokens_per_call"] = df["tokens_per_round"]
+    df["covered"] = (df["tokens_ci_low"] <= df["tokens_exact"]) & (
+        df["tokens_exact"] <= df["tokens_ci_high"])
+    return df
+
+
+def _speedup(row: pd.Series, c: float) -> tuple[float, float, float, float]:
+    """(simulated, CI low, CI high, exact) speedup at draft cost c."""
+    rounds = np.asarray(row["rounds_batches"], dtype=float)
+    cost = rounds + c * np.asarray(row["drafted_batches"], dtype=float)
+    est, lo, hi, _ = stats.batch_mean_interval(np.asarray(row["tokens_batches"], float), cost)
+    return est, lo, hi, float(row["tokens_exact"]) / (1.0 + c * float(row["drafted_exact"]))
+
+
+def _sort(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return df.sort_values(keys, na_position="first", kind="mergesort").reset_index(drop=True)
+
+
+def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    df = _points(grid, points)
+    cs = sorted({float(c) for cl in df["c_list"] for c in cl})
+    for c in cs:
+        vals = [_speedup(row, c) if c in [float(x) for x in row["c_list"]]
+                else (np.nan,) * 4 for _, row in df.iterrows()]
+        t = _c_text(c)
+        for i, name in enumerate(("speedup", "speedup_ci_low", "speedup_ci_high",
+                                  "speedup_exact")):
+            df[f"{name}_c{t}"] = [v[i] for v in vals]
+    df["trials_total"] = df["trials_total"].astype("int64")
+    cols = ["study", *KEYS, "lossless", "trials_total", "tv_exact", "tv_mc", "tv_floor",
+            "g_statistic", "p_value", "verdict", "power", "p_value_vs_exact", "tokens_exact",
+            "tokens_per_call", "tokens_ci_low", "tokens_ci_high", "tokens_se", "batches",
+            "covered", "drafted_exact",
+            "drafted_per_round", "drafted_ci_low", "drafted_ci_high", "exact_method",
+            *[f"{n}_c{_c_text(c)}" for c in cs for n in ("speedup", "speedup_ci_low",
+                                                          "speedup_ci_high", "speedup_exact")]]
+    return _sort(df[cols], ["study", *KEYS])
+
+
+def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    df = _points(grid, points)
+    df = df[df["rule"] == "correct"]
+    rows = []
+    group_keys = ["study", "model", "alpha", "temperature"]
+    for (study, model, alpha, temp), sub in df.groupby(group_keys, dropna=False, sort=True):
+        if set(sub["policy"]) <= {"fixed"}:
+            continue
+        a = None if pd.isna(alpha) else float(alpha)
+        P, Q = markov_pair(grid.model_spec(str(model)), float(temp), a)
+        fixed = np.array([exact.long_run(P, Q, g, "correct").tokens_per_round
+                          for g in range(1, GAMMA_MAX + 1)])
+        gammas = np.arange(1, GAMMA_MAX + 1)
+        base = {"study": study, "model": model, "alpha": alpha, "temperature": temp}
+        for c in sub["c_list"].iloc[0]:
+            c = float(c)
+            speed = fixed / (1.0 + c * gammas)
+            best = int(np.argmax(speed))
+            rows.append(base | {"c": c, "policy": "best_fixed", "gamma": int(gammas[best]),
+                                "scheme": f"best fixed (γ={gammas[best]})",
+                                "tokens_exact": fixed[best], "drafted_exact": float(gammas[best]),
+                                "speedup_exact": speed[best]})
+            for _, row in sub.iterrows():
+                est, lo, hi, ex = _speedup(row, c)
+                knobs = {k: row[k] for k in KNOB_COLUMNS if pd.notna(row[k])}
+                label = row["policy"] + "".join(f" {k}={v:g}" for k, v in knobs.items())
+                rows.append(base | {"c": c, "policy": row["policy"], "gamma": int(row["gamma"]),
+                                    "scheme": f"{label} (γ={int(row['gamma'])})",
+                                    "threshold": row["threshold"], "cap": row["cap"],
+                                    "tokens_exact": row["tokens_exact"],
+                                    "tokens_per_call": row["tokens_per_call"],
+                                    "drafted_exact": row["drafted_exact"],
+                                    "drafted_per_round": row["drafted_per_round"],
+                                    "speedup": est, "speedup_ci_low": lo, "speedup_ci_high": hi,
+                                    "speedup_exact": ex})
+    cols = ["study", "model", "alpha", "temperature", "c", "policy", "gamma", "threshold", "cap",
+            "scheme", "tokens_exact", "tokens_per_call", "drafted_exact", "drafted_per_round",
+            "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_exact",
+            "best_fixed_speedup_exact", "vs_best_fixed"]
+    if not rows:  # no study runs a policy other than fixed: the table has no rows
+        return pd.DataFrame(columns=cols)
+    out = pd.DataFrame(rows)
+    out["best_fixed_speedup_exact"] = out.groupby(["study", "model", "alpha", "temperature",
+                                                   "c"], dropna=False)["speedup_exact"].transform(
+        lambda s: s[out.loc[s.index, "policy"] == "best_fixed"].iloc[0])
+    out["vs_best_fixed"] = out["speedup_exact"] / out["best_fixed_speedup_exact"]
+    return _sort(out.reindex(columns=cols), ["study", "model", "alpha", "temperature", "c",
+                                             "policy", "gamma", "threshold", "cap"])
