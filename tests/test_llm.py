@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 import yaml
 
-from specsim import cli, exact, ngram, stats
+from specsim import cli, exact, ngram, report, stats
 from specsim.engine import inverse_cdf_rows, normalised_cdf
-from specsim.llm import experiments, generation, lossless
+from specsim.llm import assisted, experiments, generation, lossless
 from specsim.llm import settings as llm_settings
-from specsim.llm.drafts import NGramDraft, last_context_id
+from specsim.llm.drafts import ModelDraft, NGramDraft, last_context_id
 from specsim.llm.lab import Lab
 from specsim.llm.loading import GGUF_PACKAGE, SMOLLM2_135M
 from specsim.llm.settings import Settings
@@ -37,6 +37,7 @@ needs_llm = pytest.mark.skipif(not HAVE_LLM, reason="the llm extra is not instal
 # --- always: no torch needed ------------------------------------------------------------------
 def test_package_imports_without_torch() -> None:
     code = ("import sys, specsim.llm.cli, specsim.llm.experiments, specsim.llm.lossless, "
+            "specsim.llm.assisted, "
             "specsim.llm.roofline, specsim.llm.figures; "
             "assert 'torch' not in sys.modules, 'torch imported eagerly'")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -98,6 +99,36 @@ def test_break_even_alpha() -> None:
     assert experiments.break_even_alpha(1, 1.0) < 1e-12
 
 
+def test_prediction_over_rounds_is_eq1_and_thm38_at_constant_gamma() -> None:
+    """The assisted table's theory: with every round drafting γ, Eq. 1 and Thm 3.8 exactly;
+    a round that drafts nothing emits one token at the cost of one target call."""
+    for alpha, gamma, c in ((0.8, 4, 0.5), (0.3, 1, 0.01), (0.95, 7, 0.2)):
+        tokens, speedup = assisted.predicted(alpha, [gamma] * 5, c)
+        assert tokens == pytest.approx(float(exact.expected_tokens(alpha, gamma)))
+        assert speedup == pytest.approx(float(exact.walltime_improvement(alpha, gamma, c)))
+    tokens, speedup = assisted.predicted(0.5, [2, 0], 0.25, verify_ratio=lambda k: k / 2.0)
+    assert tokens == pytest.approx((1.75 + 1.0) / 2)
+    assert speedup == pytest.approx((1.75 + 1.0) / (2 * 0.25 + 1.5 + 0.5))
+
+
+def test_run_counts_accepted_and_tested_drafts() -> None:
+    """Per round: accepted = emitted - 1; tested = drafts up to and including the first
+    rejection, min(emitted, drafted) (all drafted when all were accepted)."""
+    run = assisted.Run(list(range(9)), 1.0, candidates=[3, 3, 3, 0], emitted=[4, 1, 3, 1])
+    assert run.accepted == 3 + 0 + 2 + 0
+    assert run.tested == 3 + 1 + 3 + 0
+
+
+def test_settings_refuse_ngram_assistants() -> None:
+    with pytest.raises(ValueError, match="model drafts"):
+        Settings(assisted_drafts=("ngram-3",)).check()
+    with pytest.raises(ValueError, match="model drafts"):
+        Settings(lossless_assisted_draft="ngram-2").check()
+    with pytest.raises(ValueError, match="drafts"):
+        Settings(assisted_drafts=("skip-7",)).check()
+    Settings(assisted_drafts=("int8", "skip-20")).check()
+
+
 def test_settings_refuse_unknown_drafts() -> None:
     with pytest.raises(ValueError, match="drafts"):
         Settings(drafts=("skip-7",)).check()
@@ -109,7 +140,8 @@ def test_each_step_gets_what_it_reads_and_checks_only_that() -> None:
     """A step's job is passed only the settings it reads (so only they re-run it), and that
     is enough: with int8 switched off, the alpha step must not trip over the default
     ``drafts`` (which name int8) that the whole section overrides."""
-    section = Settings(int8=False, drafts=("ngram-3", "skip-20")).to_dict()
+    section = Settings(int8=False, drafts=("ngram-3", "skip-20"), assisted_drafts=("skip-20",),
+                       lossless_assisted_draft="skip-20").to_dict()
     del section["seed"]
     full = Settings.from_dict({**section, "seed": 7})
     steps = llm_settings.step_settings(section, seed=7)
@@ -148,7 +180,9 @@ def test_every_step_is_a_subcommand() -> None:
 # --- with the extra: the real model ---------------------------------------------------------
 SMALL = Settings(threads=1, ngram_orders=(2, 3), int8=False, skip_layers=(6,),
                      drafts=("ngram-3",), heldout_windows=2, heldout_window_tokens=64,
-                     cost_repeats=1, lossless_trials=100_000, lossless_top=8)
+                     cost_repeats=1, lossless_trials=100_000, lossless_top=8,
+                     assisted_drafts=("skip-6",), lossless_assisted_draft="skip-6",
+                     lossless_assisted_trials=60)
 
 
 @pytest.fixture(scope="module")
@@ -198,11 +232,19 @@ def test_skip_draft_keeps_its_own_cache_in_step(lab: Lab) -> None:
 
 @needs_llm
 def test_lossless_on_the_real_model(lab: Lab) -> None:
+    """Both loops: Alg. 1 simulated on the real distributions (and the broken rule caught),
+    and transformers' assisted generation with both draft-length policies."""
     table = lossless.lossless_table(lab)
     tests = table[table["test"] != "KV cache: max |p_cached - p_full|"]
-    correct = tests[tests["rule"] == "correct"]
+    sim = tests[tests["loop"].str.startswith("specsim")]
+    correct = sim[sim["rule"] == "correct"]
     assert len(correct) == 2 and (correct["p_value"] > 1e-3).all(), correct
-    assert (tests[tests["rule"] == "no_resample"]["p_value"] < 1e-6).all()
+    assert (sim[sim["rule"] == "no_resample"]["p_value"] < 1e-6).all()
+    hf = tests[tests["loop"].str.startswith("transformers")]
+    assert len(hf) == 4 and (hf["trials"] == SMALL.lossless_assisted_trials).all()
+    assert {loop.split(" ")[0] for loop in hf["loop"]} == {"transformers-default",
+                                                          "transformers-fixed"}
+    assert (hf["verdict"] == "lossless").all(), hf
     cache = table[table["test"] == "KV cache: max |p_cached - p_full|"]
     assert float(cache["g_statistic"].iloc[0]) < 1e-4
 
@@ -223,3 +265,64 @@ def test_alpha_table(lab: Lab) -> None:
     assert ((a["alpha_heldout"] > 0) & (a["alpha_heldout"] <= 1)).all()
     assert a.loc["ngram-3", "alpha_heldout"] > 0.1  # a real draft of real text
     assert a.loc["target", "perplexity"] < a.loc["ngram-3", "perplexity"]
+
+
+def _assisted_pair(lab: Lab) -> tuple[object, list[int]]:
+    draft = lab.draft("skip-6")
+    assert isinstance(draft, ModelDraft)
+    return draft.lm.model, lab.prompts()[0][:12]
+
+
+@needs_llm
+def test_forward_counter_counts_target_calls_of_plain_generate(lab: Lab) -> None:
+    """A known case: plain sampling of n tokens is n target calls (the prompt, then one
+    position each), one streamed token per call."""
+    _, prompt = _assisted_pair(lab)
+    run = assisted.hf_generate(lab.model, None, prompt, 5, seed=1)
+    assert run.positions == [len(prompt), 1, 1, 1, 1]
+    assert run.emitted == [1] * 5 and run.candidates == [0] * 5 and len(run.tokens) == 5
+    assert run.draft_calls == 0
+
+
+@needs_llm
+@pytest.mark.parametrize("gamma", [2, None])
+def test_assisted_generation_rounds_are_counted(lab: Lab, gamma: int | None) -> None:
+    """transformers' rounds as counted: one target call per round verifying its candidates
+    (after the prompt, then after the last emitted token), each emitting 1..γ+1 tokens."""
+    draft, prompt = _assisted_pair(lab)
+    policy = assisted.set_policy(draft, gamma)
+    assert policy == (assisted.default_policy() if gamma is None else
+                      {"num_assistant_tokens": 2, "num_assistant_tokens_schedule": "constant",
+                       "assistant_confidence_threshold": 0.0})
+    run = assisted.hf_generate(lab.model, draft, prompt, 10, seed=3)
+    cands, emitted = np.array(run.candidates), np.array(run.emitted)
+    assert len(run.tokens) == emitted.sum() == 10
+    assert ((emitted >= 1) & (emitted <= cands + 1)).all()
+    assert cands.max() <= (2 if gamma == 2 else policy["num_assistant_tokens"])
+    assert run.positions[0] == len(prompt) + cands[0]
+    assert run.draft_calls >= cands.sum() > 0  # one draft step per drafted token at least
+    if gamma == 2:  # constant schedule: 2 drafted per round but where the budget runs out
+        assert (cands[:-2] == 2).all()
+    assert 0 <= run.accepted <= run.tested <= cands.sum()
+
+
+@needs_llm
+def test_assisted_table_columns_are_documented(lab: Lab) -> None:
+    import copy
+
+    import pandas as pd
+
+    small = copy.copy(lab)
+    small.s = Settings(**{**SMALL.to_dict(), "gamma": (2,), "prompts": 1, "new_tokens": 6,
+                          "seed": 5})
+    costs = pd.DataFrame({"model": ["target"] * 3 + ["skip-6"],
+                          "measure": ["call"] * 3 + ["draft_step"],
+                          "positions": [1, 2, 3, 1], "seconds": [0.02, 0.03, 0.035, 0.005]})
+    table = assisted.assisted_table(small, costs)
+    assert list(zip(table["loop"], table["gamma"], strict=True)) == [
+        ("specsim", 0), ("transformers", 0), ("specsim", 2), ("transformers-fixed", 2),
+        ("transformers-default", assisted.default_policy()["num_assistant_tokens"])]
+    assert (table["tokens"] >= 6).all() and (table["tokens_per_call"] >= 1).all()
+    assert np.allclose(table.loc[2:, "c"], 0.25)
+    assert report.undocumented("llm_assisted", table.columns) == []
+    assert set(report.doc("llm_assisted").columns) == set(table.columns)

@@ -369,6 +369,54 @@ TABLES: dict[str, TableDoc] = {
             **GTEST,
             "df": "degrees of freedom of the G-test",
         }),
+    # --- the LLM tier (workflow/rules/llm.smk, opt-in; its other tables are not in the report) -
+    "llm_assisted": TableDoc(
+        "LLM: specsim's loop beside transformers' assisted generation",
+        "SmolLM2-135M-Instruct on this CPU with the same draft model: specsim's speculative loop "
+        "and transformers' ``generate(..., assistant_model=draft)`` (its default draft-length "
+        "policy and a fixed γ), sampling at temperature 1, beside plain sampling by each; "
+        "measured tokens per second and per target call against Leviathan Eq. 1 and Thm 3.8 at "
+        "the measured α and draft cost. Wall-clock timings: not deterministic.",
+        {
+            "loop": "specsim (its own loop, Alg. 1 with KV caches), transformers-fixed "
+                    "(assisted generation, constant γ, no confidence stop), "
+                    "transformers-default (assisted generation with transformers' default "
+                    "draft-length policy); specsim / transformers alone on the target-alone rows",
+            "draft": "the draft model (the assistant), or target alone for plain sampling",
+            "gamma": "draft length γ: tokens drafted per round (for transformers-default its "
+                     "num_assistant_tokens, an upper bound; 0 for the target alone)",
+            "policy": "the draft-length policy: schedule, num_assistant_tokens and the "
+                      "assistant's confidence threshold (drafting stops below it)",
+            "prompts": "held-out prompts generated from (the same for every row)",
+            "tokens": "new tokens generated over all prompts",
+            "target_calls": "target forward calls (rounds), counted with a forward hook",
+            "draft_calls": "draft forward calls (draft steps)",
+            "gamma_mean": "mean tokens drafted per round (below gamma where the confidence stop "
+                          "or the remaining token budget cut a round short)",
+            "gamma_max": "most tokens drafted in one round",
+            "tokens_per_call": "tokens emitted per target call (accepted drafts + 1 per round)",
+            "tokens_per_call_sd": "standard deviation of the tokens emitted per round",
+            "seconds": "wall time of all the row's generations",
+            "tokens_per_second": "tokens / seconds",
+            "speedup_measured": "tokens_per_second over that of plain sampling by the same "
+                                "library (the target-alone row of specsim or of transformers)",
+            "target_share": "share of the wall time spent inside target forward calls (the "
+                            "rest: draft calls and each loop's own code)",
+            "accept_rate": "drafts accepted / drafts tested (up to and including the first "
+                           "rejection of each round): the measured α",
+            "accept_ci_low": "lower end of the 95% Wilson interval of accept_rate",
+            "accept_ci_high": "upper end of that interval",
+            "c": "draft step / KV-cached target call of one position, from the costs table",
+            "c_in_situ": "mean draft forward call in this loop over the seconds per token of "
+                         "the same library's plain sampling",
+            "tokens_eq1": f"{EQ1} at accept_rate, averaged over the rounds' draft lengths",
+            "speedup_thm38": "Leviathan Thm 3.8 at accept_rate and c over the rounds' draft "
+                             "lengths: Σ Eq. 1 / Σ (γ c + 1)",
+            "speedup_cost_model": "the same with the measured T(γ+1)/T(1) of the costs table "
+                                  "in place of 1: Σ Eq. 1 / Σ (γ c + T(γ+1)/T(1))",
+            "threads": "torch threads",
+        },
+        csv="results/llm/assisted.csv"),
     "schemes": TableDoc(
         "Beyond the seeds: verification schemes and draft-length policies",
         "One row per point of every ``schemes`` study: a rule of the literature (block "
@@ -451,7 +499,8 @@ TABLES: dict[str, TableDoc] = {
         }),
 }
 
-STUDY_TABLES = tuple(n for n in TABLES if n != "checks" and not n.startswith("realtext_"))
+STUDY_TABLES = tuple(n for n in TABLES if n != "checks" and not n.startswith("realtext_")
+                     and not n.startswith("llm_"))
 REALTEXT_TABLES = tuple(n for n in TABLES if n.startswith("realtext_"))
 CAPTION_DIR = Path("workflow") / "report" / "tables"  # relative to the repository root
 

@@ -1,5 +1,6 @@
 # A real transformer on this CPU (issue 8, tier 2, opt-in): SmolLM2-135M-Instruct as the target;
-# token n-gram, int8 and layer-skipping drafts. corpus -> alpha, costs -> speculative; lossless;
+# token n-gram, int8 and layer-skipping drafts. corpus -> alpha, costs -> speculative, assisted
+# (specsim's loop beside transformers' assisted generation); lossless (both loops);
 # device -> intensity; figures; machine.json (the run's record). Runs when the config has an
 # `llm:` section -- config.yaml has none; `make llm` adds workflow/llm.yaml and installs the
 # `llm` extra. The tables, figures and steps, and which settings each step reads, come from
@@ -176,6 +177,36 @@ rule llm_speculative:
         "--costs {input.costs:q} --alpha {input.alpha:q} --out {output.csv:q} 2> {log:q}"
 
 
+# The same target / draft pair through specsim's loop and transformers' own assisted generation
+# (model.generate(..., assistant_model=draft)): its default draft-length policy and a fixed γ.
+# The table is also rendered as HTML for the report (columns: specsim.report.TABLES).
+rule llm_assisted:
+    input:
+        corpus="results/llm/corpus.npz",
+        costs="results/llm/costs.csv",
+    output:
+        csv="results/llm/assisted.csv",
+        md="results/llm/assisted.md",
+        html=table_report(
+            "llm_assisted",
+            category="LLM on this CPU",
+            path="results/llm/assisted.html",
+        ),
+    log:
+        "logs/llm/assisted.log",
+    benchmark:
+        "benchmarks/out/llm_assisted.tsv"
+    threads: all_cores
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        settings=LLM_SETTINGS["assisted"],
+    shell:
+        "specsim llm --settings {params.settings:q} assisted --corpus {input.corpus:q} "
+        "--costs {input.costs:q} --out {output.csv:q} --html {output.html:q} 2> {log:q}"
+
+
 rule llm_lossless:
     input:
         corpus="results/llm/corpus.npz",
@@ -203,6 +234,7 @@ rule llm_figures:
         alpha="results/llm/alpha.csv",
         intensity="results/llm/intensity.csv",
         speculative="results/llm/speculative.csv",
+        assisted="results/llm/assisted.csv",
     output:
         pdf=report_figures(llm_settings.FIGURES, "pdf", "LLM on this CPU"),
         png=report_figures(llm_settings.FIGURES, "png", "LLM on this CPU"),

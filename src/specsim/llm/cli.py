@@ -51,7 +51,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     step("speculative", "plain vs speculative generation per (draft, γ)",
          corpus="token corpus .npz", costs="costs table .csv", alpha="alpha table .csv",
          out="speculative table .csv")
-    step("lossless", "exact law vs Monte Carlo of the first two tokens; KV-cache check",
+    step("assisted", "specsim's loop beside transformers' assisted generation (same pair)",
+         corpus="token corpus .npz", costs="costs table .csv", out="assisted table .csv",
+         html="assisted table .html (for the report)")
+    step("lossless", "exact law vs Monte Carlo of the first two tokens (Alg. 1 simulated, "
+         "transformers' assisted generation); KV-cache check",
          corpus="token corpus .npz", out="lossless table .csv")
     step("figures", "the LLM figures (PDF + PNG) from the tables",
          tables_dir="directory of the tables", out_dir="directory of the figures")
@@ -89,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
     elif args.step == "machine":
         write_json(args.out, _machine(s, args.corpus_meta, args.device))
     else:
-        write_table(_with_lab(s, args), args.out)
+        table = _with_lab(s, args)
+        write_table(table, args.out)
+        if args.step == "assisted":
+            from specsim.report import write_html
+
+            write_html(table, "llm_assisted", args.html)
     record[args.step] = round(time.perf_counter() - t0, 3)
     record["loadavg_1min_after"] = os.getloadavg()[0]
     print(json.dumps(record), file=sys.stderr)
@@ -145,6 +154,10 @@ def _with_lab(s: Any, args: argparse.Namespace) -> Any:
         table = experiments.alpha_table(lab)
     elif args.step == "costs":
         table = experiments.verify_cost_table(lab)
+    elif args.step == "assisted":
+        from specsim.llm.assisted import assisted_table
+
+        table = assisted_table(lab, pd.read_csv(args.costs))
     elif args.step == "speculative":
         table = experiments.speculative_table(lab, pd.read_csv(args.costs),
                                               pd.read_csv(args.alpha))

@@ -79,8 +79,58 @@ def figure_alpha(tables_dir: Path) -> Any:
     return fig
 
 
+def figure_assisted(tables_dir: Path) -> Any:
+    """specsim's loop beside transformers' assisted generation (same pair): tokens per target
+    call, tokens per second and speedup over each library's plain sampling, against γ."""
+    import matplotlib.pyplot as plt
+
+    from specsim.figures import WIDE
+
+    t = pd.read_csv(tables_dir / "assisted.csv")
+    plain = t[t["draft"] == "target alone"].set_index("loop")
+    runs = t[t["draft"] != "target alone"]
+    drafts = list(dict.fromkeys(runs["draft"]))
+    colour = {"specsim": "C0", "transformers-fixed": "C1", "transformers-default": "C2"}
+    marks = "osD^v"
+    fig, (tc, ts, sp) = plt.subplots(1, 3, figsize=(WIDE, 2.8))
+    for j, name in enumerate(drafts):
+        for loop, g in runs[runs["draft"] == name].groupby("loop", sort=False):
+            col, mk = colour.get(str(loop), "k"), marks[j % len(marks)]
+            label = str(loop) + (f", {name}" if len(drafts) > 1 else "")
+            # the default policy drafts a variable number: placed at its mean draft length
+            x = g["gamma_mean"] if loop == "transformers-default" else g["gamma"]
+            style = "" if loop == "transformers-default" else "-"
+            tc.plot(x, g["tokens_per_call"], mk + style, color=col, label=label)
+            tc.plot(x, g["tokens_eq1"], mk + "--", color=col, mfc="none", lw=0.8)
+            ts.plot(x, g["tokens_per_second"], mk + style, color=col, label=label)
+            sp.plot(x, g["speedup_measured"], mk + style, color=col, label=label)
+            sp.plot(x, g["speedup_thm38"], "--", color=col, lw=0.8)
+            sp.plot(x, g["speedup_cost_model"], ":", color=col, lw=1.0)
+    for lib, col in (("specsim", "C0"), ("transformers", "C1")):
+        if lib in plain.index:
+            ts.axhline(plain.loc[lib, "tokens_per_second"], color=col, ls=":", lw=1.0,
+                       label=f"{lib}, target alone")
+    sp.axhline(1, color="0.3", lw=0.6)
+    gammas = sorted(runs.loc[runs["loop"] != "transformers-default", "gamma"].unique())
+    for ax in (tc, ts, sp):
+        ax.set_xlabel("tokens drafted per round, γ")
+        ax.set_xticks(gammas)
+    tc.set_ylabel("tokens per target call")
+    tc.set_title("measured (filled), Eq. 1 at the\nmeasured α (open, --)")
+    tc.legend(loc="upper left")
+    ts.set_ylim(0, None)
+    sp.set_ylim(0, None)
+    ts.set_ylabel("tokens per second")
+    ts.set_title("wall clock (dotted: target alone)")
+    ts.legend(loc="lower right")
+    sp.set_ylabel("speedup over the same library alone")
+    sp.set_title("measured, Thm 3.8 (--),\nwith measured T(γ+1)/T(1) (:)")
+    return fig
+
+
 #: One builder per name of :data:`specsim.llm.settings.FIGURES`; each reads the tables' directory.
-FIGURES: dict[str, Callable[[Path], Any]] = {"llm_costs": figure_costs, "llm_alpha": figure_alpha}
+FIGURES: dict[str, Callable[[Path], Any]] = {"llm_costs": figure_costs, "llm_alpha": figure_alpha,
+                                             "llm_assisted": figure_assisted}
 
 
 def make_figures(tables_dir: str | Path, out_dir: str | Path) -> None:

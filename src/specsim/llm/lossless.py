@@ -1,14 +1,22 @@
 """Lossless on the real model: the exact law of the first two emitted tokens against Monte Carlo
-counts of Alg. 1's accept / resample steps on the real target's and draft's distributions."""
+counts of Alg. 1's accept / resample steps on the real target's and draft's distributions, and
+against the tokens transformers' own assisted generation emits (many seeded ``generate`` calls
+with the same target and a model draft), by the same G-test."""
 
 from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from specsim import exact, stats
-from specsim.llm.drafts import NGramDraft
+from specsim.llm.assisted import hf_generate, policy_name, set_policy, torch_seed
+from specsim.llm.drafts import ModelDraft, NGramDraft
 from specsim.llm.generation import cache_consistency, speculative_generate
 from specsim.llm.lab import IntArray, Lab
 from specsim.llm.loading import FloatArray, softmax
@@ -33,8 +41,37 @@ def _alg1_position(p: FloatArray, q: FloatArray, which: IntArray, u: FloatArray,
     return np.where(ok, x, fallback(which, u[2])), ok
 
 
-def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e-3
-                   ) -> pd.DataFrame:
+def assisted_counts(lab: Lab, assistant: Any, h: list[int], max_new: int, trials: int,
+                    slot: IntArray, seed: tuple[Any, ...]) -> tuple[IntArray, IntArray]:
+    """Counts of the first token (all V) and of the coarsened first two tokens (t1 among the
+    ``slot`` < m top first tokens, then t2; one cell for any other t1) over ``trials`` calls
+    of transformers' assisted generation from ``h`` (``max_new`` new tokens at most, EOS
+    stopping as usual), each call with its own torch seed. The assistant's draft-length
+    policy is used as it is set (:func:`.assisted.set_policy`)."""
+    v = slot.size
+    m = int(slot.max())
+    first = np.zeros(v, dtype=np.int64)
+    two = np.zeros(m * v + 1, dtype=np.int64)
+    t0 = time.perf_counter()
+    for i in range(trials):
+        if i and i % 100 == 0:  # each trial is a real generation: progress to the rule's log
+            print(json.dumps({"assisted_trials_done": i, "of": trials, "policy": seed[-1],
+                              "seconds": round(time.perf_counter() - t0, 1)}), file=sys.stderr)
+        run = hf_generate(lab.model, assistant, h, max_new,
+                          torch_seed(seed_for(lab.s.seed, *seed, i)), exact_length=False)
+        t1 = run.tokens[0]
+        first[t1] += 1
+        if slot[t1] == m:
+            two[-1] += 1
+        elif len(run.tokens) < 2:
+            raise RuntimeError(f"generation stopped after a first token among the top {m}")
+        else:
+            two[slot[t1] * v + run.tokens[1]] += 1
+    return first, two
+
+
+def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e-3,
+                   assisted_trials: int | None = None) -> pd.DataFrame:
     """Exact law of the first two emitted tokens vs Monte Carlo counts of Alg. 1.
 
     Exact: p(t1 | h) for all V first tokens, and p(t2 | h t1) for the ``lossless_top`` most
@@ -46,6 +83,13 @@ def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e
     with γ = 1 after an acceptance the bonus token from p(. | h t1), after a rejection the first
     position of a new round at h t1 -- Alg. 1's own branches. Also tested: the first token alone
     over all V cells.
+
+    transformers' assisted generation (``lossless_assisted_draft`` as the assistant, sampling
+    at temperature 1, no top-k) is tested the same way with ``lossless_assisted_trials`` real
+    ``generate`` calls of at most γ+1 new tokens (γ = ``lossless_gamma``, so the first round
+    drafts γ tokens), once with transformers' default draft-length policy (its γ capped at the
+    γ these calls leave room for) and once with the fixed γ. Far fewer trials than the
+    simulated rows (each is a real generation): the same test, much less power.
     """
     import torch
 
@@ -66,8 +110,9 @@ def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e
     law = np.concatenate([(p1[top, None] * p2).ravel(), [1.0 - p1[top].sum()]])
     slot = np.full(v, m, dtype=np.int64)
     slot[top] = np.arange(m)
-    rows = []
+    rows: list[dict[str, Any]] = []
     floors: dict[int, float] = {}
+    loop = "specsim (Alg. 1 steps, simulated)"
     for rule in ("correct", "no_resample"):
         rng = np.random.default_rng(seed_for(s.seed, "llm-lossless", rule))
         counts = np.zeros(m * v + 1, dtype=np.int64)
@@ -90,7 +135,7 @@ def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e
             g = stats.gof_test(obs, exp_)
             if exp_.size not in floors:  # the same law and n for both rules
                 floors[exp_.size] = stats.tv_floor(exp_, int(obs.sum()))
-            rows.append({"rule": rule, "test": what, "prompt": s.lossless_prompt,
+            rows.append({"loop": loop, "rule": rule, "test": what, "prompt": s.lossless_prompt,
                          "draft": s.lossless_draft, "gamma": s.lossless_gamma,
                          "trials": int(obs.sum()), "cells_pooled": g.cells,
                          "mass_tested": float(p1[top].sum()) if "two" in what else 1.0,
@@ -98,10 +143,30 @@ def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e
                          "tv_floor": floors[exp_.size],
                          "g_statistic": g.statistic, "df": g.df, "p_value": g.p_value,
                          "verdict": stats.verdict(g.p_value, significance)})
+    n_hf = assisted_trials or s.lossless_assisted_trials
+    assistant = lab.draft(s.lossless_assisted_draft)
+    assert isinstance(assistant, ModelDraft)
+    for gamma, which in ((None, "transformers-default"), (s.lossless_gamma, "transformers-fixed")):
+        policy = set_policy(assistant.lm.model, gamma)
+        first_counts, counts = assisted_counts(lab, assistant.lm.model, h, s.lossless_gamma + 1,
+                                               n_hf, slot, ("llm-lossless-assisted", which))
+        for what, obs, exp_ in (("first token, all V", first_counts, p1),
+                                (f"first two, top-{m} first tokens + other", counts, law)):
+            g = stats.gof_test(obs, exp_)
+            rows.append({"loop": f"{which} ({policy_name(policy)})", "rule": "correct",
+                         "test": what, "prompt": s.lossless_prompt,
+                         "draft": s.lossless_assisted_draft, "gamma": s.lossless_gamma,
+                         "trials": int(obs.sum()), "cells_pooled": g.cells,
+                         "mass_tested": float(p1[top].sum()) if "two" in what else 1.0,
+                         "tv_mc": exact.tv(obs / obs.sum(), exp_),
+                         "tv_floor": stats.tv_floor(exp_, int(obs.sum())),
+                         "g_statistic": g.statistic, "df": g.df, "p_value": g.p_value,
+                         "verdict": stats.verdict(g.p_value, significance)})
     # the KV-cached generator verifies against the distributions of a cache-free pass
     gen = speculative_generate(lab.target, draft, h, 4, 24,
                                np.random.default_rng(seed_for(s.seed, "llm-cache")), record=True)
-    rows.append({"rule": "correct", "test": "KV cache: max |p_cached - p_full|", "prompt":
+    rows.append({"loop": "specsim", "rule": "correct",
+                 "test": "KV cache: max |p_cached - p_full|", "prompt":
                  s.lossless_prompt, "draft": s.lossless_draft, "gamma": 4,
                  "trials": len(gen.per_round), "g_statistic": cache_consistency(
                      lab.model, h, gen)})

@@ -18,9 +18,9 @@ DRAFT_KEYS = ("ngram_orders", "int8", "skip_layers")
 
 #: Tables, each ``results/llm/<name>.csv`` with a ``.md`` twin. Most hold wall-clock timings
 #: (not deterministic), so they stay beside the run's record rather than in results/tables/.
-TABLES = ("kernels", "alpha", "costs", "intensity", "speculative", "lossless")
+TABLES = ("kernels", "alpha", "costs", "intensity", "speculative", "assisted", "lossless")
 #: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
-FIGURES = ("llm_costs", "llm_alpha")
+FIGURES = ("llm_costs", "llm_alpha", "llm_assisted")
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,9 @@ class Settings:
     lossless_gamma: int = 2
     lossless_top: int = 24
     lossless_trials: int = 400_000
+    assisted_drafts: tuple[str, ...] = ("int8",)  # also run in transformers' assisted generation
+    lossless_assisted_draft: str = "int8"
+    lossless_assisted_trials: int = 200
     matmul_size: int = 2048
     copy_mib: int = 512
 
@@ -81,12 +84,20 @@ class Settings:
 
         known = set(self.draft_names())
         named = [*(self.drafts if about("drafts", *DRAFT_KEYS) else ()),
-                 *((self.lossless_draft,) if about("lossless_draft", *DRAFT_KEYS) else ())]
+                 *(self.assisted_drafts if about("assisted_drafts", *DRAFT_KEYS) else ()),
+                 *((self.lossless_draft,) if about("lossless_draft", *DRAFT_KEYS) else ()),
+                 *((self.lossless_assisted_draft,)
+                   if about("lossless_assisted_draft", *DRAFT_KEYS) else ())]
         bad = [d for d in named if d not in known]
         if bad:
             raise ValueError(f"drafts {bad} are not among the built drafts {sorted(known)}")
         if not self.lossless_draft.startswith("ngram-"):
             raise ValueError("lossless_draft must be an n-gram draft")
+        # transformers' assisted generation needs a transformers model as the assistant
+        if any(d.startswith("ngram-") for d in (*self.assisted_drafts,
+                                                  self.lossless_assisted_draft)):
+            raise ValueError("assisted_drafts and lossless_assisted_draft must be model drafts "
+                             "(int8 or skip-k): transformers cannot use an n-gram as assistant")
         if any(not 1 <= k <= 3 for k in self.ngram_orders):
             raise ValueError("n-gram orders must lie in 1..3")
         if any(not 1 <= k < N_LAYERS for k in self.skip_layers):
@@ -107,8 +118,11 @@ STEPS: dict[str, tuple[str, ...]] = {
     "intensity": ("cost_context_tokens",),
     "speculative": ("threads", "seed", *DRAFT_KEYS, "drafts", "gamma", "prompts",
                     "prompt_tokens", "new_tokens"),
+    "assisted": ("threads", "seed", *DRAFT_KEYS, "assisted_drafts", "gamma", "prompts",
+                 "prompt_tokens", "new_tokens"),
     "lossless": ("threads", "seed", "lossless_prompt", "lossless_draft", "lossless_gamma",
-                 "lossless_top", "lossless_trials"),
+                 "lossless_top", "lossless_trials", "lossless_assisted_draft",
+                 "lossless_assisted_trials"),
     "figures": (),
     "machine": tuple(Settings.__dataclass_fields__),
 }
