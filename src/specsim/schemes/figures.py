@@ -92,6 +92,24 @@ def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
     return fig
 
 
+def _label_points(ax: plt.Axes, x: np.ndarray, y: np.ndarray, knobs: np.ndarray, color: str,
+                  below: bool) -> None:
+    """Knob values beside their points; points that coincide (the same exact law, e.g. typical
+    acceptance once ε exceeds its entropy threshold) share one label "a, b"."""
+    groups: list[tuple[float, float, list[str]]] = []
+    for xi, yi, k in zip(x, y, knobs, strict=True):
+        for gx, gy, names in groups:
+            if np.isclose(xi, gx, rtol=1e-9) and np.isclose(yi, gy, rtol=1e-9):
+                names.append(f"{k:g}")
+                break
+        else:
+            groups.append((xi, yi, [f"{k:g}"]))
+    for i, (gx, gy, names) in enumerate(sorted(groups)):
+        dy = (-9 - 8 * (i % 2)) if below else (3 + 8 * (i % 2))  # neighbours alternate rows
+        ax.annotate(", ".join(sorted(names, key=float)), (gx, gy), textcoords="offset points",
+                    xytext=(3, dy), fontsize=F.MIN_FONTSIZE, color=color)
+
+
 def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
     """Exact TV vs exact speedup of the lossy rules as their knob varies, one panel per c."""
     df = F._table(tables_dir, "schemes")
@@ -122,10 +140,8 @@ def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
                     mew=0.5, ms=3.5, zorder=3)
             knob = knob_of.get(rule)
             if knob in g:
-                for xi, yi, k in zip(x, np.maximum(g["tv_exact"], floor_tv), g[knob],
-                                     strict=True):
-                    ax.annotate(f"{k:g}", (xi, yi), textcoords="offset points", xytext=(3, 3),
-                                fontsize=F.MIN_FONTSIZE, color=col[rule])
+                _label_points(ax, x.to_numpy(), np.maximum(g["tv_exact"], floor_tv).to_numpy(),
+                              g[knob].to_numpy(), col[rule], below=rule != rules[0])
         if not ref.empty:
             ax.axvline(ref[f"speedup_exact_c{ct}"].iloc[0], color="0.3", lw=0.8, ls="--")
         ax.set_yscale("log")
@@ -152,7 +168,7 @@ def schemes_policies(grid: Grid, tables_dir: str) -> plt.Figure:
     """Exact speedup vs c of each policy and of the best fixed γ; simulated ± CI; and each
     policy's speedup relative to the best fixed γ."""
     df = F._table(tables_dir, "schemes_policies")
-    fig, (ax, rel) = plt.subplots(1, 2, figsize=(F.WIDE, 3.1), layout="constrained")
+    fig, (ax, rel) = plt.subplots(1, 2, figsize=(F.WIDE, 4.0), layout="constrained")
     if df.empty:
         ax.text(0.5, 0.5, "no study runs a draft-length policy", ha="center",
                 transform=ax.transAxes)
@@ -182,19 +198,19 @@ def schemes_policies(grid: Grid, tables_dir: str) -> plt.Figure:
         ax.errorbar(g["c"], g["speedup"], yerr=F._yerr(g, "speedup", "speedup_ci_low",
                                                        "speedup_ci_high"),
                     fmt=".", ms=2.5, color=col[s], elinewidth=0.6, zorder=3)
-        label = s + ("  ← transformers default" if is_default else "")
         handles.append(Line2D([], [], color=col[s], lw=lw, ls=ls,
-                              marker="*" if is_default else "", ms=6, label=label))
-    handles.append(Line2D([], [], color="0.3", marker=".", ms=3, ls="",
-                          label="simulated ± 95% CI"))
+                              marker="*" if is_default else "", ms=6, label=s))
+    handles += [Line2D([], [], color="0.3", marker="*", ms=6, lw=1.6,
+                       label="transformers' defaults"),
+                Line2D([], [], color="0.3", marker=".", ms=3, ls="", label="simulated ± 95% CI")]
     for axis in (ax, rel):
         axis.set_xscale("log")
         axis.set_xlabel("draft cost c (per draft token, in target calls)")
     ax.set_ylabel("speedup over the target alone")
     rel.set_ylabel("speedup / best fixed γ's (exact)")
     rel.axhline(1.0, color="black", lw=1.0)
-    fig.legend(handles=handles, loc="outside lower center", ncol=3, handletextpad=0.3,
-               frameon=False)
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, handletextpad=0.3,
+               columnspacing=1.0, frameon=False)
     alpha = "" if pd.isna(key[2]) else f", α = {key[2]:g}"
     fig.suptitle(f"Draft-length policies vs the best fixed γ ({key[1]}{alpha})", fontsize=8)
     return fig

@@ -100,6 +100,19 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     return _sort(df[cols], ["study", *KEYS])
 
 
+def _policy_label(row: pd.Series) -> str:
+    """A short legend label: ``fixed γ=20``, ``confidence 0.4, γ≤20``, ``heuristic from γ=5``
+    (its cap when not the default)."""
+    g = int(row["gamma"])
+    if row["policy"] == "confidence":
+        return f"confidence {row['threshold']:g}, γ≤{g}"
+    if row["policy"] == "heuristic":
+        cap = int(row["cap"])
+        default = int(POLICIES["heuristic"].knobs[0].default)
+        return f"heuristic from γ={g}" + ("" if cap == default else f", cap {cap}")
+    return f"{row['policy']} γ={g}"
+
+
 def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = _points(grid, points)
     df = df[df["rule"] == "correct"]
@@ -124,10 +137,9 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                                 "speedup_exact": speed[best]})
             for _, row in sub.iterrows():
                 est, lo, hi, ex = _speedup(row, c)
-                knobs = {k: row[k] for k in KNOB_COLUMNS if pd.notna(row[k])}
-                label = row["policy"] + "".join(f" {k}={v:g}" for k, v in knobs.items())
+                label = _policy_label(row)
                 rows.append(base | {"c": c, "policy": row["policy"], "gamma": int(row["gamma"]),
-                                    "scheme": f"{label} (γ={int(row['gamma'])})",
+                                    "scheme": label,
                                     "threshold": row["threshold"], "cap": row["cap"],
                                     "tokens_exact": row["tokens_stationary"],
                                     "tokens_per_call": row["tokens_per_call"],
