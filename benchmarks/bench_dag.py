@@ -2,8 +2,9 @@
 
 1. Start-up of a point job: ``python -m specsim.cli point`` on a point whose simulation is
    negligible, beside a bare ``python -c pass`` and ``import numpy`` (best of ``--repeats``).
-2. The clean default DAG, per-point layout (this checkout) vs the sharded layout of commit
-   ``BASELINE`` (exported with ``git archive`` and run from its own sources), on the same cores,
+2. The clean default DAG, per-point layout (this checkout, on the grid the baseline can run:
+   config.yaml without its ``schemes`` studies) vs the sharded layout of commit ``BASELINE``
+   (exported with ``git archive`` and run from its own sources), on the same cores,
    one after the other, both with the profile's scheduler (greedy) and nothing else; then the
    incremental edit "add 0.95 to studies.accept_curve.alpha" on the finished per-point run.
 3. ``snakemake -n`` on a 10^4-point grid (benchmarks/scale_config.yaml).
@@ -80,12 +81,16 @@ def dag(cores: int, scratch: Path) -> dict[str, float]:
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
     env = dict(os.environ, PYTHONPATH=str(old / "src"))  # the baseline's own package
-    config = ROOT / "config.yaml"
+    # The same grid for both layouts: this checkout's config without the studies the baseline
+    # cannot run (analysis: schemes, added since) -- the baseline's 114 points.
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    cfg["studies"] = {k: v for k, v in cfg["studies"].items() if v["analysis"] != "schemes"}
+    config = scratch / "same_grid.yaml"
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
     out = {"sharded (baseline)": run_dag(old / "Snakefile", scratch / "run_old",
                                          old / "config.yaml", cores, env),
            "per point (this checkout)": run_dag(ROOT / "Snakefile", scratch / "run_new",
                                                 config, cores)}
-    cfg = yaml.safe_load(config.read_text())
     edited = copy.deepcopy(cfg)
     edited["studies"]["accept_curve"]["alpha"].append(0.95)
     path = scratch / "edited.yaml"
