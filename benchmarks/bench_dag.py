@@ -1,7 +1,9 @@
 """DAG benchmark (issue 11): what one job per grid point costs, measured side by side in one run.
 
-1. Start-up of a point job: ``python -m specsim.cli point`` on a point whose simulation is
-   negligible, beside a bare ``python -c pass`` and ``import numpy`` (best of ``--repeats``).
+1. Start-up of a point job on a point whose simulation is negligible: ``specsim-point`` (what
+   the rule runs: a client handing the job to a warm worker, :mod:`specsim.pointserver`) and
+   ``specsim point`` in process, beside a bare ``python -c pass`` and ``import numpy`` (best of
+   ``--repeats``).
 2. The clean default DAG, per-point layout (this checkout, on the grid the baseline can run:
    config.yaml without its ``schemes`` studies) vs the sharded layout of commit ``BASELINE``
    (exported with ``git archive`` and run from its own sources), on the same cores,
@@ -53,12 +55,15 @@ def startup(repeats: int, scratch: Path) -> dict[str, float]:
                  if p.measure == "long_run" and isinstance(p.family, TableFamily))
     job = to_arg(describe(grid, point))
     py = sys.executable
+    files = ["--sim", str(scratch / "s.parquet"), "--exact", str(scratch / "e.parquet")]
+    client = [py, "-m", "specsim_point", "--job", job, *files]
+    subprocess.run(client, check=True, capture_output=True, cwd=scratch)  # starts the worker
     return {
         "python -c pass": best_of([py, "-c", "pass"], repeats),
         "python -c 'import numpy'": best_of([py, "-c", "import numpy"], repeats),
-        "specsim point (whole job)": best_of(
-            [py, "-m", "specsim.cli", "point", "--job", job, "--sim", str(scratch / "s.parquet"),
-             "--exact", str(scratch / "e.parquet")], repeats),
+        "specsim point (in process)": best_of(
+            [py, "-m", "specsim.cli", "point", "--job", job, *files], repeats),
+        "specsim-point (warm worker)": best_of(client, repeats, cwd=scratch),
     }
 
 
@@ -126,7 +131,7 @@ def main() -> None:
         s = startup(args.repeats, scratch)
         for k, v in s.items():
             print(f"  {k:<32} {v:6.3f} s")
-        point_startup = s["specsim point (whole job)"]
+        point_startup = s["specsim-point (warm worker)"]
         ratio = frac = float("nan")
         if not args.skip_dag:
             print(f"\nclean default DAG on {args.cores} cores (wall seconds)")

@@ -32,7 +32,8 @@ rule point:
     params:
         job=point_job,
     shell:
-        "specsim point --job {params.job:q} --sim {output.sim:q} --exact {output.exact:q} "
+        # specsim-point = `specsim point` through a warm worker (no numpy/pyarrow import per job)
+        "specsim-point --job {params.job:q} --sim {output.sim:q} --exact {output.exact:q} "
         "2> {log:q}"
 
 
