@@ -188,3 +188,89 @@ def test_exact_first_two_tokens_follow_the_registry(rule: str, knobs: dict[str, 
     tokens, drafted, _ = long_run(law)
     assert 1.0 <= tokens <= (8 if policy == "heuristic" else 3) + 1
     assert drafted <= (8 if policy == "heuristic" else 3) * dict(knobs).get("drafts", 1) + 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. lenience and typical acceptance against a scalar round written from the papers
+# ---------------------------------------------------------------------------------------------
+def _lenient_accept(p: np.ndarray, q: np.ndarray, x: int, lenience: float) -> float:
+    """Leviathan et al. App. A.5: accept x ~ q w.p. min(1, p(x) / (l q(x)))."""
+    return 1.0 if lenience * q[x] == 0 else min(1.0, p[x] / (lenience * q[x]))
+
+
+def _lenient_reject(p: np.ndarray, q: np.ndarray, lenience: float) -> np.ndarray:
+    r = np.array([max(p[y] - lenience * q[y], 0.0) for y in range(len(p))])
+    return r / r.sum() if r.sum() > 0 else p
+
+
+def _typical_accept(p: np.ndarray, x: int, eps: float, delta: float) -> float:
+    """Medusa Sec. 2.3.1: accept x iff p(x) > min(eps, delta exp(-H(p)))."""
+    h = -sum(v * np.log(v) for v in p if v > 0)
+    return 1.0 if p[x] > min(eps, delta * np.exp(-h)) else 0.0
+
+
+def _scalar_round(P: np.ndarray, Q: np.ndarray, ctx: int, gamma: int, accept, reject
+                  ) -> dict[tuple[int, ...], float]:
+    """Law of the emitted sequence of one round, by recursion over drafts: draft x ~ Q[c];
+    accept w.p. accept(P[c], Q[c], x) and continue from x; else emit one token of
+    reject(P[c], Q[c]) and stop; after gamma acceptances a bonus token from P[last]."""
+    out: dict[tuple[int, ...], float] = {}
+
+    def go(c: int, depth: int, prefix: tuple[int, ...], mass: float) -> None:
+        if depth == gamma:
+            for y, py in enumerate(P[c]):
+                out[(*prefix, y)] = out.get((*prefix, y), 0.0) + mass * py
+            return
+        for x, qx in enumerate(Q[c]):
+            if qx == 0:
+                continue
+            a = accept(P[c], Q[c], x)
+            if a > 0:
+                go(x, depth + 1, (*prefix, x), mass * qx * a)
+            if a < 1:
+                for y, ry in enumerate(reject(P[c], Q[c])):
+                    key = (*prefix, y)
+                    out[key] = out.get(key, 0.0) + mass * qx * (1 - a) * ry
+    go(ctx, 0, (), 1.0)
+    return out
+
+
+@pytest.mark.parametrize(("rule", "knobs"), [
+    ("lenient", {"lenience": 0.5}), ("lenient", {"lenience": 0.0}),
+    ("typical", {"epsilon": 0.09, "delta": 0.3}), ("typical", {"epsilon": 0.3, "delta": 0.9}),
+])
+def test_lossy_rules_match_a_scalar_round_from_the_papers(rule: str,
+                                                          knobs: dict[str, float]) -> None:
+    if rule == "lenient":
+        lenience = knobs["lenience"]
+
+        def acc(p: np.ndarray, q: np.ndarray, x: int) -> float:
+            if lenience == 0:  # the limit: every draft the target allows
+                return 1.0 if p[x] > 0 else 0.0
+            return _lenient_accept(p, q, x, lenience)
+
+        def rej(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+            return _lenient_reject(p, q, lenience)
+    else:
+        def acc(p: np.ndarray, q: np.ndarray, x: int) -> float:
+            return _typical_accept(p, x, knobs["epsilon"], knobs["delta"])
+
+        def rej(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+            return p
+    gamma = 3
+    law = Scheme.build(rule, knobs).law(P, Q, gamma)
+    for ctx in range(P.shape[0]):
+        seqs = _scalar_round(P, Q, ctx, gamma, acc, rej)
+        assert abs(sum(seqs.values()) - 1) < 1e-12
+        tokens = np.zeros(gamma + 2)
+        nxt = np.zeros(P.shape[0])
+        for seq, m in seqs.items():
+            tokens[len(seq)] += m
+            nxt[seq[-1]] += m
+        np.testing.assert_allclose(law.tokens[ctx], tokens, atol=1e-12)
+        np.testing.assert_allclose(law.next_state[ctx], nxt, atol=1e-12)
+        pair = np.zeros((P.shape[0],) * 2)
+        for seq, m in seqs.items():
+            if len(seq) >= 2:
+                pair[seq[0], seq[1]] += m
+        np.testing.assert_allclose(law.pair[ctx], pair, atol=1e-12)
