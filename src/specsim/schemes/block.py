@@ -195,7 +195,8 @@ def law(P: ArrayLike, Q: ArrayLike, gamma: int, knobs: Mapping[str, Any], *,
             single = next_state.copy()  # τ = 0: one token, Y, which is the next context
     if g >= 2:  # τ >= 2: the first two are X_1, X_2, and P(τ >= 2 | X^2) = 1 - (1 - h_2) F_2
         lv = levels[2]
-        kept = lv.weight * (1.0 - (1.0 - lv.h) * survive[2])
+        # a probability: clipped to [0, 1] against rounding (1 - (1 - h) F can come out -1e-16)
+        kept = lv.weight * np.clip(1.0 - (1.0 - lv.h) * survive[2], 0.0, 1.0)
         cell = (lv.root * size + levels[1].token[lv.parent]) * size + lv.token
         pair += np.bincount(cell, kept, minlength=size**3).reshape(size, size, size)
     return RoundLaw(tokens, next_state, np.full(size, float(g)), single, pair, np.arange(size))
