@@ -68,8 +68,6 @@ def test_the_worker_writes_what_an_in_process_job_writes(tmp_path: Path) -> None
             assert (a / name).read_bytes() == (b / name).read_bytes(), (i, name)
         assert rb.stderr.splitlines()[-1].startswith("done: ")
         assert ra.stderr.splitlines()[0] == rb.stderr.splitlines()[0]  # "point <path> ..."
-    assert [p.suffix for p in _sockets(tmp_path)] == [".sock", ".lock"] or \
-        [p.suffix for p in _sockets(tmp_path)] == [".lock", ".sock"]
 
 
 def test_a_bad_job_fails_the_same_way(tmp_path: Path) -> None:
