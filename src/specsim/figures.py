@@ -784,13 +784,21 @@ FIGURES: dict[str, Callable[[Grid, str], plt.Figure]] = {
 }
 NEEDS = FIGURE_NEEDS  # which analysis each figure needs: specsim.outputs, kept light
 
-# The schemes analysis' figures live in their own module, which uses this one's helpers: it is
-# imported once everything above is defined.
-from specsim.schemes import figures as _schemes_figures  # noqa: E402
 
-FIGURES |= {"schemes_speed": _schemes_figures.schemes_speed,
-            "schemes_frontier": _schemes_figures.schemes_frontier,
-            "schemes_policies": _schemes_figures.schemes_policies}
+def _schemes_figure(name: str) -> Callable[[Grid, str], plt.Figure]:
+    """The schemes analysis' figure ``name``: it lives in :mod:`specsim.schemes.figures`, which
+    uses this module's helpers, so it is looked up when drawn (either module may load first)."""
+    def draw(grid: Grid, tables_dir: str) -> plt.Figure:
+        from specsim.schemes import figures as schemes_figures
+
+        return getattr(schemes_figures, name)(grid, tables_dir)
+
+    draw.__name__ = name
+    return draw
+
+
+FIGURES |= {name: _schemes_figure(name)
+            for name in ("schemes_speed", "schemes_frontier", "schemes_policies")}
 
 
 def make_figure(grid: Grid, tables_dir: str, name: str, out: str) -> None:

@@ -42,20 +42,25 @@ if TYPE_CHECKING:  # pandas costs ~0.5 s to import: point jobs never load it
 _LIST_I64 = pa.list_(pa.int64())
 _LIST_F64 = pa.list_(pa.float64())
 
+# What every Monte Carlo point file starts with: its point, its budget and its seed.
+_RUN_FIELDS = [
+    pa.field("point_id", pa.string(), nullable=False),
+    pa.field("measure", pa.string(), nullable=False),
+    pa.field("gamma", pa.int32(), nullable=False),
+    pa.field("vocab", pa.int32(), nullable=False),
+    pa.field("chains", pa.int64(), nullable=False),
+    pa.field("rounds", pa.int64(), nullable=False),
+    pa.field("burn_in", pa.int64(), nullable=False),
+    pa.field("batches", pa.int32(), nullable=False),
+    pa.field("trials", pa.int64(), nullable=False),
+    pa.field("seed_entropy", pa.uint64(), nullable=False),
+    pa.field("seed_key", pa.list_(pa.uint32()), nullable=False),
+]
+
 SCHEMAS = {
     # Monte Carlo sufficient statistics of one point.
     "sim": pa.schema([
-        pa.field("point_id", pa.string(), nullable=False),
-        pa.field("measure", pa.string(), nullable=False),
-        pa.field("gamma", pa.int32(), nullable=False),
-        pa.field("vocab", pa.int32(), nullable=False),
-        pa.field("chains", pa.int64(), nullable=False),
-        pa.field("rounds", pa.int64(), nullable=False),
-        pa.field("burn_in", pa.int64(), nullable=False),
-        pa.field("batches", pa.int32(), nullable=False),
-        pa.field("trials", pa.int64(), nullable=False),
-        pa.field("seed_entropy", pa.uint64(), nullable=False),
-        pa.field("seed_key", pa.list_(pa.uint32()), nullable=False),
+        *_RUN_FIELDS,
         # accepted-drafts histogram per batch of chains, flattened (batches * (gamma + 1))
         pa.field("accepted_hist", _LIST_I64, nullable=False),
         # counts of the first two emitted tokens, flattened (vocab * vocab); empty if unused
@@ -78,17 +83,7 @@ SCHEMAS = {
     ]),
     # A ``schemes`` point (specsim.schemes.measure): long run and lossless check in one job.
     "scheme_sim": pa.schema([
-        pa.field("point_id", pa.string(), nullable=False),
-        pa.field("measure", pa.string(), nullable=False),
-        pa.field("gamma", pa.int32(), nullable=False),
-        pa.field("vocab", pa.int32(), nullable=False),
-        pa.field("chains", pa.int64(), nullable=False),
-        pa.field("rounds", pa.int64(), nullable=False),
-        pa.field("burn_in", pa.int64(), nullable=False),
-        pa.field("batches", pa.int32(), nullable=False),
-        pa.field("trials", pa.int64(), nullable=False),
-        pa.field("seed_entropy", pa.uint64(), nullable=False),
-        pa.field("seed_key", pa.list_(pa.uint32()), nullable=False),
+        *_RUN_FIELDS,
         # tokens emitted per round: histogram per batch of chains, flattened (batches * width)
         pa.field("width", pa.int32(), nullable=False),
         pa.field("tokens_hist", _LIST_I64, nullable=False),

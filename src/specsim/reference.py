@@ -20,10 +20,10 @@ from specsim.exact import round_tokens
 from specsim.grid import Point
 from specsim.simulate import equivalence_model
 
-__all__ = ["exact_curve", "exact_point", "round_tokens"]
+__all__ = ["collapse", "exact_curve", "exact_point", "round_tokens"]
 
 
-def _collapse(joint: np.ndarray, token_of: np.ndarray, vocab: int) -> np.ndarray:
+def collapse(joint: np.ndarray, token_of: np.ndarray, vocab: int) -> np.ndarray:
     """Sum a joint law over states (S, S) into tokens (V, V)."""
     out = np.zeros((vocab, vocab))
     np.add.at(out, (token_of[:, None], token_of[None, :]), joint)
@@ -32,14 +32,14 @@ def _collapse(joint: np.ndarray, token_of: np.ndarray, vocab: int) -> np.ndarray
 
 def _exact_equivalence(point: Point, max_cells: int) -> dict[str, Any]:
     p, q, start, token_of = equivalence_model(point)
-    target = _collapse(exact.target_joint(p, start, 2), token_of, point.spec.vocab)
+    target = collapse(exact.target_joint(p, start, 2), token_of, point.spec.vocab)
     try:
         law = exact.first_tokens_distribution(p, q, start, point.gamma, point.rule, n=2,
                                               max_cells=max_cells)
     except ValueError as err:  # too large to enumerate: Monte Carlo only, said so
         return {"joint_target": target.ravel().tolist(), "joint_exact": [],
                 "tv_exact": np.nan, "exact_method": f"mc_only ({err})"}
-    rule_joint = _collapse(law, token_of, point.spec.vocab)
+    rule_joint = collapse(law, token_of, point.spec.vocab)
     return {
         "joint_target": target.ravel().tolist(),
         "joint_exact": rule_joint.ravel().tolist(),

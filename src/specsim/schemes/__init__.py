@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from specsim.schemes import lenient, typical
 from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
 from specsim.verify import RULES, KnobSpec, acceptance_probability, residual, rule_spec
 
@@ -62,17 +63,9 @@ def _correct_tables(P: FloatArray, Q: FloatArray,
     return acceptance_probability(P, Q, "correct"), residual(P, Q)
 
 
-def _module_tables(name: str) -> Callable[..., tuple[FloatArray, FloatArray]]:
-    def tables(P: FloatArray, Q: FloatArray,
-               knobs: Mapping[str, float]) -> tuple[FloatArray, FloatArray]:
-        return importlib.import_module(f"specsim.schemes.{name}").tables(P, Q, knobs)
-    return tables
-
-
 # The token-wise rules of this package: (accept[c, x], reject[c, :]) tables from (P, Q, knobs).
 TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = MappingProxyType({
-    "correct": _correct_tables, "lenient": _module_tables("lenient"),
-    "typical": _module_tables("typical")})
+    "correct": _correct_tables, "lenient": lenient.tables, "typical": typical.tables})
 WHOLE_DRAFT: Final = ("block", "multi_draft")  # rules that verify whole drafts, fixed γ only
 RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from specsim.schemes.tables import KNOB_COLUMNS
 from specsim.stats import student_t_quantile
 from specsim.verify import RULES
 
@@ -20,8 +21,7 @@ SAME = ["model", "draft", "knob", "alpha", "gamma", "temperature"]
 
 
 def _label(r: pd.Series) -> str:
-    knobs = "".join(f"/{k}={r[k]:g}" for k in ("drafts", "lenience", "epsilon", "delta",
-                                               "threshold", "cap") if k in r and pd.notna(r[k]))
+    knobs = "".join(f"/{k}={r[k]:g}" for k in KNOB_COLUMNS if k in r and pd.notna(r[k]))
     alpha = "" if pd.isna(r["alpha"]) else f"/alpha={r['alpha']:g}"
     return (f"{r['model']}{alpha}/gamma={r['gamma']}/T={r['temperature']:g}/{r['rule']}"
             f"{knobs}/{r['policy']}")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from specsim import exact
+from specsim.reference import collapse
 from specsim.schemes.law import RoundLaw, first_two_law, long_run
 
 if TYPE_CHECKING:
@@ -39,12 +40,6 @@ CHUNK = 1 << 14
 
 def _chain(point: Point) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     return tuple(point.family.equivalence_model(point))  # type: ignore[return-value]
-
-
-def _collapse(joint: np.ndarray, token_of: np.ndarray, vocab: int) -> np.ndarray:
-    out = np.zeros((vocab, vocab))
-    np.add.at(out, (token_of[:, None], token_of[None, :]), joint)
-    return out
 
 
 def width(point: Point) -> int:
@@ -130,7 +125,7 @@ def exact_scheme(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
     assert scheme is not None
     p, q, start, token_of = _chain(point)
     vocab = point.spec.vocab
-    target = _collapse(exact.target_joint(p, start, 2), token_of, vocab)
+    target = collapse(exact.target_joint(p, start, 2), token_of, vocab)
     row: dict[str, Any] = {"point_id": point.point_id, "joint_target": target.ravel().tolist()}
     try:
         law = scheme.law(p, q, point.gamma)
@@ -150,7 +145,7 @@ def exact_scheme(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
         stat_tokens, stat_drafted = tokens, drafted
         dist = law.tokens[first]
         method = "first_round"
-    joint = _collapse(first_two_law(law, first), token_of, vocab)
+    joint = collapse(first_two_law(law, first), token_of, vocab)
     return row | {"exact_method": method, "tokens_exact": tokens, "drafted_exact": drafted,
                   "tokens_stationary": stat_tokens, "drafted_stationary": stat_drafted,
                   "tokens_law": np.asarray(dist, dtype=np.float64).tolist(),

@@ -45,16 +45,9 @@ def _c_text(c: float) -> str:
 
 
 def _points(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
-    frames = []
-    for name, study in grid.studies.items():
-        if study["analysis"] == "schemes":
-            sub = points[points["point_id"].isin(study["points"])].copy()
-            sub.insert(0, "study", name)
-            sub["c_list"] = [study["c"]] * len(sub)
-            frames.append(sub)
-    if not frames:
-        raise ValueError("no study in the config has analysis 'schemes'")
-    df = pd.concat(frames, ignore_index=True)
+    from specsim.tables import _study_points  # specsim.tables registers this module's builders
+
+    df = _study_points(grid, points, "schemes")
     knobs = [json.loads(r) | json.loads(p) for r, p in zip(df["rule_knobs"], df["policy_knobs"],
                                                            strict=True)]
     for name in KNOB_COLUMNS:
@@ -73,10 +66,6 @@ def _speedup(row: pd.Series, c: float) -> tuple[float, float, float, float]:
     est, lo, hi, _ = stats.batch_mean_interval(np.asarray(row["tokens_batches"], float), cost)
     return est, lo, hi, float(row["tokens_stationary"]) / (1.0 + c * float(
         row["drafted_stationary"]))
-
-
-def _sort(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    return df.sort_values(keys, na_position="first", kind="mergesort").reset_index(drop=True)
 
 
 def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -98,6 +87,12 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             *[f"{n}_c{_c_text(c)}" for c in cs for n in ("speedup", "speedup_ci_low",
                                                           "speedup_ci_high", "speedup_exact")]]
     return _sort(df[cols], ["study", *KEYS])
+
+
+def _sort(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    from specsim.tables import _sort as sort_rows
+
+    return sort_rows(df, keys)
 
 
 def _policy_label(row: pd.Series) -> str:
