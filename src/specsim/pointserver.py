@@ -34,7 +34,8 @@ def _warm_up() -> None:
     cli._without_pandas()
     import importlib
 
-    for name in ("pyarrow.parquet", "specsim.job", "specsim.io", "specsim.simulate",
+    # scipy.stats/special: specsim.stats imports them on first use (figures never do)
+    for name in ("pyarrow.parquet", "scipy.stats", "scipy.special", "specsim.job", "specsim.io", "specsim.simulate",
                  "specsim.reference", "specsim.schemes.measure", "specsim.schemes.block",
                  "specsim.schemes.multi_draft", "specsim.schemes.tokenwise",
                  "specsim.schemes.confidence", "specsim.schemes.heuristic",

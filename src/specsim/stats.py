@@ -10,14 +10,32 @@ scalar input and a ``float64`` array otherwise.
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
 
 from specsim.exact import expected_tokens
+
+
+class _Lazy:
+    """A module imported on first use: ``scipy.stats`` costs a second or more to import, and
+    processes that import this module without testing anything (the figures job, through
+    :mod:`specsim.checks`) should not pay it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+special: Any = _Lazy("scipy.special")
+stats: Any = _Lazy("scipy.stats")
+
 
 __all__ = [
     "GofResult",

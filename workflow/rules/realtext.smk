@@ -39,6 +39,7 @@ RT_TARGETS = (
 
 
 rule realtext_corpus:
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     output:
         corpus="results/realtext/corpus.npz",
         meta="results/realtext/corpus.json",
@@ -57,6 +58,7 @@ rule realtext_corpus:
 
 
 rule realtext_model:
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         corpus="results/realtext/corpus.npz",
     output:
@@ -80,6 +82,7 @@ rule realtext_model:
 
 
 rule realtext_speculative:
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         corpus="results/realtext/corpus.npz",
         model="results/realtext/model.npz",
@@ -104,6 +107,7 @@ rule realtext_speculative:
 
 
 rule realtext_lossless:
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         corpus="results/realtext/corpus.npz",
         model="results/realtext/model.npz",
@@ -131,6 +135,7 @@ rule realtext_lossless:
 # Timings are measurements, not deterministic results: their table lives in results/realtext/,
 # outside results/tables/ (whose CSVs are byte-identical across runs), and nothing asserts on it.
 rule realtext_costs:
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         corpus="results/realtext/corpus.npz",
         model="results/realtext/model.npz",
@@ -156,6 +161,7 @@ rule realtext_costs:
 
 
 rule realtext_figures:
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         tables=RT_TABLES,
         costs="results/realtext/costs.csv",
