@@ -97,6 +97,9 @@ def test_an_idle_worker_leaves_nothing_behind(tmp_path: Path) -> None:
     while _sockets(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _sockets(tmp_path)
+    while _runners(tmp_path) and time.monotonic() < deadline:  # they exit when it hangs up
+        time.sleep(0.2)
+    assert not _runners(tmp_path)
 
 
 def test_killing_the_client_kills_its_job(tmp_path: Path) -> None:
@@ -116,12 +119,37 @@ def test_killing_the_client_kills_its_job(tmp_path: Path) -> None:
         client.wait(timeout=10)
     time.sleep(3)
     assert not list(out.iterdir())  # the job died with its client: no late output files
-    workers = subprocess.run(["pgrep", "-f", "specsim.pointserver"], capture_output=True,
-                             text=True, check=False).stdout.split()
-    for pid in workers:
-        children = Path(f"/proc/{pid}/task/{pid}/children")
-        if children.exists():
-            assert children.read_text().strip() == "", f"worker {pid} still runs a job"
+    # the jobs ran one after the other on one runner, and it was killed with the slow job
+    assert not _runners(tmp_path)
+
+
+def _runners(tmp: Path) -> list[str]:
+    """Runner processes of workers whose socket lives under ``tmp``."""
+    return subprocess.run(["pgrep", "-f", f"specsim.pointserver --runner [0-9]+ {tmp}"],
+                          capture_output=True, text=True, check=False).stdout.split()
+
+
+def test_a_runner_serves_many_jobs_and_each_is_as_if_alone(tmp_path: Path) -> None:
+    """Jobs of every measure and family through one runner, twice in opposite orders: each
+    job's files are byte-identical to an in-process run of it (nothing leaks between jobs)."""
+    env = _env(tmp_path)
+    jobs = list(_jobs().values())
+    ref = []
+    for i, job in enumerate(jobs):
+        out = tmp_path / f"ref{i}"
+        out.mkdir()
+        assert _run(job, out, env, worker=False).returncode == 0
+        ref.append({n: (out / n).read_bytes() for n in ("sim.parquet", "exact.parquet")})
+    for order in (range(len(jobs)), reversed(range(len(jobs)))):
+        for i in order:
+            out = tmp_path / f"w{i}"
+            out.mkdir(exist_ok=True)
+            res = _run(jobs[i], out, env, worker=True)
+            assert res.returncode == 0, res.stderr
+            assert res.stderr.splitlines()[-1].startswith("done: ")
+            for name, data in ref[i].items():
+                assert (out / name).read_bytes() == data, (i, name)
+    assert len(_runners(tmp_path)) == 1  # sequential clients share one warm runner
 
 
 def test_a_changed_package_gets_its_own_worker(tmp_path: Path,

@@ -304,15 +304,22 @@ def _read_csv(full: Path, where: str) -> FloatArray:
     return np.array(rows, dtype=np.float64)
 
 
-@lru_cache(maxsize=64)
 def load_table(path: str) -> FloatArray:
     """Read a 2-D table of finite, non-negative reals from a .npy or comma-separated .csv file.
 
     The path must pass :func:`check_path`. Every fault of the file itself (unreadable, empty,
     truncated, not numbers, complex, boolean, not 2-D, NaN/inf, negative) is a one-line
     :class:`TableFileError` naming the file; :func:`check_table` then checks it as a table.
+    Cached by resolved path, size and mtime: a long-lived process (a point-job runner) never
+    serves an edited file's old contents.
     """
     full = check_path(path)
+    st = full.stat()
+    return _load_table(path, full, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _load_table(path: str, full: Path, size: int, mtime_ns: int) -> FloatArray:
     where = repr(path)
     try:
         data = _read_npy(full, where) if full.suffix == ".npy" else _read_csv(full, where)
@@ -324,6 +331,9 @@ def load_table(path: str) -> FloatArray:
     table = data.astype(np.float64)
     _refuse_bad_entries(table, where)
     return table
+
+
+load_table.cache_clear = _load_table.cache_clear  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
