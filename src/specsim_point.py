@@ -4,7 +4,7 @@ A point job imports numpy and pyarrow (~0.45 s of its ~0.5 s on this machine) to
 fraction of a second, and a default run has a hundred of them. This client -- the standard
 library only, kept outside the ``specsim`` package so that importing it does not import numpy --
 hands its arguments and its stdin/stdout/stderr to a warm worker (:mod:`specsim.pointserver`)
-that has imported everything once and forks one child per job; the child runs exactly
+whose runners have imported everything once and run one job after another; a runner runs exactly
 ``specsim point ARGS`` (:func:`specsim.cli.main`) with the client's file descriptors, so its log
 lines, exit status and output files are those of an in-process run. The first client of a
 working directory starts the worker; it exits after a few idle seconds.

@@ -16,7 +16,8 @@ The fix: a timer is started only if none is pending that fires no later (the pas
 re-arms the next one whenever jobs still wait, so the rate limit is enforced exactly as before),
 and timers are daemon threads, so Snakemake's exit does not wait up to a timespan for the last
 one. Nothing else changes: the same passes select the same jobs, only the redundant ones go.
-Measured by ``make bench`` (``benchmarks/bench_dag.py``); tested in ``tests/test_snakemake_patch.py``.
+Measured by ``make bench`` (``benchmarks/bench_dag.py``); tested in
+``tests/test_snakemake_patch.py``.
 
 Applied by ``workflow/rules/common.smk`` when the Snakefile loads (in every Snakemake process
 that runs the workflow). If a Snakemake release renames the method or fixes the loop, this

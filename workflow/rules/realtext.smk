@@ -39,7 +39,6 @@ RT_TARGETS = (
 
 
 rule realtext_corpus:
-    priority: 1  # before the point jobs: this chain runs beside them, not after
     output:
         corpus="results/realtext/corpus.npz",
         meta="results/realtext/corpus.json",
@@ -47,6 +46,7 @@ rule realtext_corpus:
         "logs/realtext/corpus.log",
     benchmark:
         "benchmarks/out/realtext_corpus.tsv"
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     resources:
         mem_mb=1500,
         runtime=5,
@@ -58,7 +58,6 @@ rule realtext_corpus:
 
 
 rule realtext_model:
-    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         corpus="results/realtext/corpus.npz",
     output:
@@ -71,6 +70,7 @@ rule realtext_model:
         "logs/realtext/model.log",
     benchmark:
         "benchmarks/out/realtext_model.tsv"
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     resources:
         mem_mb=1500,
         runtime=5,
@@ -82,7 +82,6 @@ rule realtext_model:
 
 
 rule realtext_speculative:
-    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         corpus="results/realtext/corpus.npz",
         model="results/realtext/model.npz",
@@ -94,6 +93,7 @@ rule realtext_speculative:
         "logs/realtext/speculative.log",
     benchmark:
         "benchmarks/out/realtext_speculative.tsv"
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     resources:
         mem_mb=1500,
         runtime=10,
@@ -107,7 +107,6 @@ rule realtext_speculative:
 
 
 rule realtext_lossless:
-    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         corpus="results/realtext/corpus.npz",
         model="results/realtext/model.npz",
@@ -118,6 +117,7 @@ rule realtext_lossless:
         "logs/realtext/lossless.log",
     benchmark:
         "benchmarks/out/realtext_lossless.tsv"
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     resources:
         mem_mb=2000,
         runtime=10,
@@ -135,7 +135,6 @@ rule realtext_lossless:
 # Timings are measurements, not deterministic results: their table lives in results/realtext/,
 # outside results/tables/ (whose CSVs are byte-identical across runs), and nothing asserts on it.
 rule realtext_costs:
-    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         corpus="results/realtext/corpus.npz",
         model="results/realtext/model.npz",
@@ -147,6 +146,7 @@ rule realtext_costs:
         "logs/realtext/costs.log",
     benchmark:
         "benchmarks/out/realtext_costs.tsv"
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     threads: all_cores
     resources:
         mem_mb=1500,
@@ -161,7 +161,6 @@ rule realtext_costs:
 
 
 rule realtext_figures:
-    priority: 1  # before the point jobs: this chain runs beside them, not after
     input:
         tables=RT_TABLES,
         costs="results/realtext/costs.csv",
@@ -172,6 +171,7 @@ rule realtext_figures:
         "logs/realtext/figures.log",
     benchmark:
         "benchmarks/out/realtext_figures.tsv"
+    priority: 1  # before the point jobs: this chain runs beside them, not after
     shell:
         "specsim realtext figures --tables-dir results/tables --costs {input.costs:q} "
         "--out-dir results/figures 2> {log:q}"

@@ -4,11 +4,11 @@
 
 
 rule grid:
-    priority: 1  # before the point jobs: collect needs it, and it takes seconds
     output:
         "results/grid.json",
     log:
         "logs/grid.log",
+    priority: 1  # before the point jobs: collect needs it, and it takes seconds
     params:
         digest=GRID.config_digest,
     run:
