@@ -175,40 +175,52 @@ class _Pool:
             runner.retire()
 
 
+def _reply(runner: _Runner, conn: socket.socket) -> bytes | None:
+    """The runner's exit-status line for the job it was sent; None if the runner died first, or
+    the client did (Snakemake killed the job)."""
+    reply = b""
+    while not reply.endswith(b"\n"):
+        ready, _, _ = select.select([conn, runner.sock], [], [])
+        if runner.sock in ready:
+            chunk = runner.sock.recv(64)
+            if not chunk:
+                return None
+            reply += chunk
+        elif not conn.recv(1):
+            return None
+    return reply
+
+
 def _serve_client(conn: socket.socket, pool: _Pool) -> None:
-    """Hand one client's job to a runner; send back its status; kill it if the client goes."""
-    runner: _Runner | None = None
-    try:
-        request, fds = _read_request(conn)
+    """Hand one client's job to a runner; send back its status; kill it if the client goes
+    (with no reply, a client whose runner died runs the job itself)."""
+    with conn:
         try:
-            runner = pool.take()
-            socket.send_fds(runner.sock, [request], fds)  # forwarded as the client sent it
-        finally:
-            for fd in fds:
-                os.close(fd)
-        reply = b""
-        while not reply.endswith(b"\n"):
-            ready, _, _ = select.select([conn, runner.sock], [], [])
-            if runner.sock in ready:
-                chunk = runner.sock.recv(64)
-                if not chunk:  # the runner died mid-job: no reply, the client runs it itself
-                    runner.kill()
-                    runner = None
-                    return
-                reply += chunk
-            elif not conn.recv(1):  # the client was killed: so is its job
+            request, fds = _read_request(conn)
+        except (OSError, ValueError):
+            return  # the client went away mid-request: no runner was taken
+        runner: _Runner | None = None
+        reply = None
+        try:
+            try:
+                runner = pool.take()
+                socket.send_fds(runner.sock, [request], fds)  # forwarded as the client sent it
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            reply = _reply(runner, conn)
+        except OSError:
+            pass
+        if reply is None:
+            if runner is not None:
                 runner.kill()
-                runner = None
-                return
-        runner.jobs += 1
+            pool.give_back(None)
+            return
         with contextlib.suppress(OSError):
             conn.sendall(reply.strip())
-    except (OSError, ValueError):
-        if runner is not None:
-            runner.kill()
-            runner = None
-    finally:
-        conn.close()
+        conn.close()  # the client reads to EOF: do not make it wait for the bookkeeping
+        assert runner is not None
+        runner.jobs += 1
         pool.give_back(runner)
 
 
