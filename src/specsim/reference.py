@@ -20,7 +20,7 @@ from specsim.exact import round_tokens
 from specsim.grid import Point
 from specsim.simulate import equivalence_model
 
-__all__ = ["collapse", "exact_curve", "exact_point", "round_tokens"]
+__all__ = ["collapse", "exact_curve", "exact_point", "round_tokens", "target_first_two"]
 
 
 def collapse(joint: np.ndarray, token_of: np.ndarray, vocab: int) -> np.ndarray:
@@ -30,9 +30,15 @@ def collapse(joint: np.ndarray, token_of: np.ndarray, vocab: int) -> np.ndarray:
     return out
 
 
+def target_first_two(p: np.ndarray, start: int, token_of: np.ndarray, vocab: int) -> np.ndarray:
+    """The target's exact joint law of the first two emitted tokens (V, V) ([L] Thm 3.5's
+    reference) from ``start`` of an equivalence chain."""
+    return collapse(exact.target_joint(p, start, 2), token_of, vocab)
+
+
 def _exact_equivalence(point: Point, max_cells: int) -> dict[str, Any]:
     p, q, start, token_of = equivalence_model(point)
-    target = collapse(exact.target_joint(p, start, 2), token_of, point.spec.vocab)
+    target = target_first_two(p, start, token_of, point.spec.vocab)
     try:
         law = exact.first_tokens_distribution(p, q, start, point.gamma, point.rule, n=2,
                                               max_cells=max_cells)

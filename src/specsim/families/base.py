@@ -116,10 +116,10 @@ class Family(ABC):
     settings: ClassVar[tuple[str, ...]]  # its own keys of a models: entry (besides COMMON_KEYS)
     drafts: ClassVar[tuple[DraftKind, ...]]  # the draft kinds it offers
     exact_budget: ClassVar[tuple[str, ...]] = ()  # budget keys its exact reference reads beyond
+    #                                               the long-run ones (job descriptions list them)
     # schemes: True -- tokens per call is the stationary long run of the equivalence chain
     # (the model's own tables); False -- one round from its start (frozen i.i.d. pairs)
     stationary_schemes: ClassVar[bool] = True
-    #                                               the long-run ones (job descriptions list them)
 
     # ------------------------------------------------------------------ config
     def parse(self, name: str, entry: Mapping[str, Any]) -> ModelSpec:

@@ -24,9 +24,9 @@ from typing import Any, Final
 
 import numpy as np
 
-from specsim.schemes import lenient, typical
+from specsim.schemes import lenient, tokenwise, typical
 from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
-from specsim.verify import RULES, KnobSpec, acceptance_probability, residual, rule_spec
+from specsim.verify import RULES, KnobSpec, rule_spec
 
 __all__ = ["POLICIES", "TOKENWISE", "PolicySpec", "Scheme", "schemes_of_study"]
 
@@ -58,14 +58,10 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
 })
 
 
-def _correct_tables(P: FloatArray, Q: FloatArray,
-                    knobs: Mapping[str, float]) -> tuple[FloatArray, FloatArray]:
-    return acceptance_probability(P, Q, "correct"), residual(P, Q)
-
-
 # The token-wise rules of this package: (accept[c, x], reject[c, :]) tables from (P, Q, knobs).
 TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = MappingProxyType({
-    "correct": _correct_tables, "lenient": lenient.tables, "typical": typical.tables})
+    "correct": lambda P, Q, knobs: tokenwise.correct_tables(P, Q),
+    "lenient": lenient.tables, "typical": typical.tables})
 WHOLE_DRAFT: Final = ("block", "multi_draft")  # rules that verify whole drafts, fixed γ only
 RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
 

@@ -22,6 +22,7 @@ from matplotlib.lines import Line2D
 from specsim import figures as F
 from specsim.grid import Grid
 from specsim.schemes.tables import KNOB_COLUMNS
+from specsim.verify import RULES
 
 __all__ = ["schemes_frontier", "schemes_policies", "schemes_speed"]
 
@@ -122,7 +123,7 @@ def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
     cs = [f"{float(c):g}" for c in grid.studies[study]["c"]]
     rules = F._unique(d["rule"])
     col = F._colors(rules)
-    knob_of = {"lenient": "lenience", "typical": "epsilon"}
+    knob_of = {r: RULES[r].knobs[0].name for r in rules if RULES[r].knobs}  # the labelled knob
     floor_tv = 1e-6  # exact TV below this (lossless to machine precision) is drawn on it
     fig, axes = plt.subplots(1, len(cs), figsize=(F.WIDE, 3.0), layout="constrained",
                              squeeze=False)

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from specsim.schemes.law import FloatArray
-from specsim.verify import residual
+from specsim.verify import acceptance_probability, residual
 
 __all__ = ["tables"]
 
@@ -34,7 +32,4 @@ def tables(P: FloatArray, Q: FloatArray, knobs: Mapping[str, float]) -> tuple[Fl
     """(accept[c, x], reject[c, :]) of lenience ``knobs['lenience']`` on rows P, Q (..., V)."""
     lenience = float(knobs["lenience"])
     scaled_q = lenience * Q
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.minimum(1.0, P / scaled_q)
-    accept = np.where(scaled_q > 0, ratio, (P > 0).astype(np.float64))
-    return accept, residual(P, scaled_q)
+    return acceptance_probability(P, scaled_q), residual(P, scaled_q)

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from specsim import exact
-from specsim.reference import collapse
+from specsim.reference import collapse, target_first_two
 from specsim.schemes.law import RoundLaw, first_two_law, long_run
+from specsim.simulate import equivalence_model
 
 if TYPE_CHECKING:
     from specsim.grid import Point
@@ -36,10 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["CHUNK", "exact_scheme", "simulate_scheme"]
 
 CHUNK = 1 << 14
-
-
-def _chain(point: Point) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-    return tuple(point.family.equivalence_model(point))  # type: ignore[return-value]
 
 
 def width(point: Point) -> int:
@@ -53,7 +50,7 @@ def simulate_scheme(point: Point, budget: Mapping[str, Any], root_seed: int) -> 
     """The point's sufficient statistics (one ``scheme_sim/1`` row)."""
     scheme = point.scheme
     assert scheme is not None
-    p, q, start, token_of = _chain(point)
+    p, q, start, token_of = equivalence_model(point)
     tables = scheme.tables(p, q)
     chains, rounds, burn_in, batches = (int(budget[k]) for k in
                                         ("chains", "rounds", "burn_in", "batches"))
@@ -123,9 +120,9 @@ def exact_scheme(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
     """The point's exact reference (one ``scheme_exact/1`` row)."""
     scheme = point.scheme
     assert scheme is not None
-    p, q, start, token_of = _chain(point)
+    p, q, start, token_of = equivalence_model(point)
     vocab = point.spec.vocab
-    target = collapse(exact.target_joint(p, start, 2), token_of, vocab)
+    target = target_first_two(p, start, token_of, vocab)
     row: dict[str, Any] = {"point_id": point.point_id, "joint_target": target.ravel().tolist()}
     try:
         law = scheme.law(p, q, point.gamma)
