@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from specsim import exact, stats
 from specsim.grid import Grid
-from specsim.io import SCHEMAS, read_point_file, write_frame
+from specsim.io import SCHEMAS, point_kinds, read_point_file, write_frame
 from specsim.job import describe
 from specsim.reference import round_tokens
 from specsim.verify import rule_spec
@@ -78,7 +78,8 @@ def _scheme_estimates(row: pd.Series, level: float) -> dict[str, Any]:
     w = int(row["width"])
     hist = np.asarray(row["tokens_hist"], dtype=np.int64).reshape(int(row["batches"]), w)
     rounds_b = hist.sum(axis=1)
-    tok, tlo, thi, tse = stats.batch_mean_interval(hist @ np.arange(w), rounds_b)
+    tokens_b = hist @ np.arange(w)
+    tok, tlo, thi, tse = stats.batch_mean_interval(tokens_b, rounds_b)
     dr, dlo, dhi, _ = stats.batch_mean_interval(np.asarray(row["drafted"], dtype=np.int64),
                                                 rounds_b)
     return {"rounds_total": int(rounds_b.sum()), "tokens_per_round": tok,
@@ -86,7 +87,7 @@ def _scheme_estimates(row: pd.Series, level: float) -> dict[str, Any]:
             "drafted_per_round": dr, "drafted_ci_low": dlo, "drafted_ci_high": dhi,
             "max_tokens_observed": int(np.flatnonzero(hist.sum(axis=0)).max()),
             # per batch, for speedups at any c (tables): ratio of sums with its own CI
-            "tokens_batches": (hist @ np.arange(w)).tolist(), "rounds_batches": rounds_b.tolist(),
+            "tokens_batches": tokens_b.tolist(), "rounds_batches": rounds_b.tolist(),
             "drafted_batches": list(row["drafted"]),
             } | _equivalence_estimates(row, level)
 
@@ -97,8 +98,7 @@ def read_points(grid: Grid, results_dir: str | Path) -> tuple[pd.DataFrame, pd.D
     rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in SCHEMAS}
     for point in grid.points:
         want = describe(grid, point)["digest"]
-        for folder in ("sim", "exact"):
-            kind = f"scheme_{folder}" if point.measure == "scheme" else folder
+        for folder, kind in zip(("sim", "exact"), point_kinds(point.measure), strict=True):
             path = base / folder / f"{point.path}.parquet"
             row = read_point_file(path, kind, want)
             if row["point_id"] != point.point_id:  # digest matched, so this is a foreign file

@@ -798,7 +798,7 @@ def _schemes_figure(name: str) -> Callable[[Grid, str], plt.Figure]:
 
 
 FIGURES |= {name: _schemes_figure(name)
-            for name in ("schemes_speed", "schemes_frontier", "schemes_policies")}
+            for name, need in FIGURE_NEEDS.items() if need == "schemes"}
 
 
 def make_figure(grid: Grid, tables_dir: str, name: str, out: str) -> None:

@@ -64,8 +64,7 @@ class Point:
             "measure": self.measure,
         }
         if self.scheme is not None:  # absent elsewhere: older points keep their identity
-            out |= {"rule_knobs": dict(self.scheme.rule_knobs), "policy": self.scheme.policy,
-                    "policy_knobs": dict(self.scheme.policy_knobs)}
+            out |= self.scheme.to_dict()  # its rule is the point's
         return out
 
     @property
@@ -288,10 +287,11 @@ def _study_schemes(study: dict[str, Any], key: str) -> list[tuple[str, Scheme | 
     """(rule, scheme) pairs of a study: every rule and policy at every combination of its own
     knobs' values for a ``schemes`` study; the plain rules (no scheme) elsewhere."""
     if study["analysis"] != "schemes":
-        for extra in ("knobs", "policy"):
-            if extra in study and (extra != "policy" or study[extra] != ["fixed"]):
-                raise ConfigError(f"{key}.{extra}: only a 'schemes' study sweeps rule knobs "
-                                  f"and draft-length policies")
+        extra = ("knobs" if "knobs" in study
+                 else "policy" if study.get("policy", ["fixed"]) != ["fixed"] else None)
+        if extra is not None:
+            raise ConfigError(f"{key}.{extra}: only a 'schemes' study sweeps rule knobs and "
+                              f"draft-length policies")
         for rule in study["rule"]:
             if rule_spec(rule).scheme is not None:
                 raise ConfigError(f"{key}.rule: {rule!r} runs in a study with analysis: "

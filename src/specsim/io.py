@@ -4,7 +4,8 @@ Every file is written to a temporary name in its destination directory and renam
 so a reader (or a resumed run) never sees half a file. A point file (``results/sim/...`` and
 ``results/exact/...``) is one row under an explicit schema; its Parquet metadata carries
 
-* ``specsim.schema``         ``sim/1`` or ``exact/1``,
+* ``specsim.schema``         ``sim/1`` or ``exact/1`` (``scheme_sim/1``, ``scheme_exact/1`` for
+                             a ``schemes`` point: :func:`point_kinds`),
 * ``specsim.point_digest``   the digest of the job that wrote it (:func:`specsim.job.describe`):
                              the point's identity, budget, root seed and numbers version,
 * ``specsim.payload_sha256`` sha256 of the row's canonical JSON, re-computed by every reader,
@@ -105,6 +106,11 @@ SCHEMAS = {
     ]),
 }
 SCHEMA_TAG = {kind: f"{kind}/1".encode() for kind in SCHEMAS}
+
+
+def point_kinds(measure: str) -> tuple[str, str]:
+    """The schemas of a point's (results/sim/, results/exact/) files, by its measure."""
+    return ("scheme_sim", "scheme_exact") if measure == "scheme" else ("sim", "exact")
 
 
 class IntegrityError(RuntimeError):

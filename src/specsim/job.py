@@ -57,10 +57,7 @@ def describe(grid: Grid, point: Point) -> dict[str, Any]:
         "point": {"model": point.model, "spec": _spec_fields(point.spec), "alpha": point.alpha,
                   "gamma": point.gamma, "temperature": point.temperature, "rule": point.rule,
                   "measure": point.measure, "knob": point.knob,
-                  "scheme": None if point.scheme is None else {
-                      "rule": point.scheme.rule, "rule_knobs": dict(point.scheme.rule_knobs),
-                      "policy": point.scheme.policy,
-                      "policy_knobs": dict(point.scheme.policy_knobs)}},
+                  "scheme": None if point.scheme is None else point.scheme.to_dict()},
         "budget": {k: budget[k] for k in budget_keys(point)},
         "seed": int(grid.config["seed"]),
         "numbers_version": NUMBERS_VERSION,
@@ -81,8 +78,7 @@ def point_from(desc: dict[str, Any]) -> Point:
     kw = dict(p["spec"])
     kw["other"] = TableSpec(**kw["other"])
     sc = p.get("scheme")
-    scheme = None if sc is None else Scheme(sc["rule"], tuple(sc["rule_knobs"].items()),
-                                            sc["policy"], tuple(sc["policy_knobs"].items()))
+    scheme = None if sc is None else Scheme.from_dict(sc)
     point = Point(p["model"], ModelSpec(**kw), p["alpha"], int(p["gamma"]),
                   float(p["temperature"]), p["rule"], p["measure"], p["knob"], scheme)
     if desc.get("numbers_version") != NUMBERS_VERSION:
@@ -99,13 +95,13 @@ def point_from(desc: dict[str, Any]) -> Point:
 
 def run(desc: dict[str, Any], sim_out: str, exact_out: str, log: TextIO) -> None:
     """Simulate the point and compute its exact reference; write both point files."""
-    from specsim.io import write_point_file
+    from specsim.io import point_kinds, write_point_file
     from specsim.reference import exact_point
     from specsim.simulate import simulate_point
 
     point = point_from(desc)
     budget = desc["budget"]
-    kinds = ("scheme_sim", "scheme_exact") if point.measure == "scheme" else ("sim", "exact")
+    kinds = point_kinds(point.measure)
     print(f"point {point.path} (id {point.point_id}, digest {desc['digest']})", file=log,
           flush=True)
     t0 = time.perf_counter()
@@ -115,10 +111,9 @@ def run(desc: dict[str, Any], sim_out: str, exact_out: str, log: TextIO) -> None
     t2 = time.perf_counter()
     write_point_file(sim_out, kinds[0], sim, desc["digest"])
     write_point_file(exact_out, kinds[1], ref, desc["digest"])
-    work = {"equivalence": f"{sim['trials']:,} generations",
-            "scheme": f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds and "
-                      f"{sim['trials']:,} generations"}.get(
-        point.measure, f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds")
+    rounds = f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds"
+    gens = f"{sim['trials']:,} generations"
+    work = {"equivalence": gens, "scheme": f"{rounds} and {gens}"}.get(point.measure, rounds)
     print(f"done: {point.measure} point, {work} in {t1 - t0:.2f} s; exact reference "
           f"({ref['exact_method']}) in {t2 - t1:.2f} s", file=log, flush=True)
 

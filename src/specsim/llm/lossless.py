@@ -70,8 +70,8 @@ def assisted_counts(lab: Lab, assistant: Any, h: list[int], max_new: int, trials
     return first, two
 
 
-def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e-3,
-                   assisted_trials: int | None = None) -> pd.DataFrame:
+def lossless_table(lab: Lab, trials: int | None = None,
+                   significance: float = 1e-3) -> pd.DataFrame:
     """Exact law of the first two emitted tokens vs Monte Carlo counts of Alg. 1.
 
     Exact: p(t1 | h) for all V first tokens, and p(t2 | h t1) for the ``lossless_top`` most
@@ -143,7 +143,7 @@ def lossless_table(lab: Lab, trials: int | None = None, significance: float = 1e
                          "tv_floor": floors[exp_.size],
                          "g_statistic": g.statistic, "df": g.df, "p_value": g.p_value,
                          "verdict": stats.verdict(g.p_value, significance)})
-    n_hf = assisted_trials or s.lossless_assisted_trials
+    n_hf = s.lossless_assisted_trials
     assistant = lab.draft(s.lossless_assisted_draft)
     assert isinstance(assistant, ModelDraft)
     for gamma, which in ((None, "transformers-default"), (s.lossless_gamma, "transformers-fixed")):

@@ -110,6 +110,18 @@ class Scheme:
                       f"{where}.knobs")
         return cls(rule, rk, policy, pk)
 
+    def to_dict(self) -> dict[str, Any]:
+        """``rule``, ``rule_knobs``, ``policy``, ``policy_knobs`` (what point identities and job
+        descriptions hold); :meth:`from_dict` reads it back."""
+        return {"rule": self.rule, "rule_knobs": dict(self.rule_knobs), "policy": self.policy,
+                "policy_knobs": dict(self.policy_knobs)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Scheme:
+        """The scheme :meth:`to_dict` wrote, validated, knobs in the registry's order (a JSON
+        round trip with sorted keys may have reordered them)."""
+        return cls.build(d["rule"], d["rule_knobs"], d["policy"], d["policy_knobs"])
+
     @property
     def knobs(self) -> dict[str, float]:
         return dict(self.rule_knobs) | dict(self.policy_knobs)
