@@ -8,7 +8,7 @@ CORES ?= 8
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run test test-fast test-report test-cluster llm lint bench report readme-figures clean
+.PHONY: setup run test test-fast test-explore test-portability test-report test-cluster llm lint bench report readme-figures clean
 
 setup: $(STAMP)
 
@@ -74,6 +74,16 @@ llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB 
 
 test-fast: setup
 	$(PY) -m pytest -m "not slow"
+
+# make test is deterministic (the same property-test examples on every run); this explores new
+# ones, 500 per property, with Hypothesis' example database in .hypothesis/.
+test-explore: setup  ## property tests exploring fresh examples (opt-in)
+	SPECSIM_HYPOTHESIS_PROFILE=explore $(PY) -m pytest -m hypothesis
+
+# Same bytes on every machine: fast tests and the tiny DAG with numpy's SIMD dispatch off and
+# OpenBLAS on its basic kernels; the tables must equal the default run's byte for byte.
+test-portability: setup  ## fast tests + tiny DAG with SIMD dispatch off: byte-identical tables
+	bash tests/portability.sh $(PY)
 
 # snakemake --lint asks every rule for a conda env or container; this workflow deploys its
 # software as the pinned venv instead (README, "Software deployment"), so that one lint is

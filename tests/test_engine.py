@@ -259,6 +259,8 @@ def test_table_sampler_equals_searchsorted(vocab: int, kind: str) -> None:
         u = _edge_uniforms(cdf, sampler.m, rng)
         expected = np.searchsorted(cdf, u, side="right")
         got = sampler(np.full(u.size, r, dtype=np.intp), u)
+        # identity is the claim: the sampler's cdf is this one (same cumsum and division), and
+        # u sits on its breakpoints on purpose
         assert np.array_equal(got, expected), f"row {r}"
         assert np.all(table[r][got] > 0.0)  # zero-probability tokens are never returned
     # vectorised across rows in one call, too
@@ -289,7 +291,7 @@ def test_table_sampler_exercises_all_lookup_paths() -> None:
     c = np.cumsum(big[rows], axis=1)
     cdf = c / c[:, -1:]
     expected = (cdf <= u[:, None]).sum(axis=1)
-    assert np.array_equal(s(rows, u), expected)
+    assert np.array_equal(s(rows, u), expected)  # identity: same cdf operations, same order
 
 
 def test_guide_table_stays_small_with_interior_zero_probability() -> None:
@@ -303,6 +305,7 @@ def test_guide_table_stays_small_with_interior_zero_probability() -> None:
 def test_normalised_cdf_last_is_one_and_zero_tail() -> None:
     t = np.array([[0.2, 0.3, 0.5 - 1e-16, 0.0], [0.0, 1.0, 0.0, 0.0]])
     c = normalised_cdf(t)
+    # exact: the last entry is x / x; 0 / s and 1 / 1 are exact too
     assert np.all(c[:, -1] == 1.0)
     assert c[1, 0] == 0.0 and c[1, 1] == 1.0 and c[1, 3] == 1.0
     assert np.array_equal(inverse_cdf_rows(c, np.array([np.nextafter(1.0, 0.0)] * 2)),
@@ -526,7 +529,7 @@ def test_same_seed_sequence_same_histograms() -> None:
     def ss() -> np.random.SeedSequence:
         return np.random.SeedSequence(entropy=1234, spawn_key=(3, 1, 4))
 
-    for rule in RULES:
+    for rule in RULES:  # identity is the claim: same seed, same operations in the same order
         a = long_run_markov(seed_kernel(), 3, rule, ss(), 5000, 4, 2, 5)
         b = long_run_markov(seed_kernel(), 3, rule, ss(), 5000, 4, 2, 5)
         assert np.array_equal(a, b)

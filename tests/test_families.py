@@ -220,6 +220,8 @@ def test_worked_example_reads_its_model_from_the_config(tiny_config: dict[str, A
     target = random_table(1, 2.5)
     draft = blend(target, random_table(2, 2.5), 0.85)
     assert list(first["token"]) == list("abcdef")
+    # identity is the claim: the example's rows are the model's, built by random_table and
+    # blend with the same operations in the same order
     assert np.array_equal(first["p"], target[0]) and np.array_equal(first["q"], draft[0])
     cfg = _with(tiny_config, "worked_example", {"model": "seed_good", "context": 2})
     again = tables.worked_example(load_grid(cfg, SCHEMA), pd.DataFrame())

@@ -62,6 +62,7 @@ def test_token_ngram_draft_reads_the_last_tokens() -> None:
     assert last_context_id(seq, 2, vocab) == ids[-1]
     for order in (1, 2, 3):
         got = NGramDraft(f"ngram-{order}", model, order).probs(seq)
+        # identity is the claim: the draft calls model.probs on the same one-context batch
         assert np.array_equal(got, model.probs(ids[-1:], order)[0])
         assert got.shape == (vocab,) and abs(got.sum() - 1) < 1e-12 and (got > 0).all()
 
@@ -74,6 +75,8 @@ def test_row_sampler_is_the_engine_sampler() -> None:
     which = rng.integers(0, 7, size=20_000)
     u = rng.random(20_000)
     want = inverse_cdf_rows(normalised_cdf(rows[which]), u)
+    # integer draws; they could differ only for a u within ~1e-15 of a breakpoint (r + u is
+    # rounded, see StackedRowSampler), which this seed's uniforms are not
     assert np.array_equal(StackedRowSampler(rows)(which, u), want)
 
 
@@ -254,6 +257,7 @@ def test_verify_cost_table_has_17_rows_for_the_target(lab: Lab) -> None:
     costs = experiments.verify_cost_table(lab)
     target = costs[costs["model"] == "target"]
     assert list(target["positions"]) == list(range(1, 18))
+    # exact: the first ratio is t / t
     assert (target["seconds"] > 0).all() and target["ratio"].iloc[0] == 1.0
     assert set(costs[costs["measure"] == "draft_step"]["model"]) == set(SMALL.draft_names())
 

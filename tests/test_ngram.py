@@ -110,6 +110,7 @@ def test_prob_matches_probs_and_saved_model(tmp_path: Path) -> None:
         np.testing.assert_allclose(m.prob(ctx, x, order), full, rtol=1e-12)
     m.save(tmp_path / "m.npz")
     back = NGramModel.load(tmp_path / "m.npz")
+    # identity is the claim: the saved counts give the same operations in the same order
     assert np.array_equal(back.probs(ctx, 5), m.probs(ctx, 5))
 
 
@@ -221,6 +222,7 @@ def test_identical_draft_accepts_everything() -> None:
     pair = rounds.NGramPair(model(), 5, 5)
     ctx = rounds.prompts(corpus(), 256, 4, np.random.SeedSequence(2))
     row = experiments.speculative_point(pair, ctx, 4, 3, 8, np.random.SeedSequence(3))
+    # exact: ratios of equal integer counts (< 2^53, summed exactly in float64)
     assert row["accept_rate"] == 1.0 and row["tokens_per_call"] == 5.0
     assert row["beta_mean"] == pytest.approx(1.0)
 

@@ -65,6 +65,7 @@ def test_the_worker_writes_what_an_in_process_job_writes(tmp_path: Path) -> None
         ra, rb = _run(job, a, env, worker=False), _run(job, b, env, worker=True)
         assert ra.returncode == rb.returncode == 0, (ra.stderr, rb.stderr)
         for name in ("sim.parquet", "exact.parquet"):
+            # identity is the claim: worker and fresh process run the same code, same order
             assert (a / name).read_bytes() == (b / name).read_bytes(), (i, name)
         assert rb.stderr.splitlines()[-1].startswith("done: ")
         assert ra.stderr.splitlines()[0] == rb.stderr.splitlines()[0]  # "point <path> ..."

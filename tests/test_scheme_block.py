@@ -360,6 +360,7 @@ def test_play_same_seed_same_round() -> None:
     P, Q = TABLES["far"]
     state = np.arange(600) % 6
     a, b = (play(P, Q, state, 3, {}, np.random.default_rng(5)) for _ in range(2))
+    # identity is the claim: same seed, same operations in the same order
     np.testing.assert_array_equal(a.tokens, b.tokens)
     np.testing.assert_array_equal(a.next_state, b.next_state)
 
@@ -371,7 +372,8 @@ def test_long_run_vs_monte_carlo(name: str) -> None:
     gamma, chains, rounds = 4, 4000, 60
     lw = law(P, Q, gamma, {})
     exact_rate, drafted, pi = long_run(lw)
-    assert drafted == gamma
+    # pi @ (γ, ..., γ) = γ Σ pi: Σ pi = 1 up to the rounding of S sums, so rel error <= ~2S eps
+    assert drafted == pytest.approx(gamma, rel=1e-12)
     rng = np.random.default_rng(21)
     state = np.searchsorted(np.cumsum(pi), rng.random(chains) * pi.sum(), side="right")
     total = np.zeros(chains)

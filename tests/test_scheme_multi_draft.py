@@ -318,6 +318,7 @@ def test_play_is_reproducible() -> None:
     state = np.arange(1000) % 6
     a = play(TARGET, DRAFT, state, 3, {"drafts": 2}, np.random.default_rng(5))
     b = play(TARGET, DRAFT, state, 3, {"drafts": 2}, np.random.default_rng(5))
+    # identity is the claim: same seed, same operations in the same order
     assert np.array_equal(a.tokens, b.tokens) and np.array_equal(a.next_state, b.next_state)
 
 

@@ -145,6 +145,7 @@ def test_old_points_keep_their_identity_and_scheme_points_name_their_knobs(
 # ---------------------------------------------------------------------------------------------
 def test_lenience_one_is_algorithm_1_and_zero_accepts_what_p_allows() -> None:
     acc, rej = lenient_tables(P, Q, {"lenience": 1.0})
+    # identity is the claim: 1.0 * Q is Q bit for bit, then the same functions on the same input
     assert np.array_equal(acc, acceptance_probability(P, Q)) and np.array_equal(rej,
                                                                                 residual(P, Q))
     acc0, rej0 = lenient_tables(P, Q, {"lenience": 0.0})

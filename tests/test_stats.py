@@ -52,6 +52,7 @@ def test_chi2_sf_df1_erfc_and_edges() -> None:
     np.testing.assert_allclose(chi2_sf(xs, 1), ref, rtol=1e-12)
     got = chi2_sf(3.841458820694124, 1)
     assert isinstance(got, float) and got == pytest.approx(0.05, rel=1e-12)
+    # exact: documented edge values, returned rather than computed
     assert chi2_sf(0.0, 4) == 1.0
     assert chi2_sf(-1.0, 4) == 1.0
     assert chi2_sf(math.inf, 4) == 0.0
@@ -238,6 +239,7 @@ def test_tv_floor_quantile_is_upper_band() -> None:
     q99 = tv_floor_quantile(p, 1000, q=0.99, draws=4000, rng=7)
     q50 = tv_floor_quantile(p, 1000, q=0.5, draws=4000, rng=7)
     assert q50 < tv_floor(p, 1000) * 1.1 < q99
+    # identity is the claim: same seed, same operations in the same order
     assert q99 == tv_floor_quantile(p, 1000, q=0.99, draws=4000, rng=7)
 
 
@@ -277,6 +279,7 @@ def test_gof_zero_probability_and_pooling() -> None:
     assert res.p_value == 0.0 and res.statistic == math.inf
     # Zero-probability cells without observations are ignored.
     ok = gof_test([10, 0, 10], [0.5, 0.0, 0.5])
+    # exact: O = E in every cell, so G = 2 sum O log(10 / 10) = 0 and chi2_sf(0) = 1 (an edge)
     assert ok == GofResult(statistic=0.0, df=1, p_value=1.0, n=20, cells=2)
     # All cells pooled -> df = 0 -> p-value 1.
     assert gof_test([1, 3], [0.5, 0.5]).p_value == 1.0
@@ -349,7 +352,8 @@ def test_fit_alpha_mle_and_lr_endpoints() -> None:
         dev = 2 * (ll_hat - (s * math.log(end) + f * math.log1p(-end)))
         assert dev == pytest.approx(1.959963984540054**2, rel=1e-9)
     assert lo < a < hi
-    # Boundaries: all rejected at first draft / all accepted.
+    # Boundaries: all rejected at first draft / all accepted (exact: 0 / 5 and 10 / 10, and the
+    # interval search returns the boundary itself).
     assert fit_alpha([5, 0, 0])[:2] == (0.0, 0.0)
     assert fit_alpha([0, 0, 5])[0::2] == (1.0, 1.0)
     with pytest.raises(ValueError):

@@ -171,6 +171,7 @@ def test_batched_leading_axes_equal_a_loop_over_rows_with_the_same_stream() -> N
             assert batch.accepted[idx] == one.accepted
             assert np.array_equal(batch.tokens[idx], one.tokens)
             assert batch.n_emitted[idx] == one.n_emitted
+        # identity is the claim: the batch consumed exactly the uniforms of the loop, in order
         assert gen.random() == np.random.default_rng(9).random(3 * 4 * (gamma + 1) + 1)[-1]
 
 
@@ -180,6 +181,7 @@ def test_a_seed_is_a_generator_of_that_seed() -> None:
     x = sample_rows(q, rng.random((50, 2)))
     a = verify(p, q, x, rng=11)
     b = verify(p, q, x, rng=np.random.default_rng(11))
+    # identity is the claim: same seed, same operations in the same order
     assert all(np.array_equal(getattr(a, f), getattr(b, f))
                for f in ("accepted", "tokens", "n_emitted"))
 
@@ -492,7 +494,8 @@ def test_rows_within_tolerance_are_renormalised() -> None:
     assert pa.dtype == np.float64
     np.testing.assert_allclose(pa.sum(axis=-1), 1.0, rtol=0, atol=4e-16)
     same, _ = check_round(_P, _Q)
-    assert np.array_equal(same, _P)  # rows summing to exactly 1 are untouched
+    # rows summing to exactly 1 are untouched (two-term sums: one IEEE addition, 0.3 + 0.7 = 1)
+    assert np.array_equal(same, _P)
     with pytest.raises(ValueError, match="sums to"):
         verify(_P * 1.001, _Q, _X, rng=0)
     assert verify(_P * 1.001, _Q, _X, rng=0, row_tol=1e-2).n_emitted.shape == ()

@@ -224,20 +224,20 @@ def write_json(path: str | os.PathLike[str], obj: Any, sort_keys: bool = True) -
     write_text(path, json.dumps(obj, indent=2, sort_keys=sort_keys, allow_nan=False) + "\n")
 
 
-def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str], float_digits: int = 10) -> None:
-    """Tidy CSV for machines plus a Markdown twin for people (same stem, ``.md``)."""
-    import pandas as pd
+def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Tidy CSV for machines plus a Markdown twin for people (same stem, ``.md``), every float
+    rounded as :func:`specsim.precision.printable` says (the same bytes on every CPU). Returns
+    the rounded frame, for writers of further renderings of the same numbers."""
+    from specsim.precision import printable
 
-    out = df.copy()
-    for col in out.columns:
-        if pd.api.types.is_float_dtype(out[col]):
-            out[col] = out[col].round(float_digits)
+    out = printable(df)
     data = out.to_csv(index=False, lineterminator="\n").encode()
     with atomic_path(csv_path) as tmp:
         tmp.write_bytes(data)
     write_checksum(csv_path, data)
     md = Path(csv_path).with_suffix(".md")
-    write_text(md, to_markdown(df))
+    write_text(md, to_markdown(out))
+    return out
 
 
 def checksum_path(path: str | os.PathLike[str]) -> Path:

@@ -153,7 +153,8 @@ TABLES: dict[str, TableDoc] = {
             "tokens_closed_form_mc": f"{EQ1} at the simulated accept_rate",
             "jensen_gap": "tokens_exact − tokens_closed_form: what Eq. 1 at the mean acceptance "
                           "misses when acceptance varies by context",
-            "covered": "whether the 95% interval of tokens_per_round contains tokens_exact",
+            "covered": "whether the 95% interval of tokens_per_round contains tokens_exact "
+                       "(up to 1e-9 relative, the exact value's own rounding)",
             "alpha_exact": "the configured α, or else the exact acceptance rate",
             "alpha_bar": "stationary mean over contexts of β = Σ min(p, q) (mean β for the stub)",
             "alpha_fit": "maximum-likelihood α from the simulated counts of accepted drafts "
@@ -459,7 +460,7 @@ TABLES: dict[str, TableDoc] = {
             "tokens_ci_high": "upper end of that interval",
             "tokens_se": "standard error of tokens_per_call (batch means)",
             "batches": "batches of chains behind the confidence intervals",
-            "covered": "whether the 95% interval covers tokens_exact",
+            "covered": "whether the 95% interval covers tokens_exact (up to 1e-9 relative)",
             "drafted_exact": "exact draft tokens proposed per round over the simulated rounds "
                              "(k γ for multi_draft)",
             "drafted_per_round": "simulated draft tokens proposed per round",

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.out, _machine(s, args.corpus_meta, args.device))
     else:
         table = _with_lab(s, args)
-        write_table(table, args.out)
+        table = write_table(table, args.out)
         if args.step == "assisted":
             from specsim.report import write_html
 

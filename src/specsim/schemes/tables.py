@@ -27,6 +27,7 @@ import pandas as pd
 from specsim import exact, stats
 from specsim.families import markov_pair
 from specsim.grid import Grid
+from specsim.precision import covers, first_max
 from specsim.schemes import POLICIES
 from specsim.verify import RULES
 
@@ -54,8 +55,7 @@ def _points(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         df[name] = [k.get(name, np.nan) for k in knobs]
     df["lossless"] = [RULES[r].lossless for r in df["rule"]]  # type: ignore[index]
     df["tokens_per_call"] = df["tokens_per_round"]
-    df["covered"] = (df["tokens_ci_low"] <= df["tokens_exact"]) & (
-        df["tokens_exact"] <= df["tokens_ci_high"])
+    df["covered"] = covers(df["tokens_ci_low"], df["tokens_ci_high"], df["tokens_exact"])
     return df
 
 
@@ -125,7 +125,7 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         for c in sub["c_list"].iloc[0]:
             c = float(c)
             speed = fixed / (1.0 + c * gammas)
-            best = int(np.argmax(speed))
+            best = first_max(speed)
             rows.append(base | {"c": c, "policy": "best_fixed", "gamma": int(gammas[best]),
                                 "scheme": f"best fixed (γ={gammas[best]})",
                                 "tokens_exact": fixed[best], "drafted_exact": float(gammas[best]),
