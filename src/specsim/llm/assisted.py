@@ -32,7 +32,7 @@ from specsim import exact, stats
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.llm.lab import Lab
-from specsim.llm.loading import _quiet
+from specsim.llm.loading import quiet
 from specsim.realtext.rounds import seed_for
 
 #: The assistant generation-config keys that make the draft-length policy.
@@ -170,7 +170,7 @@ def hf_generate(model: Any, assistant: Any | None, prompt: Sequence[int], n_new:
     if assistant is not None:
         kw["assistant_model"] = assistant
     torch.manual_seed(seed)
-    with _quiet(), torch.inference_mode(), counting(model) as tc:
+    with quiet(), torch.inference_mode(), counting(model) as tc:
         if assistant is None:
             t0 = time.perf_counter()
             out = model.generate(ids, **kw)

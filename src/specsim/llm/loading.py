@@ -52,7 +52,7 @@ def cache_dir(root: str | Path | None = None) -> Path:
 
 
 @contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """Offline, no progress bars, and the libraries' deprecation chatter silenced (pytest runs
     with warnings as errors; these warnings are about the libraries, not about specsim)."""
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -77,7 +77,7 @@ def load_target(root: str | Path | None = None, threads: int | None = None) -> t
 
     if threads:
         torch.set_num_threads(threads)
-    with _quiet():
+    with quiet():
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         where = cache_dir(root)
@@ -108,7 +108,7 @@ def int8_copy(model: Any) -> Any:
     """The target with every nn.Linear (lm_head included) dynamically quantised to int8."""
     import torch
 
-    with _quiet():
+    with quiet():
         return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear},
                                                       dtype=torch.qint8)
 
