@@ -20,15 +20,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from specsim import checks, families, tables
+from specsim import checks, families
 from specsim.config import load_grid
 from specsim.families import COMMON_KEYS, FAMILIES, KNOBS, Family, TableFamily, family_of
-from specsim.figures import RULE_ORDER, rule_label
+from specsim.figures.style import RULE_ORDER, rule_label
 from specsim.grid import ConfigError, build_grid
 from specsim.job import describe
 from specsim.models import ModelSpec, blend, random_table
 from specsim.reference import exact_curve, exact_point
 from specsim.simulate import simulate_point
+from specsim.tables import studies
 from specsim.verify import RULE_NAMES, RULES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +133,14 @@ READERS = ("grid", "simulate", "reference", "collect", "figures", "checks", "tab
 
 
 def _strings(module: str) -> set[str]:
-    tree = ast.parse((SRC / f"{module}.py").read_text())
+    """The string constants of a module (or of every module of a package), docstrings left out."""
+    path = SRC / f"{module}.py"
+    return set().union(*(_file_strings(p) for p in
+                         ([path] if path.exists() else sorted((SRC / module).glob("*.py")))))
+
+
+def _file_strings(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
     doc = {id(n.body[0].value) for n in ast.walk(tree)  # docstrings are prose, not branches
            if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef) and n.body
            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
@@ -216,7 +224,7 @@ def test_new_settings_are_checked(tiny_config: dict[str, Any], path: str, value:
 def test_worked_example_reads_its_model_from_the_config(tiny_config: dict[str, Any]) -> None:
     """The default (first model) reproduces the program's demo 1; another model, context or
     family changes the table, without any name in the code."""
-    first = tables.worked_example(load_grid(copy.deepcopy(tiny_config), SCHEMA), pd.DataFrame())
+    first = studies.worked_example(load_grid(copy.deepcopy(tiny_config), SCHEMA), pd.DataFrame())
     target = random_table(1, 2.5)
     draft = blend(target, random_table(2, 2.5), 0.85)
     assert list(first["token"]) == list("abcdef")
@@ -224,13 +232,13 @@ def test_worked_example_reads_its_model_from_the_config(tiny_config: dict[str, A
     # blend with the same operations in the same order
     assert np.array_equal(first["p"], target[0]) and np.array_equal(first["q"], draft[0])
     cfg = _with(tiny_config, "worked_example", {"model": "seed_good", "context": 2})
-    again = tables.worked_example(load_grid(cfg, SCHEMA), pd.DataFrame())
+    again = studies.worked_example(load_grid(cfg, SCHEMA), pd.DataFrame())
     assert np.array_equal(again["p"], target[2]) and np.array_equal(again["q"], draft[2])
     cfg = _with(tiny_config, "worked_example", {"model": "stub"})
-    stub = tables.worked_example(load_grid(cfg, SCHEMA), pd.DataFrame())
+    stub = studies.worked_example(load_grid(cfg, SCHEMA), pd.DataFrame())
     assert len(stub) == 20 and np.isclose(stub["p"].sum(), 1) and np.isclose(stub["q"].sum(), 1)
     cfg = _with(tiny_config, "worked_example", {"model": "calibrated", "alpha": 0.6})
-    cal = tables.worked_example(load_grid(cfg, SCHEMA), pd.DataFrame())
+    cal = studies.worked_example(load_grid(cfg, SCHEMA), pd.DataFrame())
     assert np.isclose(cal["accepted_mass"].sum(), 0.6)
 
 
@@ -332,9 +340,9 @@ def test_exact_curve_agrees_with_each_points_reference(tiny_config: dict[str, An
         assert np.all(np.diff(tokens) > 0) and tokens[0] > 1
         methods.add(method.split("(")[0])
     assert methods == {"Eq. 1", "exact DP", "quadrature_mc"}
-    table = tables.optimal_k_exact(grid, pd.DataFrame())
+    table = studies.optimal_k_exact(grid, pd.DataFrame())
     assert set(table.groupby("model")["gamma"].max()) == {4}
-    assert list(table.columns) == ["study", *tables.KEYS, "tokens_stationary", "exact_method"]
+    assert list(table.columns) == ["study", *studies.KEYS, "tokens_stationary", "exact_method"]
 
 
 def test_worked_example_alpha_defaults_to_one_the_run_uses(tiny_config: dict[str, Any]) -> None:

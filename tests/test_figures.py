@@ -1,7 +1,9 @@
-"""Tests for specsim.figures: every figure renders to a valid PDF + PNG from small tables."""
+"""Tests for specsim.figures: every figure renders to a valid PDF + PNG from small tables; every
+output is declared once, with one builder (specsim.outputs)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -15,21 +17,13 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
 from specsim import exact, intensity
-from specsim.figures import (
-    FIGURES,
-    MIN_FONTSIZE,
-    NEEDS,
-    README_FIGURES,
-    RULE_ORDER,
-    STYLE,
-    available_figures,
-    copy_readme_figures,
-    make_figure,
-    roofline_spread,
-)
+from specsim.figures import README_FIGURES, copy_readme_figures, make_figure
+from specsim.figures.roofline import roofline_spread
+from specsim.figures.style import MIN_FONTSIZE, RULE_ORDER, STYLE
 from specsim.grid import Grid
 from specsim.io import write_checksum
 from specsim.llm import figures as llm_figures
+from specsim.outputs import FIGURE_NEEDS, FIGURES, available_figures
 from specsim.verify import CLASSIC_RULES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -298,7 +292,7 @@ def test_available_figures_drops_absent_analyses() -> None:
     names = available_figures(_grid(only_eq))
     assert names == ["equivalence", "optimal_k_heatmap", "roofline"]
     assert set(available_figures(_grid(CONFIG))) == set(FIGURES)
-    assert set(NEEDS) == set(FIGURES)
+    assert set(FIGURE_NEEDS) == set(FIGURES)
 
 
 def test_unknown_figure_is_refused(synthetic: Path, tmp_path: Path) -> None:
@@ -332,12 +326,12 @@ def llm_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _drawn(name: str, synthetic: Path, llm_tables: Path) -> plt.Figure:
-    """The figure laid out and drawn exactly as ``_save`` writes it (same style, size, layout)."""
+    """The figure laid out and drawn exactly as ``save`` writes it (same style, size, layout)."""
     with plt.rc_context(STYLE):
         if name.startswith("llm:"):
             fig = llm_figures.FIGURES[name[4:]](llm_tables)
         else:
-            fig = FIGURES[name](_grid(CONFIG), str(synthetic))
+            fig = FIGURES[name].build()(_grid(CONFIG), str(synthetic))
         if fig.get_layout_engine() is None:
             fig.tight_layout()
         fig.canvas.draw()
@@ -449,10 +443,22 @@ def test_the_sizes_truly_coincide() -> None:
     assert roofline_spread(it, "seed") < 0.2
 
 
-def test_output_registry_lists_every_builder() -> None:
-    """Snakemake plans from specsim.outputs (no pandas/matplotlib); it must name every
-    table and figure the builders can make, and nothing else."""
-    from specsim import outputs, tables
+def test_every_output_is_declared_once_with_one_builder() -> None:
+    """Each table and figure is declared once (specsim.outputs) and names its builder; each
+    builder is a function of the module it names, drawn or built for one declaration only,
+    and every builder-shaped function of those modules is declared (none forgotten)."""
+    import inspect
 
-    assert list(outputs.TABLE_NEEDS) == list(tables.BUILDERS)
-    assert list(outputs.FIGURE_NEEDS) == list(FIGURES)
+    from specsim import outputs
+
+    built = [t for t in outputs.TABLES.values() if t.builder] + list(outputs.FIGURES.values())
+    paths = [d.builder for d in built]
+    assert len(paths) == len(set(paths))
+    for d in built:
+        assert callable(d.build()), d.name
+    for module in {p.partition(":")[0] for p in paths}:
+        mod = importlib.import_module(module)
+        public = {f"{module}:{n}" for n, f in vars(mod).items()
+                  if inspect.isfunction(f) and f.__module__ == module and not n.startswith("_")
+                  and list(inspect.signature(f).parameters)[:1] == ["grid"]}  # (grid, ...)
+        assert public <= set(paths), f"not declared in specsim.outputs: {public - set(paths)}"

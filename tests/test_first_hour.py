@@ -280,26 +280,30 @@ def test_no_conda_directive_left() -> None:
 
 
 # --- tables for people: HTML beside every CSV, one caption per table ---------------------------
-def test_captions_are_written_from_the_column_descriptions() -> None:
-    """workflow/report/tables/<name>.rst is exactly what `python -m specsim.report` writes."""
+def test_captions_are_written_from_the_declarations() -> None:
+    """workflow/report/{tables,figures}/<name>.rst is exactly what `python -m specsim.report`
+    writes from the declarations, one per declared table and figure."""
     from specsim import report
 
-    captions = REPO / report.CAPTION_DIR
-    assert sorted(p.stem for p in captions.glob("*.rst")) == sorted(report.TABLES)
-    for name in report.TABLES:
-        assert (captions / f"{name}.rst").read_text(encoding="utf-8") == report.caption(name), (
-            f"{name}: run python -m specsim.report")
+    root = REPO / report.CAPTION_DIR
+    written = {str(p.relative_to(root)) for sub in report.GENERATED
+               for p in (root / sub).glob("*.rst")}
+    assert written == set(report.captions())
+    for rel, text in report.captions().items():
+        assert (root / rel).read_text(encoding="utf-8") == text, (
+            f"{rel}: run python -m specsim.report")
 
 
 def test_every_table_is_described() -> None:
-    from specsim import report
-    from specsim.outputs import TABLE_NEEDS
+    from specsim import outputs
 
-    assert set(TABLE_NEEDS) == set(report.STUDY_TABLES)
-    assert {"checks", *report.REALTEXT_TABLES} <= set(report.TABLES)
-    for name, d in report.TABLES.items():
-        assert d.title and d.about.endswith(".") and d.columns, name
+    own_step = {n for n, t in outputs.TABLES.items() if not t.builder}
+    assert own_step == {"checks", "llm_assisted", *outputs.REALTEXT_TABLES}
+    for name, d in outputs.TABLES.items():
+        assert d.name == name and d.title and d.about.endswith(".") and d.columns, name
         assert all(text and not text.endswith(".") for text in d.columns.values()), name
+    for name, f in outputs.FIGURES.items():
+        assert f.name == name and f.caption.endswith("."), name
 
 
 def test_described_columns_are_the_tables_columns(tmp_path: Path) -> None:
@@ -309,16 +313,15 @@ def test_described_columns_are_the_tables_columns(tmp_path: Path) -> None:
     import yaml
     from conftest import SCHEMA, TINY
 
-    from specsim import report, tables
+    from specsim import outputs, report
     from specsim.config import load_grid
-    from specsim.outputs import TABLE_NEEDS
 
     grid = load_grid(yaml.safe_load(TINY.read_text()), SCHEMA)  # worked_example reads its config
-    for name in (n for n, need in TABLE_NEEDS.items() if need is None):
-        df = tables.BUILDERS[name](grid, pd.DataFrame())
+    for name in (n for n, need in outputs.TABLE_NEEDS.items() if need is None):
+        df = outputs.table(name).build()(grid, pd.DataFrame())
         assert report.undocumented(name, df.columns) == [], name
-        assert all(any(report.doc(name).describe(c) == text for c in df.columns)
-                   for text in report.doc(name).columns.values()), name
+        assert all(any(outputs.table(name).describe(c) == text for c in df.columns)
+                   for text in outputs.table(name).columns.values()), name
 
 
 def test_html_table_page(tmp_path: Path) -> None:

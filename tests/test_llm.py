@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from specsim import cli, exact, ngram, report, stats
+from specsim import cli, exact, ngram, outputs, report, stats
 from specsim.engine import inverse_cdf_rows, normalised_cdf
 from specsim.llm import assisted, experiments, generation, lossless
 from specsim.llm import settings as llm_settings
@@ -329,4 +329,4 @@ def test_assisted_table_columns_are_documented(lab: Lab) -> None:
     assert (table["tokens"] >= 6).all() and (table["tokens_per_call"] >= 1).all()
     assert np.allclose(table.loc[2:, "c"], 0.25)
     assert report.undocumented("llm_assisted", table.columns) == []
-    assert set(report.doc("llm_assisted").columns) == set(table.columns)
+    assert set(outputs.table("llm_assisted").columns) == set(table.columns)

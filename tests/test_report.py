@@ -32,7 +32,7 @@ import pytest
 import yaml
 from conftest import ROOT, SNAKEMAKE, TINY
 
-from specsim.report import doc
+from specsim import outputs
 
 pytestmark = pytest.mark.slow
 
@@ -308,7 +308,7 @@ IFRAME_TABLE = r"""
 
 def _frame_table(browser: Browser, name: str) -> dict[str, Any]:
     """The table the report's content frame shows, once it is the page of table ``name``."""
-    title = doc(name.removesuffix(".html")).title
+    title = outputs.table(name.removesuffix(".html")).title
     deadline = time.monotonic() + 30
     while True:
         try:

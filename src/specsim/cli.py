@@ -166,7 +166,7 @@ def _name(kind: str, known: list[str]) -> Any:
 def _parser() -> tuple[_Parser, dict[str, _Parser]]:
     """The parser, and each step's own parser by name."""
     from specsim.outputs import FIGURE_NEEDS, TABLE_NEEDS
-    from specsim.report import TABLES as TABLE_DOCS
+    from specsim.outputs import TABLES as TABLE_DOCS
 
     tables, figures = list(TABLE_NEEDS), list(FIGURE_NEEDS)
     parser = _Parser(prog="specsim", description=__doc__,
@@ -242,7 +242,7 @@ def _parser() -> tuple[_Parser, dict[str, _Parser]]:
     h.add_argument("--tables-dir", required=True, type=_directory, metavar="DIR",
                    help="directory holding <name>.csv (results/tables); the HTML goes beside")
     h.add_argument("names", nargs="+", type=_name("table", list(TABLE_DOCS)), metavar="NAME",
-                   help="tables to render (names documented in specsim.report.TABLES)")
+                   help="tables to render (names declared in specsim.outputs)")
 
     # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
     from specsim.llm.cli import add_parser as add_llm_parser

@@ -25,7 +25,7 @@ rule tables:
 
 # The real-text stage (workflow/rules/realtext.smk) writes its tables as CSV and Markdown; their
 # HTML renderings and report entries come from here, so that stage need not know the report.
-# specsim.report.REALTEXT_TABLES names them (with their column descriptions); html_files()
+# specsim.outputs.REALTEXT_TABLES names them (declared with their columns); html_files()
 # asks for them when the config has a realtext section.
 rule realtext_tables_html:
     input:

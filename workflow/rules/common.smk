@@ -14,8 +14,7 @@ from specsim.config import (
 from specsim.work import summary
 from specsim.grid import POINT_REGEX, ConfigError
 from specsim.job import describe, to_arg
-from specsim.outputs import available_figures, available_tables
-from specsim.report import REALTEXT_TABLES
+from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
 from specsim.snakemake_patch import coalesce_reevaluation_timers
 
 # Snakemake's scheduler starts a new once-a-second wake-up chain per finished job while others
@@ -108,7 +107,7 @@ def figure_outputs(ext):
     return [
         report_flag(
             f"results/figures/{name}.{ext}",
-            caption=f"../report/{name}.rst",
+            caption=f"../report/figures/{name}.rst",
             category="Figures",
             labels={"figure": name, "format": ext.upper()},
         )
@@ -123,8 +122,8 @@ def table_report(name, category="Tables", path=None):
 
     The file is the table's HTML rendering (``path``, default results/tables/<name>.html),
     which the report shows inline (a CSV it only offers as a download). Its caption is
-    workflow/report/tables/<name>.rst, written by `python -m specsim.report` from
-    specsim.report.TABLES, where every table's columns are described. The report's menu lists
+    workflow/report/tables/<name>.rst, written by `python -m specsim.report` from the
+    table's declaration in specsim.outputs, where its columns are described. The report's menu lists
     categories alphabetically: "Checks" comes first, then "Figures", "Real text", "Tables".
     """
     return report_flag(

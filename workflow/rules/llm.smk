@@ -179,7 +179,7 @@ rule llm_speculative:
 
 # The same target / draft pair through specsim's loop and transformers' own assisted generation
 # (model.generate(..., assistant_model=draft)): its default draft-length policy and a fixed γ.
-# The table is also rendered as HTML for the report (columns: specsim.report.TABLES).
+# The table is also rendered as HTML for the report (columns: its declaration in specsim.outputs).
 rule llm_assisted:
     input:
         corpus="results/llm/corpus.npz",

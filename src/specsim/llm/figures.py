@@ -15,7 +15,7 @@ from specsim.llm import settings
 def figure_costs(tables_dir: Path) -> Any:
     import matplotlib.pyplot as plt
 
-    from specsim.figures import WIDE
+    from specsim.figures.style import WIDE
 
     inten = pd.read_csv(tables_dir / "intensity.csv")
     spec = pd.read_csv(tables_dir / "speculative.csv")
@@ -84,7 +84,7 @@ def figure_assisted(tables_dir: Path) -> Any:
     call, tokens per second and speedup over each library's plain sampling, against γ."""
     import matplotlib.pyplot as plt
 
-    from specsim.figures import WIDE
+    from specsim.figures.style import WIDE
 
     t = pd.read_csv(tables_dir / "assisted.csv")
     plain = t[t["draft"] == "target alone"].set_index("loop")
@@ -137,10 +137,10 @@ def make_figures(tables_dir: str | Path, out_dir: str | Path) -> None:
     """Every LLM figure from the tables in ``tables_dir`` into ``out_dir``."""
     import matplotlib.pyplot as plt
 
-    from specsim.figures import STYLE, _save
+    from specsim.figures.style import STYLE, save
 
     for name in settings.FIGURES:
         with plt.rc_context(STYLE):
             fig = FIGURES[name](Path(tables_dir))
-            _save(fig, str(Path(out_dir) / f"{name}.pdf"))
+            save(fig, str(Path(out_dir) / f"{name}.pdf"))
             plt.close(fig)

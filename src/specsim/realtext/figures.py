@@ -57,7 +57,7 @@ def figure_beta(tables_dir: Path) -> Any:
 def figure_tokens(tables_dir: Path) -> Any:
     import matplotlib.pyplot as plt
 
-    from specsim.figures import WIDE
+    from specsim.figures.style import WIDE
 
     df = pd.read_csv(tables_dir / "realtext_speculative.csv")
     fig, (ax, gap) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
@@ -86,7 +86,7 @@ def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
 
-    from specsim.figures import WIDE
+    from specsim.figures.style import WIDE
 
     df = pd.read_csv(costs if costs is not None else tables_dir / "realtext_costs.csv")
     batches = sorted(df["batch"].unique())
@@ -142,7 +142,7 @@ def make_figures(tables_dir: str | Path, out_dir: str | Path,
     """All realtext figures; the measured-costs table may live outside ``tables_dir``."""
     import matplotlib.pyplot as plt
 
-    from specsim.figures import STYLE, _save
+    from specsim.figures.style import STYLE, save
 
     for name in settings.FIGURES:
         fn = FIGURES[name]
@@ -151,5 +151,5 @@ def make_figures(tables_dir: str | Path, out_dir: str | Path,
                 fig = figure_costs(Path(tables_dir), Path(costs) if costs else None)
             else:
                 fig = fn(Path(tables_dir))
-            _save(fig, str(Path(out_dir) / f"{name}.pdf"))
+            save(fig, str(Path(out_dir) / f"{name}.pdf"))
             plt.close(fig)

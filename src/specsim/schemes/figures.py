@@ -9,7 +9,7 @@
   its defaults (``num_assistant_tokens`` = 20 with ``assistant_confidence_threshold`` = 0.4;
   the ``heuristic`` schedule from 5) marked.
 
-Registered in :data:`specsim.figures.FIGURES`; style and helpers are that module's.
+Declared in :mod:`specsim.schemes.outputs`; style and helpers are :mod:`specsim.figures.style`'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from specsim import figures as F
+from specsim.figures.style import (
+    MIN_FONTSIZE,
+    WIDE,
+    colors,
+    load_table,
+    matches,
+    rule_label,
+    unique,
+    yerr,
+)
 from specsim.grid import Grid
 from specsim.schemes.tables import KNOB_COLUMNS
 from specsim.verify import RULES
@@ -46,20 +55,20 @@ def _speed_study(df: pd.DataFrame) -> tuple[str, str]:
 
 def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
     """Tokens per call (left) and speedup at the study's smallest c (right) vs γ."""
-    df = F._table(tables_dir, "schemes")
+    df = load_table(tables_dir, "schemes")
     study, model = _speed_study(df)
     d = df[(df["study"] == study) & (df["model"] == model) & (df["policy"] == "fixed")].copy()
     d["scheme"] = [_scheme_label(r) for _, r in d.iterrows()]
     c = min(grid.studies[study]["c"])
     ct = f"{float(c):g}"
-    schemes = F._unique(d["scheme"])
-    rules = F._unique(d["rule"])
-    rcol = F._colors(rules)  # one colour per rule, one line style per knob value
+    schemes = unique(d["scheme"])
+    rules = unique(d["rule"])
+    rcol = colors(rules)  # one colour per rule, one line style per knob value
     rule_of = dict(zip(d["scheme"], d["rule"], strict=True))
     nth = {s: [t for t in schemes if rule_of[t] == rule_of[s]].index(s) for s in schemes}
     col = {s: rcol[rule_of[s]] for s in schemes}
     style = {s: ("-", "--", ":", "-.")[nth[s] % 4] for s in schemes}
-    fig, axes = plt.subplots(1, 2, figsize=(F.WIDE, 3.4), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(WIDE, 3.4), layout="constrained")
     fig.get_layout_engine().set(w_pad=0.06)
     n = len(schemes)
     for i, s in enumerate(schemes):
@@ -72,7 +81,7 @@ def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
                  f"speedup_exact_c{ct}")):
             ax.plot(g["gamma"], g[ex], ls=style[s], color=col[s], lw=0.9, marker="o",
                     mfc="white", ms=4, zorder=2)
-            ax.errorbar(g["gamma"] + dx, g[mid], yerr=F._yerr(g, mid, lo, hi), fmt=".",
+            ax.errorbar(g["gamma"] + dx, g[mid], yerr=yerr(g, mid, lo, hi), fmt=".",
                         ms=2.5, color=col[s], elinewidth=0.6, zorder=3)
     gammas = sorted(d["gamma"].unique())
     for ax in axes:
@@ -108,12 +117,12 @@ def _label_points(ax: plt.Axes, x: np.ndarray, y: np.ndarray, knobs: np.ndarray,
     for i, (gx, gy, names) in enumerate(sorted(groups)):
         dy = (-9 - 8 * (i % 2)) if below else (3 + 8 * (i % 2))  # neighbours alternate rows
         ax.annotate(", ".join(sorted(names, key=float)), (gx, gy), textcoords="offset points",
-                    xytext=(3, dy), fontsize=F.MIN_FONTSIZE, color=color)
+                    xytext=(3, dy), fontsize=MIN_FONTSIZE, color=color)
 
 
 def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
     """Exact TV vs exact speedup of the lossy rules as their knob varies, one panel per c."""
-    df = F._table(tables_dir, "schemes")
+    df = load_table(tables_dir, "schemes")
     lossy = df[~df["lossless"].astype(bool) & (df["policy"] == "fixed")]
     counts = lossy.groupby(["study", "model", "gamma"], sort=False).size()
     study, model, gamma = counts.idxmax()
@@ -121,11 +130,11 @@ def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
     ref = df[(df["model"] == model) & (df["gamma"] == gamma) & (df["rule"] == "correct")
              & (df["policy"] == "fixed")]
     cs = [f"{float(c):g}" for c in grid.studies[study]["c"]]
-    rules = F._unique(d["rule"])
-    col = F._colors(rules)
+    rules = unique(d["rule"])
+    col = colors(rules)
     knob_of = {r: RULES[r].knobs[0].name for r in rules if RULES[r].knobs}  # the labelled knob
     floor_tv = 1e-6  # exact TV below this (lossless to machine precision) is drawn on it
-    fig, axes = plt.subplots(1, len(cs), figsize=(F.WIDE, 3.0), layout="constrained",
+    fig, axes = plt.subplots(1, len(cs), figsize=(WIDE, 3.0), layout="constrained",
                              squeeze=False)
     for ax, ct in zip(axes[0], cs, strict=True):
         floor = d["tv_floor"].max()
@@ -151,7 +160,7 @@ def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
         ax.set_title(f"c = {ct}")
     axes[0][0].set_ylabel("TV to the target (first two tokens)")
     handles = [Line2D([], [], color=col[r], marker="o", mfc="white", ms=4, lw=0.9,
-                      label=f"{F.rule_label(r)}, exact (labels: {knob_of.get(r, 'knob')})")
+                      label=f"{rule_label(r)}, exact (labels: {knob_of.get(r, 'knob')})")
                for r in rules]
     handles += [Line2D([], [], color="0.3", marker="o", mec="black", mew=0.5, ms=3.5, ls="",
                        label="simulated, judged lossless"),
@@ -168,23 +177,23 @@ def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
 def schemes_policies(grid: Grid, tables_dir: str) -> plt.Figure:
     """Exact speedup vs c of each policy and of the best fixed γ; simulated ± CI; and each
     policy's speedup relative to the best fixed γ."""
-    df = F._table(tables_dir, "schemes_policies")
-    fig, (ax, rel) = plt.subplots(1, 2, figsize=(F.WIDE, 4.0), layout="constrained")
+    df = load_table(tables_dir, "schemes_policies")
+    fig, (ax, rel) = plt.subplots(1, 2, figsize=(WIDE, 4.0), layout="constrained")
     if df.empty:
         ax.text(0.5, 0.5, "no study runs a draft-length policy", ha="center",
                 transform=ax.transAxes)
         return fig
     key = df.groupby(["study", "model", "alpha", "temperature"], dropna=False,
                      sort=False).size().idxmax()
-    d = df[F._matches(df, study=key[0], model=key[1], alpha=key[2], temperature=key[3])]
+    d = df[matches(df, study=key[0], model=key[1], alpha=key[2], temperature=key[3])]
     best = d[d["policy"] == "best_fixed"].sort_values("c")
     ax.plot(best["c"], best["speedup_exact"], "-", color="black", lw=1.4, zorder=4)
     for _, r in best.iterrows():
         ax.annotate(f"γ={int(r['gamma'])}", (r["c"], r["speedup_exact"]),
-                    textcoords="offset points", xytext=(2, 4), fontsize=F.MIN_FONTSIZE)
+                    textcoords="offset points", xytext=(2, 4), fontsize=MIN_FONTSIZE)
     others = d[d["policy"] != "best_fixed"]
-    schemes = F._unique(others["scheme"])
-    col = F._colors(schemes)
+    schemes = unique(others["scheme"])
+    col = colors(schemes)
     handles = [Line2D([], [], color="black", lw=1.4, label="best fixed γ (exact)")]
     for s in schemes:
         g = others[others["scheme"] == s].sort_values("c")
@@ -196,7 +205,7 @@ def schemes_policies(grid: Grid, tables_dir: str) -> plt.Figure:
         for axis, y in ((ax, g["speedup_exact"]), (rel, g["vs_best_fixed"])):
             axis.plot(g["c"], y, ls=ls, lw=lw, color=col[s], marker="*" if is_default else "",
                       ms=6, zorder=3)
-        ax.errorbar(g["c"], g["speedup"], yerr=F._yerr(g, "speedup", "speedup_ci_low",
+        ax.errorbar(g["c"], g["speedup"], yerr=yerr(g, "speedup", "speedup_ci_low",
                                                        "speedup_ci_high"),
                     fmt=".", ms=2.5, color=col[s], elinewidth=0.6, zorder=3)
         handles.append(Line2D([], [], color=col[s], lw=lw, ls=ls,

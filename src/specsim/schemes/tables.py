@@ -1,4 +1,5 @@
-"""The ``schemes`` analysis' tables, from ``results/points.parquet`` and exact theory.
+"""The ``schemes`` analysis' tables, from ``results/points.parquet`` and exact theory (declared,
+with their columns, in :mod:`specsim.schemes.outputs`).
 
 ``schemes.csv`` -- one row per point of every ``schemes`` study: the model and draft, α, γ,
 temperature, the rule and the policy with one column per knob of the registries (empty where the
@@ -29,6 +30,7 @@ from specsim.families import markov_pair
 from specsim.grid import Grid
 from specsim.precision import covers, first_max
 from specsim.schemes import POLICIES
+from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
 __all__ = ["GAMMA_MAX", "KNOB_COLUMNS", "schemes", "schemes_policies"]
@@ -46,9 +48,7 @@ def _c_text(c: float) -> str:
 
 
 def _points(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
-    from specsim.tables import _study_points  # specsim.tables registers this module's builders
-
-    df = _study_points(grid, points, "schemes")
+    df = study_points(grid, points, "schemes")
     knobs = [json.loads(r) | json.loads(p) for r, p in zip(df["rule_knobs"], df["policy_knobs"],
                                                            strict=True)]
     for name in KNOB_COLUMNS:
@@ -86,13 +86,7 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             "drafted_per_round", "drafted_ci_low", "drafted_ci_high", "exact_method",
             *[f"{n}_c{_c_text(c)}" for c in cs for n in ("speedup", "speedup_ci_low",
                                                           "speedup_ci_high", "speedup_exact")]]
-    return _sort(df[cols], ["study", *KEYS])
-
-
-def _sort(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    from specsim.tables import _sort as sort_rows
-
-    return sort_rows(df, keys)
+    return sort_rows(df[cols], ["study", *KEYS])
 
 
 def _policy_label(row: pd.Series) -> str:
@@ -152,5 +146,5 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     out = pd.DataFrame(rows)
     out["vs_best_fixed"] = out["speedup_exact"] / out["best_fixed_speedup_exact"]
-    return _sort(out.reindex(columns=cols), ["study", "model", "alpha", "temperature", "c",
+    return sort_rows(out.reindex(columns=cols), ["study", "model", "alpha", "temperature", "c",
                                              "policy", "gamma", "threshold", "cap"])

@@ -1,4 +1,5 @@
-"""One tidy table per analysis, computed from ``results/points.parquet`` (and exact theory).
+"""The grid studies' tables, computed from ``results/points.parquet`` (and exact theory); each is
+declared, with what it answers and its columns, in :mod:`specsim.outputs.study_tables`.
 
 Column names follow the design's contract (columns may be added, never renamed). Numbers of a
 model that no point file holds come from the stage that owns the model, the exact reference
@@ -9,8 +10,6 @@ the config.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pandas as pd
 
@@ -19,58 +18,35 @@ from specsim.engine import residual
 from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.grid import worked_example as worked_example_settings
-from specsim.io import read_frame, write_table
-from specsim.outputs import available_tables  # noqa: F401 (re-export)
 from specsim.precision import covers, first_max
 from specsim.reference import exact_curve
-from specsim.report import write_html
-from specsim.schemes import tables as schemes_tables
+from specsim.tables.points import KEYS, sort_rows, study_points
 
-KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 GAMMA_MAX_CLOSED_FORM = 64
 
 
-def _study_points(grid: Grid, points: pd.DataFrame, analysis: str) -> pd.DataFrame:
-    """Rows of ``points`` used by the studies of one analysis, each with its study's c list."""
-    frames = []
-    for name, study in grid.studies.items():
-        if study["analysis"] != analysis:
-            continue
-        sub = points[points["point_id"].isin(study["points"])].copy()
-        sub.insert(0, "study", name)
-        sub["c_list"] = [study["c"]] * len(sub)
-        frames.append(sub)
-    if not frames:
-        raise ValueError(f"no study in the config has analysis {analysis!r}")
-    return pd.concat(frames, ignore_index=True)
-
-
-def _sort(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    return df.sort_values(keys, na_position="first", kind="mergesort").reset_index(drop=True)
-
-
 def equivalence(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
-    df = _study_points(grid, points, "equivalence")
+    df = study_points(grid, points, "equivalence")
     df["trials_total"] = df["trials_total"].astype("int64")
     cols = ["study", *KEYS, "trials_total", "tv_exact", "tv_mc", "tv_floor", "g_statistic",
             "g_df", "p_value", "verdict", "power", "p_value_vs_exact", "exact_method"]
-    return _sort(df[cols], ["study", *KEYS])
+    return sort_rows(df[cols], ["study", *KEYS])
 
 
 def first_token(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     """The seed program's first-token marginal table, target vs speculative, per rule."""
-    df = _study_points(grid, points, "equivalence")
+    df = study_points(grid, points, "equivalence")
     rows = []
     for _, r in df.iterrows():
         for tok, (t, s) in enumerate(zip(r["first_token_target"], r["first_token_mc"],
                                          strict=True)):
             rows.append({**{k: r[k] for k in ["study", *KEYS]}, "token": tok,
                          "target": t, "speculative": s, "diff": s - t})
-    return _sort(pd.DataFrame(rows), ["study", *KEYS, "token"])
+    return sort_rows(pd.DataFrame(rows), ["study", *KEYS, "token"])
 
 
 def _long_run(grid: Grid, points: pd.DataFrame, analysis: str) -> pd.DataFrame:
-    df = _study_points(grid, points, analysis)
+    df = study_points(grid, points, analysis)
     df["alpha_exact"] = np.where(df["alpha"].notna(), df["alpha"], df["accept_rate_exact"])
     df["tokens_closed_form"] = exact.expected_tokens(df["alpha_exact"].to_numpy(float),
                                                      df["gamma"].to_numpy(float))
@@ -91,7 +67,7 @@ def accept_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             "tokens_closed_form_mc",
             "jensen_gap", "covered", "alpha_exact", "alpha_bar", "alpha_fit", "alpha_fit_low",
             "alpha_fit_high", "alpha_moment", "max_tokens_observed", "exact_method"]
-    return _sort(df[cols], ["study", *KEYS])
+    return sort_rows(df[cols], ["study", *KEYS])
 
 
 def _with_c(df: pd.DataFrame) -> pd.DataFrame:
@@ -111,7 +87,7 @@ def temperature(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             "accept_rate_exact", "accept_fraction", "accept_fraction_ci_low",
             "accept_fraction_ci_high", "tokens_per_round", "tokens_ci_low", "tokens_ci_high",
             "tokens_exact", "speedup", "speedup_exact", "alpha_bar"]
-    return _sort(df[cols], ["study", *KEYS, "c"])
+    return sort_rows(df[cols], ["study", *KEYS, "c"])
 
 
 def optimal_k(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -157,7 +133,7 @@ def optimal_k_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     cols = ["study", *KEYS, "c", "accept_rate", "tokens_per_round", "tokens_ci_low",
             "tokens_ci_high", "tokens_exact", "speedup", "speedup_ci_low", "speedup_ci_high",
             "speedup_exact"]
-    return _sort(df[cols], ["study", *KEYS, "c"])
+    return sort_rows(df[cols], ["study", *KEYS, "c"])
 
 
 def optimal_k_exact(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -186,7 +162,7 @@ def optimal_k_exact(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                      for g, t in zip(gammas, tokens, strict=True)]
     if not rows:
         raise ValueError("no study in the config has analysis 'optimal_k'")
-    return _sort(pd.DataFrame(rows), ["study", *KEYS])
+    return sort_rows(pd.DataFrame(rows), ["study", *KEYS])
 
 
 def break_even(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -202,7 +178,7 @@ def break_even(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     cols = ["study", *KEYS, "tokens_per_round", "tokens_exact", "c_star", "c_star_ci_low",
             "c_star_ci_high", "c_star_se", "batches", "c_star_exact", "c_star_closed_form",
             "alpha_exact"]
-    return _sort(df[cols], ["study", *KEYS])
+    return sort_rows(df[cols], ["study", *KEYS])
 
 
 def speedup_vs_c(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -211,7 +187,7 @@ def speedup_vs_c(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df["slower"] = df["speedup_ci_high"] < 1.0
     cols = ["study", *KEYS, "c", "speedup", "speedup_ci_low", "speedup_ci_high",
             "speedup_exact", "slower"]
-    return _sort(df[cols], ["study", *KEYS, "c"])
+    return sort_rows(df[cols], ["study", *KEYS, "c"])
 
 
 TABLE1_ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
@@ -259,32 +235,3 @@ def worked_example(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         "accepted_mass": np.minimum(p, q),
         "residual_mass": (1 - np.minimum(p, q).sum()) * residual(p, q),
     })
-
-
-BUILDERS: dict[str, Callable[[Grid, pd.DataFrame], pd.DataFrame]] = {
-    "equivalence": equivalence,
-    "first_token": first_token,
-    "accept_curve": accept_curve,
-    "temperature": temperature,
-    "optimal_k": optimal_k,
-    "optimal_k_curve": optimal_k_curve,
-    "optimal_k_exact": optimal_k_exact,
-    "break_even": break_even,
-    "speedup_vs_c": speedup_vs_c,
-    "leviathan_table1": leviathan_table1,
-    "intensity": intensity_table,
-    "roofline": roofline,
-    "worked_example": worked_example,
-    "schemes": schemes_tables.schemes,
-    "schemes_policies": schemes_tables.schemes_policies,
-}
-
-
-def write_analyses(grid: Grid, points_path: str, names: list[str], out_dir: str) -> None:
-    unknown = sorted(set(names) - set(BUILDERS))
-    if unknown:
-        raise ValueError(f"unknown tables {unknown}; known: {sorted(BUILDERS)}")
-    points = read_frame(points_path)
-    for name in names:
-        df = write_table(BUILDERS[name](grid, points), f"{out_dir}/{name}.csv")
-        write_html(df, name, f"{out_dir}/{name}.html")  # for people: the report shows it

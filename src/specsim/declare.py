@@ -1,0 +1,137 @@
+"""How a table or figure is declared: one :class:`Table` or :class:`Figure` per output.
+
+A declaration names the output, the analysis whose points it needs, what it answers (a table's
+title, about and column meanings; a figure's caption) and its builder, as ``"module:function"``
+(imported only when the output is built). :mod:`specsim.outputs` gathers the declarations;
+Snakemake plans the DAG from them, ``specsim tables``/``specsim figures`` build them, the
+report's captions and HTML pages are written from them (:mod:`specsim.report`).
+
+Also here: the meanings of columns several tables share, for declarations anywhere (the core's
+in :mod:`specsim.outputs`, a package's own such as :mod:`specsim.schemes.outputs`).
+
+Kept free of pandas and matplotlib: Snakemake imports it to plan the DAG.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ACCEPT",
+    "EQ1",
+    "GTEST",
+    "KEYS",
+    "SPEEDUP",
+    "TOKENS",
+    "C",
+    "Figure",
+    "Table",
+    "load_builder",
+]
+
+
+def load_builder(path: str) -> Callable[..., Any]:
+    """The function a ``"package.module:function"`` path names."""
+    module, _, name = path.partition(":")
+    if not module or not name:
+        raise ValueError(f"a builder is 'module:function', not {path!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: ``results/tables/<name>.csv`` (or ``csv``), with its HTML page and caption.
+
+    ``builder`` ``(grid, points) -> DataFrame`` is run by ``specsim tables`` when the config has
+    a study of analysis ``needs`` (``needs`` None: always); a table without a builder is written
+    by a step of its own (the checks, the real-text and LLM stages) and only documented here.
+    """
+
+    name: str
+    title: str  # a few words, shown as the page's heading
+    about: str  # what the table answers, one or two sentences (reStructuredText inline markup)
+    columns: Mapping[str, str] = field(default_factory=dict)  # column -> meaning (describe)
+    needs: str | None = None
+    builder: str = ""
+    csv: str = ""  # where the CSV lives, when not results/tables/<name>.csv
+
+    def describe(self, column: str) -> str | None:
+        """The meaning of ``column``; a key with a ``<placeholder>`` matches any text there."""
+        if column in self.columns:
+            return self.columns[column]
+        for key, text in self.columns.items():
+            if "<" in key:
+                pattern = re.sub(r"<\w+>", ".+", re.escape(key).replace(r"\<", "<").replace(
+                    r"\>", ">"))
+                if re.fullmatch(pattern, column):
+                    return text
+        return None
+
+    def build(self) -> Callable[..., Any]:
+        """The builder function (imports its module)."""
+        if not self.builder:
+            raise ValueError(f"table {self.name!r} is written by a step of its own, not built")
+        return load_builder(self.builder)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure: ``results/figures/<name>.pdf`` and ``.png``, drawn from tables by ``builder``
+    ``(grid, tables_dir) -> matplotlib Figure`` when the config has a study of analysis
+    ``needs`` (None: always); ``caption`` (reStructuredText) is its report caption."""
+
+    name: str
+    needs: str | None
+    builder: str
+    caption: str
+
+    def build(self) -> Callable[..., Any]:
+        """The drawing function (imports its module, and so matplotlib)."""
+        return load_builder(self.builder)
+
+
+# --- columns several tables share --------------------------------------------------------------
+KEYS = {
+    "study": "the study (a key under ``studies:`` in the config) the row belongs to",
+    "model": "the model pair (a key under ``models:`` in the config)",
+    "draft": "how the draft is made: blend, temper, noise, calibrated, identical, uniform or file",
+    "knob": "the draft's own knob: blend weight, draft temperature or logit-noise σ "
+            "(empty when the draft has none)",
+    "alpha": "acceptance rate α an α-calibrated draft was built to have "
+             "(empty for the seeds' own drafts)",
+    "gamma": "draft length γ: tokens drafted per round",
+    "temperature": "sampling temperature T of both models (0 = greedy)",
+    "rule": "acceptance rule: correct (Leviathan Alg. 1) or a deliberate breakage "
+            "(greedy, no_resample, continue)",
+}
+TOKENS = {
+    "tokens_per_round": "simulated tokens emitted per round, i.e. per target call",
+    "tokens_ci_low": "lower end of the 95% confidence interval of tokens_per_round (batch means)",
+    "tokens_ci_high": "upper end of that interval",
+    "tokens_se": "standard error of tokens_per_round (batch means)",
+    "tokens_exact": "exact expected tokens per round over the simulated horizon (dynamic "
+                    "programming; quadrature Monte Carlo for the i.i.d. stub)",
+}
+ACCEPT = {
+    "accept_rate": "simulated acceptance rate: drafts accepted / drafts tested",
+    "accept_ci_low": "lower end of the 95% confidence interval of accept_rate",
+    "accept_ci_high": "upper end of that interval",
+}
+C = {"c": "cost of one draft step relative to one target call"}
+SPEEDUP = {
+    "speedup": "simulated speedup tokens_per_round / (1 + γ c) (Leviathan Thm 3.8 with the "
+               "simulated tokens)",
+    "speedup_ci_low": "lower end of the 95% confidence interval of speedup",
+    "speedup_ci_high": "upper end of that interval",
+    "speedup_exact": "tokens_exact / (1 + γ c)",
+}
+EQ1 = "Leviathan Eq. 1, (1 − α^(γ+1)) / (1 − α)"
+GTEST = {
+    "g_statistic": "G-test statistic of the simulated counts against the target's exact law",
+    "p_value": "p-value of that G-test (small: the output does not follow the target's law)",
+    "verdict": "lossless or biased: the G-test at the config's significance level",
+}

@@ -1,0 +1,79 @@
+"""Every table and figure the workflow writes, each declared once (:mod:`specsim.declare`).
+
+The declarations live beside what they describe: the grid studies' tables and figures in
+:mod:`.study_tables` and :mod:`.study_figures`, the tables other steps write in
+:mod:`.stage_tables`, a package's own in its ``outputs`` module (:mod:`specsim.schemes.outputs`).
+This module gathers them. Snakemake plans from it (``available_tables``/``available_figures``),
+the CLI checks names against it, :mod:`specsim.tables` and :mod:`specsim.figures` build from
+it and :mod:`specsim.report` writes the captions and HTML pages from it.
+
+Kept free of pandas and matplotlib: Snakemake reads it every time it parses the workflow -- on
+a cluster, once per job group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from specsim.declare import Figure, Table
+from specsim.outputs import stage_tables, study_figures, study_tables
+from specsim.schemes import outputs as schemes_outputs
+
+
+def _by_name(items: Iterable[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if item.name in out:
+            raise ValueError(f"{type(item).__name__} {item.name!r} is declared twice")
+        out[item.name] = item
+    return out
+
+
+TABLES: dict[str, Table] = _by_name([*study_tables.TABLES, *schemes_outputs.TABLES,
+                                     *stage_tables.TABLES])
+FIGURES: dict[str, Figure] = _by_name([*study_figures.FIGURES, *schemes_outputs.FIGURES])
+
+# table -> the analysis whose points it reads, for the tables `specsim tables` builds
+# (None = needs no simulation: always written)
+TABLE_NEEDS: dict[str, str | None] = {n: t.needs for n, t in TABLES.items() if t.builder}
+# figure -> the analysis its table comes from (None = needs no simulation: always drawn)
+FIGURE_NEEDS: dict[str, str | None] = {n: f.needs for n, f in FIGURES.items()}
+REALTEXT_TABLES = tuple(n for n in TABLES if n.startswith("realtext_"))
+
+
+def table(name: str) -> Table:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise KeyError(f"no table {name!r} is declared in specsim.outputs; known: "
+                       f"{', '.join(sorted(TABLES))}") from None
+
+
+def figure(name: str) -> Figure:
+    try:
+        return FIGURES[name]
+    except KeyError:
+        raise KeyError(f"no figure {name!r} is declared in specsim.outputs; known: "
+                       f"{', '.join(sorted(FIGURES))}") from None
+
+
+def _analyses(grid_or_studies: Any) -> set[str]:
+    studies: Mapping[str, Mapping[str, Any]] = getattr(grid_or_studies, "studies",
+                                                       grid_or_studies)
+    return {s["analysis"] for s in studies.values()}
+
+
+def _available(needs: dict[str, str | None], analyses: Iterable[str]) -> list[str]:
+    have = set(analyses)
+    return [name for name, need in needs.items() if need is None or need in have]
+
+
+def available_tables(grid: Any) -> list[str]:
+    """Tables the config's studies support (a Grid, or its ``studies`` mapping)."""
+    return _available(TABLE_NEEDS, _analyses(grid))
+
+
+def available_figures(grid: Any) -> list[str]:
+    """Figures the config's studies support (a Grid, or its ``studies`` mapping)."""
+    return _available(FIGURE_NEEDS, _analyses(grid))

@@ -1,0 +1,145 @@
+"""Tables written by steps of their own, documented here for their HTML pages and report
+captions: the checks (``specsim checks``), the real-text stage (workflow/rules/realtext.smk)
+and the LLM tier's assisted-generation table (workflow/rules/llm.smk, opt-in)."""
+
+from __future__ import annotations
+
+from specsim.declare import ACCEPT, EQ1, GTEST, Table
+
+TABLES = (
+    Table(
+        "checks",
+        title="Checks: every claim of the seeds, re-tested",
+        about="One row per claim the two seed documents make, re-tested with proper statistics. "
+              "Every row must pass: the DAG stops (rule gate), naming the claim, when one does "
+              "not.",
+        columns={
+            "check": "the claim and where it was tested, e.g. verdict[model/γ/T/rule]",
+            "source": "which seed document (program or notebook) and which of its demos or "
+                      "checks made the claim",
+            "passed": "whether the claim holds",
+            "observed": "what the simulation and exact theory give",
+            "expected": "what the claim requires",
+        }),
+    Table(
+        "realtext_models",
+        title="Real text: the character n-gram models",
+        about="The target and draft n-grams trained on the standard library's English text: size, "
+              "held-out perplexity and the per-context acceptance β = Σ min(p, q) of each draft.",
+        columns={
+            "order": "n-gram order (a context of order − 1 characters)",
+            "role": "target or draft",
+            "contexts": "distinct contexts the model has seen",
+            "heldout_chars": "held-out characters scored",
+            "perplexity": "held-out perplexity per character",
+            "bits_per_char": "held-out cross-entropy in bits per character",
+            "beta_mean": "mean over held-out contexts of β = Σ min(p, q) between the target "
+                         "and this model (1 for the target itself)",
+            "beta_p10": "10th percentile of β over held-out contexts",
+            "beta_median": "median of β",
+            "beta_p90": "90th percentile of β",
+            "corpus_sha256": "sha256 of the corpus the models were trained on",
+        }),
+    Table(
+        "realtext_beta",
+        title="Real text: how acceptance varies by context",
+        about="Histogram of the per-context acceptance β = Σ min(p, q) over held-out contexts, per "
+              "draft order: far from one number.",
+        columns={
+            "draft_order": "n-gram order of the draft",
+            "bin_low": "lower edge of the β bin",
+            "bin_high": "upper edge of the β bin",
+            "count": "held-out contexts with β in the bin",
+            "density": "count / (contexts × bin width): a probability density over β",
+        }),
+    Table(
+        "realtext_speculative",
+        title="Real text: characters per target call",
+        about="Speculative sampling from held-out prompts: acceptance and characters per target "
+              "call with 95% intervals, beside Eq. 1 at the mean β (the gap is Jensen's).",
+        columns={
+            "draft_order": "n-gram order of the draft",
+            "gamma": "draft length γ",
+            "rule": "acceptance rule",
+            "chains": "independent chains, each from its own held-out prompt",
+            "rounds": "rounds per chain",
+            **ACCEPT,
+            "beta_mean": "mean β = Σ min(p, q) over the positions tested",
+            "tokens_per_call": "simulated characters emitted per target call",
+            "tokens_ci_low": "lower end of its 95% confidence interval (batch means)",
+            "tokens_ci_high": "upper end of that interval",
+            "tokens_closed_form": f"{EQ1} at beta_mean",
+            "jensen_gap": "tokens_closed_form − tokens_per_call: what Eq. 1 at the mean β "
+                          "overstates",
+            "alpha_from_tokens": "the α at which Eq. 1 equals tokens_per_call",
+            "alpha_heldout": "mean β of this draft over held-out text (realtext_models)",
+            "tokens_closed_form_heldout": f"{EQ1} at alpha_heldout",
+        }),
+    Table(
+        "realtext_lossless",
+        title="Real text: lossless?",
+        about="For fixed contexts, the exact law of the next two characters against Monte Carlo "
+              "counts of speculative sampling, per rule.",
+        columns={
+            "context": "the fixed context the two characters follow",
+            "draft_order": "n-gram order of the draft",
+            "gamma": "draft length γ",
+            "rule": "acceptance rule",
+            "trials": "two-character generations simulated",
+            "entropy_bits": "entropy of the exact two-character law, bits",
+            "tv_mc": "total-variation distance between the simulated frequencies and the exact "
+                     "law",
+            "tv_floor": "sampling floor: the expected tv_mc of trials draws from the exact law",
+            **GTEST,
+            "df": "degrees of freedom of the G-test",
+        }),
+    Table(
+        "llm_assisted",
+        title="LLM: specsim's loop beside transformers' assisted generation",
+        about="SmolLM2-135M-Instruct on this CPU with the same draft model: specsim's speculative "
+              "loop and transformers' ``generate(..., assistant_model=draft)`` (its default "
+              "draft-length policy and a fixed γ), sampling at temperature 1, beside plain "
+              "sampling by each; measured tokens per second and per target call against Leviathan "
+              "Eq. 1 and Thm 3.8 at the measured α and draft cost. Wall-clock timings: not "
+              "deterministic.",
+        columns={
+            "loop": "specsim (its own loop, Alg. 1 with KV caches), transformers-fixed "
+                    "(assisted generation, constant γ, no confidence stop), "
+                    "transformers-default (assisted generation with transformers' default "
+                    "draft-length policy); specsim / transformers alone on the target-alone rows",
+            "draft": "the draft model (the assistant), or target alone for plain sampling",
+            "gamma": "draft length γ: tokens drafted per round (for transformers-default its "
+                     "num_assistant_tokens, an upper bound; 0 for the target alone)",
+            "policy": "the draft-length policy: schedule, num_assistant_tokens and the "
+                      "assistant's confidence threshold (drafting stops below it)",
+            "prompts": "held-out prompts generated from (the same for every row)",
+            "tokens": "new tokens generated over all prompts",
+            "target_calls": "target forward calls (rounds), counted with a forward hook",
+            "draft_calls": "draft forward calls (draft steps)",
+            "gamma_mean": "mean tokens drafted per round (below gamma where the confidence stop "
+                          "or the remaining token budget cut a round short)",
+            "gamma_max": "most tokens drafted in one round",
+            "tokens_per_call": "tokens emitted per target call (accepted drafts + 1 per round)",
+            "tokens_per_call_sd": "standard deviation of the tokens emitted per round",
+            "seconds": "wall time of all the row's generations",
+            "tokens_per_second": "tokens / seconds",
+            "speedup_measured": "tokens_per_second over that of plain sampling by the same "
+                                "library (the target-alone row of specsim or of transformers)",
+            "target_share": "share of the wall time spent inside target forward calls (the "
+                            "rest: draft calls and each loop's own code)",
+            "accept_rate": "drafts accepted / drafts tested (up to and including the first "
+                           "rejection of each round): the measured α",
+            "accept_ci_low": "lower end of the 95% Wilson interval of accept_rate",
+            "accept_ci_high": "upper end of that interval",
+            "c": "draft step / KV-cached target call of one position, from the costs table",
+            "c_in_situ": "mean draft forward call in this loop over the seconds per token of "
+                         "the same library's plain sampling",
+            "tokens_eq1": f"{EQ1} at accept_rate, averaged over the rounds' draft lengths",
+            "speedup_thm38": "Leviathan Thm 3.8 at accept_rate and c over the rounds' draft "
+                             "lengths: Σ Eq. 1 / Σ (γ c + 1)",
+            "speedup_cost_model": "the same with the measured T(γ+1)/T(1) of the costs table "
+                                  "in place of 1: Σ Eq. 1 / Σ (γ c + T(γ+1)/T(1))",
+            "threads": "torch threads",
+        },
+        csv="results/llm/assisted.csv"),
+)
