@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from specsim import engine
-from specsim.models import blend, random_table
+from specsim.models.maths import blend, random_table
 
 
 # --- a faithful copy of the seed program's algorithm (STAGES 1-5), one chain, one round a loop

@@ -15,7 +15,7 @@ import yaml
 from conftest import ROOT, SCHEMA, TINY
 
 from specsim.config import load_grid, validate_config
-from specsim.grid import ConfigError
+from specsim.errors import ConfigError
 
 BASE: dict[str, Any] = yaml.safe_load(TINY.read_text())
 

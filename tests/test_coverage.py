@@ -9,7 +9,7 @@ import pytest
 from specsim import exact, stats
 from specsim.collect import round_tokens
 from specsim.engine import MarkovKernel, first_tokens_markov, long_run_markov
-from specsim.models import blend, random_table
+from specsim.models.maths import blend, random_table
 
 TARGET = random_table(1, 2.5)
 MED = blend(TARGET, random_table(2, 2.5), 0.55)

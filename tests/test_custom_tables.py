@@ -14,10 +14,11 @@ from conftest import SCHEMA, TINY
 
 from specsim import exact
 from specsim.config import load_grid
+from specsim.errors import ConfigError
 from specsim.families import markov_pair
-from specsim.grid import ConfigError
 from specsim.job import describe
-from specsim.models import blend, load_table, random_table
+from specsim.models.files import load_table
+from specsim.models.maths import blend, random_table
 
 TARGET = random_table(1, 2.5)
 DRAFT = blend(TARGET, random_table(2, 2.5), 0.85)

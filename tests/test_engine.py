@@ -38,12 +38,8 @@ from specsim.exact import (
     target_joint,
 )
 from specsim.families import markov_pair
-from specsim.models import (
-    ModelSpec,
-    TableSpec,
-    iid_frozen_markov,
-    iid_pairs,
-)
+from specsim.models.iid import iid_frozen_markov, iid_pairs
+from specsim.models.spec import ModelSpec, TableSpec
 from specsim.stats import chi2_sf, gof_test
 
 P_MIN = 1e-4  # per-test significance threshold for "same distribution"

@@ -151,13 +151,12 @@ def write_tables(d: Path) -> None:
 def write_scheme_tables(d: Path) -> None:
     """schemes.csv and schemes_policies.csv with the columns the figures read, from the exact
     laws of the seed_med pair (simulated columns: exact plus a small offset)."""
-    from specsim.families import markov_pair
-    from specsim.models import ModelSpec
+    from specsim.families import family_of, markov_pair
     from specsim.schemes import Scheme
     from specsim.schemes.law import first_two_law, long_run
     from specsim.schemes.tables import KNOB_COLUMNS
 
-    P, Q = markov_pair(ModelSpec.from_dict("seed_med", CONFIG["models"]["seed_med"]), 1.0,
+    P, Q = markov_pair(family_of("markov").build("seed_med", CONFIG["models"]["seed_med"]), 1.0,
                        None)
     target = exact.target_joint(P, 0, 2)
     schemes = [Scheme.build("correct"), Scheme.build("block"),

@@ -15,7 +15,7 @@ import yaml
 from conftest import SCHEMA, TINY, snakemake, tables
 
 from specsim.config import load_grid
-from specsim.models import blend, random_table
+from specsim.models.maths import blend, random_table
 
 pytestmark = pytest.mark.slow
 

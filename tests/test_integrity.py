@@ -30,9 +30,10 @@ from specsim.config import (
     read_config,
     validate_config,
 )
-from specsim.grid import ConfigError
+from specsim.errors import ConfigError
 from specsim.io import atomic_path, write_table, write_text
-from specsim.models import TableFileError, check_table, load_table, random_table
+from specsim.models.files import TableFileError, check_table, load_table
+from specsim.models.maths import random_table
 
 # --------------------------------------------------------------------------------------------
 # Config files: duplicate keys, unreadable files, one-line messages.

@@ -16,15 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specsim.families import markov_pair
-from specsim.models import (
-    ModelSpec,
-    TableSpec,
+from specsim.families import family_of, identity, markov_pair
+from specsim.models.iid import iid_frozen_markov, iid_pairs
+from specsim.models.maths import (
     blend,
     calibrate,
     calibration_weights,
-    iid_frozen_markov,
-    iid_pairs,
     one_hot_argmax,
     one_hot_argmin,
     overlap,
@@ -32,6 +29,7 @@ from specsim.models import (
     softmax,
     temper,
 )
+from specsim.models.spec import ModelSpec, TableSpec
 
 # ---------------------------------------------------------------------------------------------
 # VERBATIM copy of the seed program (speculative_decoding_from_scratch.py, STAGE 0).
@@ -333,8 +331,8 @@ def test_model_spec_dict_round_trip() -> None:
     for spec in (markov_spec(), markov_spec(draft="calibrated"),
                  markov_spec(draft="temper", draft_temperature=1.3),
                  iid_spec(), iid_spec(share="position", seed=4, noise=0.5)):
-        again = ModelSpec.from_dict(spec.name, spec.to_dict())
-        assert again.to_dict() == spec.to_dict()
+        again = family_of(spec).build(spec.name, identity(spec))
+        assert identity(again) == identity(spec)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,9 @@ from scipy import stats
 
 from specsim import exact
 from specsim.config import read_config
-from specsim.models import ModelSpec, blend, iid_frozen_markov, one_hot_argmin, random_table
+from specsim.families import family_of
+from specsim.models.iid import iid_frozen_markov
+from specsim.models.maths import blend, one_hot_argmin, random_table
 from specsim.schemes.block import law, path_law, play
 from specsim.schemes.law import RoundLaw, first_two_law, long_run
 
@@ -54,7 +56,7 @@ TABLES = _tables()
 
 def _stub() -> tuple[FloatArray, FloatArray, int, int]:
     """The default config's ``stub`` model frozen for 3 positions: (P, Q, start, vocab)."""
-    spec = ModelSpec.from_dict("stub", read_config(ROOT / "config.yaml")["models"]["stub"])
+    spec = family_of("iid").build("stub", read_config(ROOT / "config.yaml")["models"]["stub"])
     big_p, big_q, start = iid_frozen_markov(spec, 1.0, None, 3)
     return big_p, big_q, start, spec.vocab
 

@@ -19,7 +19,9 @@ import pytest
 from scipy import stats
 
 from specsim.exact import round_law, target_joint, tv
-from specsim.models import ModelSpec, blend, iid_frozen_markov, one_hot_argmin, random_table
+from specsim.models.iid import iid_frozen_markov
+from specsim.models.maths import blend, one_hot_argmin, random_table
+from specsim.models.spec import ModelSpec
 from specsim.schemes.law import first_two_law, long_run
 from specsim.schemes.multi_draft import law, play, sequence_law
 from specsim.stats import gof_test

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from specsim.exact import round_law, target_joint, tv
-from specsim.models import blend, random_table
+from specsim.models.maths import blend, random_table
 from specsim.schemes import confidence, heuristic, tokenwise
 from specsim.schemes.law import RoundLaw, RoundSample, first_two_law, long_run
 

@@ -17,9 +17,9 @@ import pytest
 
 from specsim import exact
 from specsim.config import load_grid
-from specsim.grid import ConfigError
+from specsim.errors import ConfigError
 from specsim.job import describe, point_from
-from specsim.models import blend, random_table
+from specsim.models.maths import blend, random_table
 from specsim.schemes import POLICIES, Scheme, schemes_of_study
 from specsim.schemes.law import first_two_law, long_run
 from specsim.schemes.lenient import tables as lenient_tables

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import specsim
 from specsim import engine, exact, stats
 from specsim.exact import round_law, verify_law, verify_law_tree
-from specsim.models import blend, random_table
+from specsim.models.maths import blend, random_table
 from specsim.sampling import sample_rows
 from specsim.verify import (
     CLASSIC_RULES,

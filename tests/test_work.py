@@ -13,7 +13,7 @@ from conftest import ROOT, SCHEMA, SNAKEMAKE
 
 from specsim import work
 from specsim.config import load_grid
-from specsim.grid import ConfigError
+from specsim.errors import ConfigError
 
 
 def test_estimate_counts_every_round(tiny_config: dict[str, Any]) -> None:

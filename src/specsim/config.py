@@ -1,7 +1,7 @@
 """Config validation: the JSON schema (with defaults filled in) plus cross-field checks.
 
 One code path for Snakemake (``workflow/rules/common.smk``) and for the tests: a bad config
-raises :class:`specsim.grid.ConfigError` naming the key, the value and what is allowed.
+raises :class:`specsim.errors.ConfigError` naming the key, the value and what is allowed.
 Config files are read strictly: a key written twice in one mapping is an error, because YAML
 would silently keep only the last value.
 """
@@ -17,7 +17,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from specsim.grid import ConfigError, Grid, _check_finite, build_grid
+from specsim.errors import ConfigError
+from specsim.grid import Grid, build_grid, check_finite
 
 
 def _with_defaults(cls: Any) -> Any:
@@ -75,7 +76,7 @@ def validate_config(config: Any, schema_path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"the config must be a YAML mapping of keys to values, got "
                           f"{type(config).__name__}: {config!r:.80}")
     _check_keys(config, "config")
-    _check_finite(config, "config")
+    check_finite(config, "config")
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     errors = sorted(_Validator(schema).iter_errors(config),
                     key=lambda e: _path_order(e.absolute_path))

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from specsim.models import FloatArray, ModelSpec, iid_pairs
+from specsim.models.iid import iid_pairs
+from specsim.models.spec import ModelSpec
 from specsim.sampling import (
+    FloatArray,
     IntArray,
     TableSampler,
     inverse_cdf_rows,

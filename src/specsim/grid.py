@@ -25,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from specsim.families import Family, family_of
-from specsim.models import ConfigError, ModelSpec
+from specsim.errors import ConfigError
+from specsim.families import Family, family_of, identity
+from specsim.models.spec import ModelSpec
 from specsim.schemes import Scheme, schemes_of_study
 from specsim.verify import CLASSIC_RULES, rule_spec
 
-__all__ = ["ConfigError", "Grid", "Point", "build_grid", "digest", "point_path"]
+__all__ = ["Grid", "Point", "build_grid", "digest", "point_path"]
 
 MEASURES = ("long_run", "equivalence", "scheme")
 EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
@@ -56,7 +57,7 @@ class Point:
 
     def identity(self) -> dict[str, Any]:
         out = {
-            "model": self.spec.to_dict(),
+            "model": identity(self.spec),
             "alpha": self.alpha,
             "gamma": self.gamma,
             "temperature": self.temperature,
@@ -129,7 +130,7 @@ class Point:
             "policy_knobs": json.dumps(dict(self.scheme.policy_knobs)) if self.scheme else "{}",
             "measure": self.measure,
             "path": self.path,
-            "spec": self.spec.to_dict(),
+            "spec": identity(self.spec),
         }
 
 
@@ -164,7 +165,8 @@ class Grid:
 
     def model_spec(self, name: str) -> ModelSpec:
         """The spec of the ``models:`` entry ``name`` (its family already checked it)."""
-        return ModelSpec.from_dict(name, self.config["models"][name])
+        entry = self.config["models"][name]
+        return family_of(entry["family"]).build(name, entry)
 
     def point_at(self, path: str) -> Point:
         try:
@@ -186,15 +188,16 @@ class Grid:
         return build_grid(data["config"])
 
 
-def _check_finite(obj: Any, path: str) -> None:
+def check_finite(obj: Any, path: str) -> None:
+    """Refuse NaN and infinities anywhere in ``obj``, naming the key path of the first."""
     if isinstance(obj, float) and not math.isfinite(obj):
         raise ConfigError(f"{path}: {obj!r} is not a finite number")
     if isinstance(obj, dict):
         for k, v in obj.items():
-            _check_finite(v, f"{path}.{k}")
+            check_finite(v, f"{path}.{k}")
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
-            _check_finite(v, f"{path}[{i}]")
+            check_finite(v, f"{path}[{i}]")
 
 
 def _model_specs(models: dict[str, Any]) -> dict[str, ModelSpec]:
@@ -230,7 +233,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
     """
     if not isinstance(config, dict):
         raise ConfigError(f"the config must be a mapping, got {type(config).__name__}")
-    _check_finite(config, "config")
+    check_finite(config, "config")
     if "shard_size" in config:
         raise ConfigError("shard_size: removed -- every grid point is now its own job under "
                           "results/sim/; delete the key (on a cluster, bundle points with "

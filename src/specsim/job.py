@@ -21,8 +21,9 @@ import time
 from dataclasses import fields
 from typing import Any, TextIO
 
-from specsim.grid import ConfigError, Grid, Point, digest
-from specsim.models import ModelSpec, TableSpec
+from specsim.errors import ConfigError
+from specsim.grid import Grid, Point, digest
+from specsim.models.spec import ModelSpec, TableSpec
 from specsim.schemes import Scheme
 
 # Bump when a change to the engine, the models or the exact stage changes any point's numbers:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from specsim.errors import ConfigError
 from specsim.families import family_of
-from specsim.grid import ConfigError, Grid
+from specsim.grid import Grid
 
 ROUNDS_PER_CORE_SECOND = 1e6  # measured order of magnitude (make bench: 1-5 M rounds/s at γ = 4)
 # The i.i.d. quadrature reference draws all its (p, q) pairs at once (one stream, so the numbers

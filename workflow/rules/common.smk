@@ -12,7 +12,8 @@ from specsim.config import (
     study_sources,
 )
 from specsim.work import summary
-from specsim.grid import POINT_REGEX, ConfigError
+from specsim.errors import ConfigError
+from specsim.grid import POINT_REGEX
 from specsim.job import describe, to_arg
 from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
 from specsim.snakemake_patch import coalesce_reevaluation_timers

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
+from specsim.errors import ConfigError
 from specsim.families.base import (
     COMMON_KEYS,
     KNOBS,
@@ -29,7 +31,8 @@ from specsim.families.base import (
 from specsim.families.custom import CustomFamily
 from specsim.families.iid import IidFamily
 from specsim.families.markov import MarkovFamily, TableFamily
-from specsim.models import ConfigError, FloatArray, ModelSpec
+from specsim.models.spec import ModelSpec
+from specsim.sampling import FloatArray
 
 __all__ = [
     "COMMON_KEYS",
@@ -42,6 +45,7 @@ __all__ = [
     "TableFamily",
     "TablePair",
     "family_of",
+    "identity",
     "markov_pair",
 ]
 
@@ -58,6 +62,17 @@ def family_of(spec_or_name: ModelSpec | str) -> Family:
     except KeyError:
         raise ConfigError(f"family {name!r} is not a model family; known: "
                           f"{sorted(FAMILIES)}") from None
+
+
+def identity(spec: ModelSpec) -> dict[str, Any]:
+    """A model's canonical dict: two specs are the same model iff their dicts are equal.
+
+    ``family``, ``vocab``, the draft (:meth:`ModelSpec.draft_dict`), then the family's own
+    settings (:meth:`Family.describe`). Point ids and seeds hash this dict, so its output for an
+    existing model must never change (tests/test_families.py pins it).
+    """
+    out: dict[str, Any] = {"family": spec.family, "vocab": spec.vocab, "draft": spec.draft_dict()}
+    return out | family_of(spec).describe(spec)
 
 
 def markov_pair(spec: ModelSpec, temperature: float,

@@ -1,6 +1,6 @@
 """The model-family interface: everything a grid point needs from its model's family.
 
-A family turns one entry of ``models:`` into a :class:`~specsim.models.ModelSpec`, with the
+A family turns one entry of ``models:`` into a :class:`~specsim.models.spec.ModelSpec`, with the
 cross-field checks the JSON schema cannot express (:meth:`Family.parse`); names the draft kinds
 it offers and the knob a study's ``draft:`` list sweeps for each (:class:`Knob`); checks that a
 calibrated α is reachable; and gives a point its tables, its equivalence model, its long-run
@@ -10,7 +10,7 @@ name; the registry :data:`specsim.families.FAMILIES` maps ``family:`` values to 
 
 Adding a family: one module with a subclass of :class:`Family`, one line in
 ``specsim/families/__init__.py``, its name (and any new keys) in the schema's ``model``
-definition. Fields it stores go on :class:`~specsim.models.ModelSpec` (with defaults, so no
+definition. Fields it stores go on :class:`~specsim.models.spec.ModelSpec` (with defaults, so no
 existing identity moves: :meth:`Family.describe` decides what enters the canonical dict).
 """
 
@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from specsim.models import ConfigError, DraftKind, FloatArray, ModelSpec, TableSpec
+from specsim.errors import ConfigError
+from specsim.models.spec import DraftKind, ModelSpec, TableSpec
+from specsim.sampling import FloatArray
 
 if TYPE_CHECKING:
     from specsim.grid import Point
@@ -55,7 +57,7 @@ class EquivalenceModel(NamedTuple):
 class Knob:
     """The one number of a draft kind that a study's ``draft:`` list sweeps.
 
-    ``field`` is the :class:`~specsim.models.ModelSpec` field a swept value overrides and
+    ``field`` is the :class:`~specsim.models.spec.ModelSpec` field a swept value overrides and
     ``config_key`` where a ``models:`` entry sets it; ``matched_at`` is the value at which the
     draft agrees with the target by construction (a draft temperature of 1), marked on figures.
     """
@@ -106,7 +108,7 @@ KNOBS: Mapping[str, Knob] = MappingProxyType({
 class Family(ABC):
     """One model family: its config entry, its draft knobs, its tables and its measures.
 
-    Class attributes describe the family; methods take a :class:`~specsim.models.ModelSpec`
+    Class attributes describe the family; methods take a :class:`~specsim.models.spec.ModelSpec`
     (config and tables) or a :class:`~specsim.grid.Point` (measures: the point carries the spec,
     α, γ, temperature, rule and its seed).
     """
@@ -125,7 +127,7 @@ class Family(ABC):
     def parse(self, name: str, entry: Mapping[str, Any]) -> ModelSpec:
         """Cross-field checks of a schema-valid ``models:`` entry, then its spec.
 
-        Raises :class:`~specsim.models.ConfigError` naming the key (``models.<name>.<key>``).
+        Raises :class:`~specsim.errors.ConfigError` naming the key (``models.<name>.<key>``).
         """
         key = f"models.{name}"
         draft = entry["draft"]
@@ -166,11 +168,11 @@ class Family(ABC):
 
     @abstractmethod
     def spec_fields(self, entry: Mapping[str, Any]) -> dict[str, Any]:
-        """The family's :class:`~specsim.models.ModelSpec` fields from its config entry."""
+        """The family's :class:`~specsim.models.spec.ModelSpec` fields from its config entry."""
 
     @abstractmethod
     def describe(self, spec: ModelSpec) -> dict[str, Any]:
-        """The family's part of the canonical dict (:meth:`ModelSpec.to_dict`): identity."""
+        """The family's part of the canonical dict (:func:`specsim.families.identity`)."""
 
     def knob(self, draft: str) -> Knob | None:
         """The knob a study's ``draft:`` list sweeps for this draft kind, if it has one."""

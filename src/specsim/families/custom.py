@@ -12,21 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from specsim.errors import ConfigError
 from specsim.families.markov import TableFamily
-from specsim.models import (
-    ConfigError,
-    FloatArray,
-    ModelSpec,
-    TableFileError,
-    check_path,
-    check_table,
-    file_digest,
-    load_table,
-)
+from specsim.models.files import TableFileError, check_path, check_table, file_digest, load_table
+from specsim.models.spec import ModelSpec
+from specsim.sampling import FloatArray
 
 
 class CustomFamily(TableFamily):
-    """Tables read from the user's files (:func:`specsim.models.load_table`)."""
+    """Tables read from the user's files (:func:`specsim.models.files.load_table`)."""
 
     name = "custom"
     source = "user"

@@ -1,6 +1,6 @@
 """``iid``: the notebook's stub -- fresh target logits N(0, σ²) every step, no context.
 
-Its model is a distribution over (p, q) pairs (:func:`specsim.models.iid_pairs`): one pair per
+Its model is a distribution over (p, q) pairs (:func:`specsim.models.iid.iid_pairs`): one pair per
 round (``share: round``, the notebook's ``speculative_step``) or per position
 (``share: position``). With no finite state space its exact reference is a labelled Monte Carlo
 quadrature over that distribution, reported with its own standard error: per pair the
@@ -8,7 +8,7 @@ acceptance β = Σ min(p, q) (Leviathan et al. 2022 Def. 3.1; q(argmax p) for an
 then the truncated geometric law of the accepted drafts (the law behind their Eq. 1), averaged
 over pairs for ``round`` (where Jensen's gap appears) or taken at the mean β for ``position``.
 For the equivalence measure a fixed sequence of pairs drawn from the model's ``seed`` is frozen
-into a position-indexed Markov chain (:func:`specsim.models.iid_frozen_markov`).
+into a position-indexed Markov chain (:func:`specsim.models.iid.iid_frozen_markov`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ import numpy as np
 
 from specsim import exact
 from specsim.engine import long_run_iid
+from specsim.errors import ConfigError
 from specsim.families.base import EquivalenceModel, Family, PairSampler, TablePair
-from specsim.models import ConfigError, FloatArray, ModelSpec, iid_frozen_markov, iid_pairs
+from specsim.models.iid import iid_frozen_markov, iid_pairs
+from specsim.models.spec import ModelSpec
+from specsim.sampling import FloatArray
 from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
@@ -64,7 +67,7 @@ class IidFamily(Family):
 
     # ------------------------------------------------------------------ tables
     def tables(self, spec: ModelSpec, temperature: float, alpha: float | None) -> PairSampler:
-        """A sampler of fresh (p, q) pairs (:func:`specsim.models.iid_pairs`)."""
+        """A sampler of fresh (p, q) pairs (:func:`specsim.models.iid.iid_pairs`)."""
         def sample(rng: np.random.Generator,
                    shape: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
             return iid_pairs(spec, temperature, alpha, rng, shape)

@@ -2,7 +2,7 @@
 
 The target is ``random_table(seed, sharpness)`` exactly as the program builds it; drafts are
 blends, tempered copies, the α-calibrated construction, the target itself or uniform
-(:func:`specsim.models.table_pair`). Any family whose model is a pair of (V, V) row-stochastic
+(:func:`specsim.models.spec.table_pair`). Any family whose model is a pair of (V, V) row-stochastic
 tables -- the state is the last emitted token -- subclasses :class:`TableFamily` and only says
 where its untempered target comes from (:mod:`specsim.families.custom` reads it from a file).
 
@@ -22,17 +22,11 @@ import numpy as np
 
 from specsim import exact
 from specsim.engine import MarkovKernel, long_run_markov
+from specsim.errors import ConfigError
 from specsim.families.base import EquivalenceModel, Family, TablePair
-from specsim.models import (
-    ConfigError,
-    FloatArray,
-    ModelSpec,
-    calibration_base,
-    calibration_weights,
-    random_table,
-    table_pair,
-    temper,
-)
+from specsim.models.maths import calibration_weights, random_table, temper
+from specsim.models.spec import ModelSpec, calibration_base, table_pair
+from specsim.sampling import FloatArray
 
 if TYPE_CHECKING:
     from specsim.grid import Point
@@ -46,7 +40,8 @@ class TableFamily(Family):
         """The untempered target table (V, V)."""
 
     def pair(self, spec: ModelSpec, temperature: float, alpha: float | None) -> TablePair:
-        """Target P and draft Q at a sampling temperature (:func:`specsim.models.table_pair`)."""
+        """Target P and draft Q at a sampling temperature
+        (:func:`specsim.models.spec.table_pair`)."""
         return table_pair(spec, self.base_target(spec), temperature, alpha)
 
     def tables(self, spec: ModelSpec, temperature: float, alpha: float | None) -> TablePair:

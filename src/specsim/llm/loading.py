@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from specsim.intensity import TransformerShape
 from specsim.llm.settings import N_LAYERS
-from specsim.models import softmax as softmax_table
+from specsim.models.maths import softmax as softmax_table
 
 FloatArray = NDArray[np.float64]
 

@@ -2,7 +2,7 @@
 
 A scheme plays rounds on an order-1 Markov pair (target table P, draft table Q, both (S, S),
 row = context state, column = next token's state). The i.i.d. stub enters as its frozen
-position-indexed chain (:func:`specsim.models.iid_frozen_markov`), so one contract covers both.
+position-indexed chain (:func:`specsim.models.iid.iid_frozen_markov`), so one contract covers both.
 A scheme may carry its own state beyond the context (the ``heuristic`` policy carries the
 current draft length): its *scheme states* are numbered 0..N-1 and :attr:`RoundLaw.context`
 maps each to the context state of P (the identity for plain rules, N = S).
