@@ -1,0 +1,141 @@
+"""The verification rules: one table (:data:`RULES`), one :class:`RuleSpec` per rule.
+
+Four rules reproduce the seed program's ``verify_round``: ``correct`` (Leviathan et al. 2022,
+arXiv 2211.17192, Alg. 1) and three deliberate breakages kept to show that the lossless checks
+have power; four more are the literature's schemes -- ``block``, ``multi_draft``, ``lenient``,
+``typical`` -- registered here with their knobs (:class:`KnobSpec`) and played by their own
+modules under :mod:`specsim.schemes` (``scheme`` of their :class:`RuleSpec`). The engine, the
+exact DP, the estimates, the figure legends and the lossless checks all read this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, Literal, cast, get_args
+
+Rule = Literal["correct", "greedy", "no_resample", "continue",
+               "block", "multi_draft", "lenient", "typical"]
+RULE_NAMES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
+
+
+@dataclass(frozen=True)
+class KnobSpec:
+    """A numeric setting of a rule or policy: its domain [low, high] (``low_open``: low itself
+    excluded), integer or real, its default, and the value at which the scheme reduces to
+    Algorithm 1 with a fixed draft length (``neutral``, None if it never does)."""
+
+    name: str
+    meaning: str
+    low: float
+    high: float
+    default: float
+    integer: bool = False
+    low_open: bool = False
+    neutral: float | None = None
+
+    @property
+    def domain(self) -> str:
+        low = "(" if self.low_open else "["
+        kind = "integer " if self.integer else ""
+        return f"{kind}{low}{self.low:g}, {self.high:g}]"
+
+    def check(self, value: object, where: str) -> float:
+        """The value as a number of the knob's kind; ValueError naming ``where`` otherwise."""
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        v = float(value) if ok else float("nan")  # type: ignore[arg-type]
+        inside = ok and (self.low < v if self.low_open else self.low <= v) and v <= self.high
+        if not inside or (self.integer and v != int(v)):
+            raise ValueError(f"{where}: {value!r} is outside the domain of {self.name}, "
+                             f"{self.domain} ({self.meaning})")
+        return int(v) if self.integer else v
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One verification rule: its accept step and what is emitted on the first rejection.
+
+    ``accept``: ``"ratio"`` accepts a drafted x with probability min(1, p(x)/q(x)) ([L] Alg. 1
+    step 'if r < p(x)/q(x)'); ``"argmax"`` accepts iff x is the target's argmax (first index on
+    ties), whatever q is. ``on_rejection``: ``"residual"`` samples norm(max(p - q, 0)) ([L]
+    Alg. 1, p' of Thm 3.5), ``"target"`` samples p. ``keep_drafts``: after the rejection token
+    the remaining drafts are emitted too (γ tokens in all). ``label``: what the rule does in a
+    few words, for figure legends (``name (label)``). ``scheme``: the module of
+    :mod:`specsim.schemes` that plays the rule (its accept step is then ``"scheme"``: not a
+    per-token table of the Markov engine) -- None for the engine's own rules. ``knobs``: the
+    rule's settings; ``source``: the paper it is written from.
+    """
+
+    name: Rule
+    meaning: str
+    lossless: bool
+    accept: Literal["ratio", "argmax", "scheme"]
+    on_rejection: Literal["residual", "target"]
+    keep_drafts: bool = False
+    label: str = ""
+    scheme: str | None = None
+    knobs: tuple[KnobSpec, ...] = ()
+    source: str = ""
+
+    @property
+    def legend(self) -> str:
+        """``name (label)``: the config's spelling first, then what the rule does."""
+        return f"{self.name} ({self.label})" if self.label else self.name
+
+
+RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
+    "correct": RuleSpec(
+        "correct", "accept x w.p. min(1, p(x)/q(x)); on rejection sample norm(max(p - q, 0)) "
+        "(p itself when that residual has no mass)", True, "ratio", "residual",
+        label="residual"),
+    "greedy": RuleSpec(
+        "greedy", "BREAK: accept iff x is the target's argmax; on rejection sample the residual",
+        False, "argmax", "residual", label="argmax"),
+    "no_resample": RuleSpec(
+        "no_resample", "BREAK: on rejection sample from p instead of the residual",
+        False, "ratio", "target", label="resample from p"),
+    "continue": RuleSpec(
+        "continue", "BREAK: after the residual token keep emitting the rest of the drafted "
+        "tokens", False, "ratio", "residual", keep_drafts=True, label="keep later drafts"),
+    "block": RuleSpec(
+        "block", "block verification: accept the longest prefix whose running likelihood "
+        "ratio survives a backward coupling; lossless, never fewer tokens than token-wise",
+        True, "scheme", "residual", label="block verification", scheme="block",
+        source="Sun, Mendlovic, Leviathan et al. 2024, arXiv 2403.10444, Algorithm 2"),
+    "multi_draft": RuleSpec(
+        "multi_draft", "k independent drafts verified depth by depth by recursive rejection "
+        "sampling over the surviving drafts' tokens; lossless", True, "scheme", "residual",
+        label="k drafts", scheme="multi_draft",
+        knobs=(KnobSpec("drafts", "independent draft sequences k", 1, 64, 2, integer=True,
+                        neutral=1),),
+        source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, multi-step speculative "
+               "sampling"),
+    "lenient": RuleSpec(
+        "lenient", "LOSSY: accept x w.p. min(1, p(x)/(l q(x))), on rejection sample "
+        "norm(max(p - l q, 0)); l = 1 is Algorithm 1", False, "scheme", "residual",
+        label="lossy: accepts more", scheme="lenient",
+        knobs=(KnobSpec("lenience", "lenience l: 1 = exact, smaller accepts more", 0.0, 1.0,
+                        0.5, neutral=1.0),),
+        source="Leviathan, Kalman & Matias 2022, arXiv 2211.17192, Appendix A.5"),
+    "typical": RuleSpec(
+        "typical", "LOSSY: accept x iff p(x) > min(epsilon, delta exp(-H(p))); on rejection "
+        "sample p", False, "scheme", "target", label="lossy: Medusa", scheme="typical",
+        knobs=(KnobSpec("epsilon", "hard probability threshold", 0.0, 1.0, 0.09),
+               KnobSpec("delta", "entropy-scaled threshold", 0.0, 1.0, 0.3)),
+        source="Cai et al. 2024 (Medusa), arXiv 2401.10774, Sec. 2.3.1"),
+})
+assert tuple(RULES) == RULE_NAMES
+CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
+"""The rules the Markov engine and :mod:`specsim.exact` play directly (per-cell tables)."""
+
+
+def rule_spec(rule: str | RuleSpec) -> RuleSpec:
+    """The :class:`RuleSpec` of a rule name (a spec is returned unchanged)."""
+    if isinstance(rule, RuleSpec):
+        return rule
+    try:
+        return RULES[rule]  # type: ignore[index]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown rule {rule!r}; expected one of {RULE_NAMES}") from None
+
