@@ -30,7 +30,7 @@ from specsim.families import (
     Family,
     TableFamily,
     family_of,
-    identity,
+    model_identity,
 )
 from specsim.figures.style import RULE_ORDER, rule_label
 from specsim.grid import build_grid
@@ -64,7 +64,7 @@ def test_canonical_model_dicts_are_unchanged(name: str) -> None:
     want = GOLDEN[name]["models"]
     assert sorted(config["models"]) == sorted(want)
     for model, entry in config["models"].items():
-        assert identity(family_of(entry["family"]).build(model, entry)) == want[model], model
+        assert model_identity(family_of(entry["family"]).build(model, entry)) == want[model], model
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -87,7 +87,7 @@ def test_canonical_dicts_of_every_family_and_draft_are_unchanged(
     for model, case in GOLDEN["specs"].items():
         entry = case["entry"]
         spec = family_of(entry["family"]).build(model, entry)
-        assert identity(spec) == case["canonical"], model
+        assert model_identity(spec) == case["canonical"], model
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,7 +317,7 @@ def test_a_new_family_runs_through_every_stage(monkeypatch: pytest.MonkeyPatch) 
         },
     }
     grid = build_grid(config)
-    assert {identity(p.spec)["stay"] for p in grid.points} == {0.7, 0.5}
+    assert {model_identity(p.spec)["stay"] for p in grid.points} == {0.7, 0.5}
     budget = config["budget"]
     for point in grid.points:
         sim = simulate_point(point, budget, 3)

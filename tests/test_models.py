@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specsim.families import family_of, identity, markov_pair
+from specsim.families import family_of, markov_pair, model_identity
 from specsim.models.iid import iid_frozen_markov, iid_pairs
 from specsim.models.maths import (
     blend,
@@ -331,8 +331,8 @@ def test_model_spec_dict_round_trip() -> None:
     for spec in (markov_spec(), markov_spec(draft="calibrated"),
                  markov_spec(draft="temper", draft_temperature=1.3),
                  iid_spec(), iid_spec(share="position", seed=4, noise=0.5)):
-        again = family_of(spec).build(spec.name, identity(spec))
-        assert identity(again) == identity(spec)
+        again = family_of(spec).build(spec.name, model_identity(spec))
+        assert model_identity(again) == model_identity(spec)
 
 
 # ---------------------------------------------------------------------------------------------

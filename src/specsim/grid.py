@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from specsim.errors import ConfigError
-from specsim.families import Family, family_of, identity
+from specsim.families import Family, family_of, model_identity
 from specsim.models.spec import ModelSpec
 from specsim.schemes import Scheme, schemes_of_study
 from specsim.verify import CLASSIC_RULES, rule_spec
@@ -57,7 +57,7 @@ class Point:
 
     def identity(self) -> dict[str, Any]:
         out = {
-            "model": identity(self.spec),
+            "model": model_identity(self.spec),
             "alpha": self.alpha,
             "gamma": self.gamma,
             "temperature": self.temperature,
@@ -130,7 +130,7 @@ class Point:
             "policy_knobs": json.dumps(dict(self.scheme.policy_knobs)) if self.scheme else "{}",
             "measure": self.measure,
             "path": self.path,
-            "spec": identity(self.spec),
+            "spec": model_identity(self.spec),
         }
 
 

@@ -45,8 +45,8 @@ __all__ = [
     "TableFamily",
     "TablePair",
     "family_of",
-    "identity",
     "markov_pair",
+    "model_identity",
 ]
 
 FAMILIES: Mapping[str, Family] = MappingProxyType({
@@ -64,7 +64,7 @@ def family_of(spec_or_name: ModelSpec | str) -> Family:
                           f"{sorted(FAMILIES)}") from None
 
 
-def identity(spec: ModelSpec) -> dict[str, Any]:
+def model_identity(spec: ModelSpec) -> dict[str, Any]:
     """A model's canonical dict: two specs are the same model iff their dicts are equal.
 
     ``family``, ``vocab``, the draft (:meth:`ModelSpec.draft_dict`), then the family's own

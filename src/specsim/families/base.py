@@ -172,7 +172,7 @@ class Family(ABC):
 
     @abstractmethod
     def describe(self, spec: ModelSpec) -> dict[str, Any]:
-        """The family's part of the canonical dict (:func:`specsim.families.identity`)."""
+        """The family's part of the canonical dict (:func:`specsim.families.model_identity`)."""
 
     def knob(self, draft: str) -> Knob | None:
         """The knob a study's ``draft:`` list sweeps for this draft kind, if it has one."""

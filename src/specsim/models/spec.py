@@ -53,7 +53,7 @@ class ModelSpec:
     The fields are the union of what the families store; each family reads and describes only
     its own (:meth:`specsim.families.Family.build`, :meth:`~specsim.families.Family.describe`).
     Job descriptions carry every field (:func:`specsim.job.describe`), identities only the
-    canonical dict (:func:`specsim.families.identity`).
+    canonical dict (:func:`specsim.families.model_identity`).
     """
 
     name: str
