@@ -35,10 +35,10 @@ from specsim.families import (
 from specsim.figures.style import RULE_ORDER, rule_label
 from specsim.grid import build_grid
 from specsim.job import describe
+from specsim.measures import measure_of
+from specsim.measures.long_run import exact_curve
 from specsim.models.maths import blend, random_table
 from specsim.models.spec import ModelSpec
-from specsim.reference import exact_curve, exact_point
-from specsim.simulate import simulate_point
 from specsim.tables import studies
 from specsim.verify import RULE_NAMES, RULES
 
@@ -141,7 +141,7 @@ def test_rule_labels_come_from_the_registry() -> None:
 # 3. no family names and no config names in the modules that read families and tables
 # ---------------------------------------------------------------------------------------------
 SRC = ROOT / "src" / "specsim"
-READERS = ("grid", "simulate", "reference", "collect", "figures", "checks", "tables")
+READERS = ("grid", "measures", "collect", "figures", "checks", "tables")
 
 
 def _strings(module: str) -> set[str]:
@@ -320,8 +320,8 @@ def test_a_new_family_runs_through_every_stage(monkeypatch: pytest.MonkeyPatch) 
     assert {model_identity(p.spec)["stay"] for p in grid.points} == {0.7, 0.5}
     budget = config["budget"]
     for point in grid.points:
-        sim = simulate_point(point, budget, 3)
-        ref = exact_point(point, budget, 3)
+        sim = measure_of(point.measure).simulate(point, budget, 3)
+        ref = measure_of(point.measure).exact(point, budget, 3)
         if point.measure == "equivalence":
             assert sum(sim["joint2"]) == 2000 and ref["tv_exact"] < 1e-12
         else:
@@ -347,7 +347,7 @@ def test_exact_curve_agrees_with_each_points_reference(tiny_config: dict[str, An
     for point in (p for p in grid.points if p.point_id in ids):
         gammas = np.arange(1, point.gamma + 1)
         tokens, method = exact_curve(point, gammas, budget, root)
-        ref = exact_point(point, budget, root)
+        ref = measure_of(point.measure).exact(point, budget, root)
         assert np.isclose(tokens[-1], ref["tokens_stationary"], rtol=1e-12, atol=0), point.path
         assert np.all(np.diff(tokens) > 0) and tokens[0] > 1
         methods.add(method.split("(")[0])

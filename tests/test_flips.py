@@ -30,8 +30,7 @@ from specsim.io import (
     write_table,
 )
 from specsim.job import describe
-from specsim.reference import exact_point
-from specsim.simulate import simulate_point
+from specsim.measures import measure_of
 
 FLIPS = 300
 
@@ -72,12 +71,13 @@ def test_point_files(tmp_path: Path) -> None:
     grid = _grid()
     for point in (p for p in grid.points if p.measure == "equivalence"):
         desc = describe(grid, point)
+        measure = measure_of(point.measure)
         sim, ref = tmp_path / "sim.parquet", tmp_path / "exact.parquet"
-        write_point_file(sim, "sim", simulate_point(point, desc["budget"], desc["seed"]),
-                         desc["digest"])
-        write_point_file(ref, "exact", exact_point(point, desc["budget"], desc["seed"]),
-                         desc["digest"])
-        for path, kind in ((sim, "sim"), (ref, "exact")):
+        write_point_file(sim, measure.sim_schema,
+                         measure.simulate(point, desc["budget"], desc["seed"]), desc["digest"])
+        write_point_file(ref, measure.exact_schema,
+                         measure.exact(point, desc["budget"], desc["seed"]), desc["digest"])
+        for path, kind in ((sim, measure.sim_schema), (ref, measure.exact_schema)):
             survey(path, lambda p, k=kind, d=desc["digest"]: read_point_file(p, k, d),
                    lambda a, b: json.dumps(a) == json.dumps(b), seed=1)
         break

@@ -27,14 +27,13 @@ import numpy as np
 
 from specsim.errors import ConfigError
 from specsim.families import Family, family_of, model_identity
+from specsim.measures import for_analysis
 from specsim.models.spec import ModelSpec
 from specsim.schemes import Scheme, schemes_of_study
 from specsim.verify import CLASSIC_RULES, rule_spec
 
 __all__ = ["Grid", "Point", "build_grid", "digest", "point_path"]
 
-MEASURES = ("long_run", "equivalence", "scheme")
-EQUIVALENCE_TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
 # A point's output path, Paramspace style: one `key~value` directory level per parameter.
 PATH_KEYS = ("model", "draft", "alpha", "gamma", "temperature", "rule", "policy", "measure")
 POINT_REGEX = "/".join(f"{key}~[^/~]+" for key in PATH_KEYS)  # Snakemake's {point} wildcard
@@ -247,8 +246,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
     studies: dict[str, dict[str, Any]] = {}
     for sname, study in config["studies"].items():
         key = f"studies.{sname}"
-        measure = {"equivalence": "equivalence", "schemes": "scheme"}.get(study["analysis"],
-                                                                         "long_run")
+        measure = for_analysis(study["analysis"])
         schemes = _study_schemes(study, key)
         ids: list[str] = []
         knobs: list[float | None] = list(study.get("draft", [None]))
@@ -257,8 +255,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
                 raise ConfigError(f"{key}.models: {mname!r} is not defined under models: "
                                   f"(defined: {sorted(specs)})")
             base = specs[mname]
-            if measure == "equivalence":
-                _check_enumerable(base, study, budget, f"{key}.models[{mname}]")
+            measure.check_model(base, f"{key}.models[{mname}]")
             alphas: list[float | None] = list(study["alpha"]) if base.calibrated else [None]
             for knob in knobs:
                 spec = _with_knob(base, knob, f"{key}.draft")
@@ -270,8 +267,8 @@ def build_grid(config: dict[str, Any]) -> Grid:
                             for rule, scheme in schemes:
                                 if scheme is not None:
                                     _check_scheme_point(scheme, spec, int(g), key)
-                                p = Point(mname, spec, a, int(g), float(t), rule, measure, knob,
-                                          scheme)
+                                p = Point(mname, spec, a, int(g), float(t), rule,
+                                          measure.name, knob, scheme)
                                 points.setdefault(p.point_id, p)
                                 ids.append(p.point_id)
         _check_expect_slower(study, specs, key)
@@ -317,15 +314,6 @@ def _check_scheme_point(scheme: Scheme, spec: ModelSpec, gamma: int, key: str) -
     if scheme.policy != "fixed" and not family_of(spec).stationary_schemes:
         raise ConfigError(f"{key}.policy: {scheme.policy!r} runs on table models only; "
                           f"{spec.name!r} is a {spec.family!r} model (one frozen round)")
-
-
-def _check_enumerable(spec: ModelSpec, study: dict[str, Any], budget: dict[str, Any],
-                      where: str) -> None:
-    """The equivalence test needs vocab^2 cells of counts; refuse what would not fit memory."""
-    cells = spec.vocab**EQUIVALENCE_TOKENS
-    if cells > 1_000_000:
-        raise ConfigError(f"{where}: vocab {spec.vocab} gives {cells} two-token cells; the "
-                          f"equivalence study supports vocab <= 1000")
 
 
 def _check_expect_slower(study: dict[str, Any], specs: dict[str, ModelSpec], key: str) -> None:

@@ -4,8 +4,8 @@ Every file is written to a temporary name in its destination directory and renam
 so a reader (or a resumed run) never sees half a file. A point file (``results/sim/...`` and
 ``results/exact/...``) is one row under an explicit schema; its Parquet metadata carries
 
-* ``specsim.schema``         ``sim/1`` or ``exact/1`` (``scheme_sim/1``, ``scheme_exact/1`` for
-                             a ``schemes`` point: :func:`point_kinds`),
+* ``specsim.schema``         its :class:`PointSchema`'s tag, e.g. ``sim/1`` or ``exact/1`` (each
+                             measure names its two: :mod:`specsim.measures`),
 * ``specsim.point_digest``   the digest of the job that wrote it (:func:`specsim.job.describe`):
                              the point's identity, budget, root seed and numbers version,
 * ``specsim.payload_sha256`` sha256 of the row's canonical JSON, re-computed by every reader,
@@ -28,6 +28,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,77 +41,21 @@ import specsim
 if TYPE_CHECKING:  # pandas costs ~0.5 s to import: point jobs never load it
     import pandas as pd
 
-_LIST_I64 = pa.list_(pa.int64())
-_LIST_F64 = pa.list_(pa.float64())
+@dataclass(frozen=True)
+class PointSchema:
+    """The columns of one kind of point file and its tag (``specsim.schema``, e.g. ``sim/1``).
 
-# What every Monte Carlo point file starts with: its point, its budget and its seed.
-_RUN_FIELDS = [
-    pa.field("point_id", pa.string(), nullable=False),
-    pa.field("measure", pa.string(), nullable=False),
-    pa.field("gamma", pa.int32(), nullable=False),
-    pa.field("vocab", pa.int32(), nullable=False),
-    pa.field("chains", pa.int64(), nullable=False),
-    pa.field("rounds", pa.int64(), nullable=False),
-    pa.field("burn_in", pa.int64(), nullable=False),
-    pa.field("batches", pa.int32(), nullable=False),
-    pa.field("trials", pa.int64(), nullable=False),
-    pa.field("seed_entropy", pa.uint64(), nullable=False),
-    pa.field("seed_key", pa.list_(pa.uint32()), nullable=False),
-]
+    Each measure names the schemas of its two files (:mod:`specsim.measures`); a reader refuses
+    a file whose tag or columns are not the ones it expects.
+    """
 
-SCHEMAS = {
-    # Monte Carlo sufficient statistics of one point.
-    "sim": pa.schema([
-        *_RUN_FIELDS,
-        # accepted-drafts histogram per batch of chains, flattened (batches * (gamma + 1))
-        pa.field("accepted_hist", _LIST_I64, nullable=False),
-        # counts of the first two emitted tokens, flattened (vocab * vocab); empty if unused
-        pa.field("joint2", _LIST_I64, nullable=False),
-    ]),
-    # Exact reference values of one point; a field the point's measure has no value for is null.
-    "exact": pa.schema([
-        pa.field("point_id", pa.string(), nullable=False),
-        pa.field("exact_method", pa.string(), nullable=False),
-        pa.field("tokens_exact", pa.float64()),
-        pa.field("tokens_exact_se", pa.float64()),
-        pa.field("tokens_stationary", pa.float64()),
-        pa.field("accept_rate_exact", pa.float64()),
-        pa.field("accept_fraction_exact", pa.float64()),
-        pa.field("alpha_bar", pa.float64()),
-        pa.field("joint_target", _LIST_F64),
-        pa.field("joint_exact", _LIST_F64),
-        pa.field("tv_exact", pa.float64()),
-        pa.field("tokens_closed_form", pa.float64()),
-    ]),
-    # A ``schemes`` point (specsim.schemes.measure): long run and lossless check in one job.
-    "scheme_sim": pa.schema([
-        *_RUN_FIELDS,
-        # tokens emitted per round: histogram per batch of chains, flattened (batches * width)
-        pa.field("width", pa.int32(), nullable=False),
-        pa.field("tokens_hist", _LIST_I64, nullable=False),
-        # draft tokens proposed, summed per batch (batches,)
-        pa.field("drafted", _LIST_I64, nullable=False),
-        pa.field("joint2", _LIST_I64, nullable=False),
-    ]),
-    "scheme_exact": pa.schema([
-        pa.field("point_id", pa.string(), nullable=False),
-        pa.field("exact_method", pa.string(), nullable=False),
-        pa.field("tokens_exact", pa.float64()),
-        pa.field("drafted_exact", pa.float64()),
-        pa.field("tokens_stationary", pa.float64()),
-        pa.field("drafted_stationary", pa.float64()),
-        pa.field("tokens_law", _LIST_F64),
-        pa.field("joint_target", _LIST_F64),
-        pa.field("joint_exact", _LIST_F64),
-        pa.field("tv_exact", pa.float64()),
-    ]),
-}
-SCHEMA_TAG = {kind: f"{kind}/1".encode() for kind in SCHEMAS}
+    name: str
+    columns: pa.Schema
+    version: int = 1
 
-
-def point_kinds(measure: str) -> tuple[str, str]:
-    """The schemas of a point's (results/sim/, results/exact/) files, by its measure."""
-    return ("scheme_sim", "scheme_exact") if measure == "scheme" else ("sim", "exact")
+    @property
+    def tag(self) -> bytes:
+        return f"{self.name}/{self.version}".encode()
 
 
 class IntegrityError(RuntimeError):
@@ -458,16 +403,16 @@ def _canonical_row(record: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
     return out
 
 
-def write_point_file(path: str | os.PathLike[str], kind: str, record: dict[str, Any],
+def write_point_file(path: str | os.PathLike[str], kind: PointSchema, record: dict[str, Any],
                      point_digest: str) -> None:
-    """One row of ``SCHEMAS[kind]`` with its identity and payload digests, page checksums on."""
-    schema = SCHEMAS[kind]
+    """One row of ``kind``'s columns with its identity and payload digests, page checksums on."""
+    schema = kind.columns
     unknown = set(record) - set(schema.names)
     if unknown:
-        raise ValueError(f"{kind} record has fields outside its schema: {sorted(unknown)}")
+        raise ValueError(f"{kind.name} record has fields outside its schema: {sorted(unknown)}")
     row = _canonical_row(record, schema)
     meta = {
-        b"specsim.schema": SCHEMA_TAG[kind],
+        b"specsim.schema": kind.tag,
         b"specsim.point_digest": point_digest.encode(),
         b"specsim.payload_sha256": payload_digest(row).encode(),
         b"specsim.versions": json.dumps(point_versions(), sort_keys=True).encode(),
@@ -477,7 +422,7 @@ def write_point_file(path: str | os.PathLike[str], kind: str, record: dict[str, 
         pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
 
 
-def read_point_file(path: str | os.PathLike[str], kind: str,
+def read_point_file(path: str | os.PathLike[str], kind: PointSchema,
                     point_digest: str | None) -> dict[str, Any]:
     """Read and verify one point file; return its row. ``point_digest`` None skips the
     staleness check (inspection only, never aggregation)."""
@@ -486,11 +431,12 @@ def read_point_file(path: str | os.PathLike[str], kind: str,
         table = pq.read_table(path, page_checksum_verification=True)
         meta = table.schema.metadata or {}
         tag = meta.get(b"specsim.schema")
-        if tag != SCHEMA_TAG[kind]:
-            raise PointFileError(f"{path}: not a specsim {kind}/1 point file (schema tag "
-                                 f"{tag!r}); {fix}")
-        if not table.schema.remove_metadata().equals(SCHEMAS[kind]):
-            raise PointFileError(f"{path}: columns do not match the {kind}/1 schema; {fix}")
+        if tag != kind.tag:
+            raise PointFileError(f"{path}: not a specsim {kind.tag.decode()} point file (schema "
+                                 f"tag {tag!r}); {fix}")
+        if not table.schema.remove_metadata().equals(kind.columns):
+            raise PointFileError(f"{path}: columns do not match the {kind.tag.decode()} schema; "
+                                 f"{fix}")
         if table.num_rows != 1:
             raise PointFileError(f"{path}: {table.num_rows} rows, a point file has one; {fix}")
         row = table.to_pylist()[0]

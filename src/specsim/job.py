@@ -2,7 +2,8 @@
 
 A point job needs nothing but its description (:func:`describe`): the point's identity (the
 model's full definition -- including the sha256 of user table files --, α, γ, temperature,
-rule, measure), the budget keys its measure reads, the root seed and :data:`NUMBERS_VERSION`.
+rule, measure), the budget keys its measure reads
+(:meth:`specsim.measures.Measure.budget_keys`), the root seed and :data:`NUMBERS_VERSION`.
 Snakemake passes the description as the job's only parameter, so its params rerun trigger fires
 exactly when one of these changes: adding a point to a study, a draft cost ``c``, the
 significance level or a figure setting never touches another point's files. The description's
@@ -23,25 +24,13 @@ from typing import Any, TextIO
 
 from specsim.errors import ConfigError
 from specsim.grid import Grid, Point, digest
+from specsim.measures import measure_of
 from specsim.models.spec import ModelSpec, TableSpec
 from specsim.schemes import Scheme
 
 # Bump when a change to the engine, the models or the exact stage changes any point's numbers:
 # every point file then reruns. tests/test_job.py pins one point's output to this version.
 NUMBERS_VERSION = 1
-
-_LONG_RUN_BUDGET = ("chains", "rounds", "burn_in", "batches")
-_EQUIVALENCE_BUDGET = ("equivalence_trials", "max_enumeration")
-_SCHEME_BUDGET = ("chains", "rounds", "burn_in", "batches", "scheme_trials")
-
-
-def budget_keys(point: Point) -> tuple[str, ...]:
-    """The budget keys that shape this point's numbers (simulation and exact reference)."""
-    if point.measure == "equivalence":
-        return _EQUIVALENCE_BUDGET
-    if point.measure == "scheme":
-        return _SCHEME_BUDGET
-    return (*_LONG_RUN_BUDGET, *point.family.exact_budget)  # e.g. iid: quadrature_pairs
 
 
 def _spec_fields(spec: ModelSpec) -> dict[str, Any]:
@@ -59,7 +48,7 @@ def describe(grid: Grid, point: Point) -> dict[str, Any]:
                   "gamma": point.gamma, "temperature": point.temperature, "rule": point.rule,
                   "measure": point.measure, "knob": point.knob,
                   "scheme": None if point.scheme is None else point.scheme.to_dict()},
-        "budget": {k: budget[k] for k in budget_keys(point)},
+        "budget": {k: budget[k] for k in measure_of(point.measure).budget_keys(point)},
         "seed": int(grid.config["seed"]),
         "numbers_version": NUMBERS_VERSION,
     }
@@ -96,27 +85,22 @@ def point_from(desc: dict[str, Any]) -> Point:
 
 def run(desc: dict[str, Any], sim_out: str, exact_out: str, log: TextIO) -> None:
     """Simulate the point and compute its exact reference; write both point files."""
-    from specsim.io import point_kinds, write_point_file
-    from specsim.reference import exact_point
-    from specsim.simulate import simulate_point
+    from specsim.io import write_point_file
 
     point = point_from(desc)
     budget = desc["budget"]
-    kinds = point_kinds(point.measure)
+    measure = measure_of(point.measure)
     print(f"point {point.path} (id {point.point_id}, digest {desc['digest']})", file=log,
           flush=True)
     t0 = time.perf_counter()
-    sim = simulate_point(point, budget, int(desc["seed"]))
+    sim = measure.simulate(point, budget, int(desc["seed"]))
     t1 = time.perf_counter()
-    ref = exact_point(point, budget, int(desc["seed"]))
+    ref = measure.exact(point, budget, int(desc["seed"]))
     t2 = time.perf_counter()
-    write_point_file(sim_out, kinds[0], sim, desc["digest"])
-    write_point_file(exact_out, kinds[1], ref, desc["digest"])
-    rounds = f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds"
-    gens = f"{sim['trials']:,} generations"
-    work = {"equivalence": gens, "scheme": f"{rounds} and {gens}"}.get(point.measure, rounds)
-    print(f"done: {point.measure} point, {work} in {t1 - t0:.2f} s; exact reference "
-          f"({ref['exact_method']}) in {t2 - t1:.2f} s", file=log, flush=True)
+    write_point_file(sim_out, measure.sim_schema, sim, desc["digest"])
+    write_point_file(exact_out, measure.exact_schema, ref, desc["digest"])
+    print(f"done: {point.measure} point, {measure.work_done(sim)} in {t1 - t0:.2f} s; exact "
+          f"reference ({ref['exact_method']}) in {t2 - t1:.2f} s", file=log, flush=True)
 
 
 def to_arg(desc: dict[str, Any]) -> str:

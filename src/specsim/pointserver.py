@@ -53,7 +53,7 @@ def _warm_up() -> None:
 
     # scipy.stats/special: specsim.stats imports them on first use (figures never do)
     for name in ("pyarrow.parquet", "scipy.stats", "scipy.special", "specsim.job", "specsim.io",
-                 "specsim.simulate", "specsim.reference", "specsim.schemes.measure",
+                 "specsim.measures",
                  "specsim.schemes.block", "specsim.schemes.multi_draft",
                  "specsim.schemes.tokenwise", "specsim.schemes.confidence",
                  "specsim.schemes.heuristic", "specsim.schemes.lenient",

@@ -17,6 +17,7 @@ from typing import Any
 from specsim.errors import ConfigError
 from specsim.families import family_of
 from specsim.grid import Grid
+from specsim.measures import measure_of
 
 ROUNDS_PER_CORE_SECOND = 1e6  # measured order of magnitude (make bench: 1-5 M rounds/s at γ = 4)
 # The i.i.d. quadrature reference draws all its (p, q) pairs at once (one stream, so the numbers
@@ -32,11 +33,8 @@ MAX_TABLE_VOCAB = 1024
 
 def estimate(grid: Grid) -> int:
     """Simulated rounds the grid asks for."""
-    b = grid.config["budget"]
-    per_point = {"long_run": int(b["chains"]) * (int(b["rounds"]) + int(b["burn_in"])),
-                 "equivalence": int(b["equivalence_trials"])}
-    per_point["scheme"] = per_point["long_run"] + int(b["scheme_trials"])
-    return sum(per_point[p.measure] for p in grid.points)
+    budget = grid.config["budget"]
+    return sum(measure_of(p.measure).work(budget) for p in grid.points)
 
 
 def _duration(seconds: float) -> str:
@@ -54,7 +52,6 @@ def check(grid: Grid) -> None:
                               f"(every draft is accepted, so tokens per call grow without "
                               f"bound in gamma); use alpha < 1")
     from specsim.families.markov import TableFamily
-    from specsim.job import budget_keys
 
     for name, spec in {p.model: p.spec for p in grid.points}.items():  # vocab is per model
         if isinstance(family_of(spec), TableFamily) and spec.vocab > MAX_TABLE_VOCAB:
@@ -65,8 +62,8 @@ def check(grid: Grid) -> None:
 
     pairs = int(grid.config["budget"]["quadrature_pairs"])
     for point in grid.points:
-        if "quadrature_pairs" in budget_keys(point) and pairs * point.spec.vocab > \
-                MAX_QUADRATURE_CELLS:
+        reads_pairs = "quadrature_pairs" in measure_of(point.measure).budget_keys(point)
+        if reads_pairs and pairs * point.spec.vocab > MAX_QUADRATURE_CELLS:
             raise ConfigError(
                 f"budget.quadrature_pairs: {pairs} pairs x vocab {point.spec.vocab} of model "
                 f"{point.model!r} = {pairs * point.spec.vocab:.3g} cells, more than "

@@ -3,7 +3,7 @@ declared, with what it answers and its columns, in :mod:`specsim.outputs.study_t
 
 Column names follow the design's contract (columns may be added, never renamed). Numbers of a
 model that no point file holds come from the stage that owns the model, the exact reference
-(:func:`specsim.reference.exact_curve`, ``optimal_k_exact``) or the model's family
+(:func:`specsim.measures.long_run.exact_curve`, ``optimal_k_exact``) or the model's family
 (:meth:`specsim.families.Family.example_rows`, ``worked_example``), with their inputs read from
 the config.
 """
@@ -18,8 +18,8 @@ from specsim.engine import residual
 from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.grid import worked_example as worked_example_settings
+from specsim.measures.long_run import exact_curve
 from specsim.precision import covers, first_max
-from specsim.reference import exact_curve
 from specsim.tables.points import KEYS, sort_rows, study_points
 
 GAMMA_MAX_CLOSED_FORM = 64
@@ -140,7 +140,7 @@ def optimal_k_exact(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     """Stationary exact tokens per round at every γ from 1 to the study's largest, per
     (model, draft knob, α, temperature, rule) of the optimal_k studies: the curves of the
     optimal_k figure, between and beyond the simulated γ (Eq. 1 for calibrated drafts, the
-    family's exact method otherwise: :func:`specsim.reference.exact_curve`)."""
+    family's exact method otherwise: :func:`specsim.measures.long_run.exact_curve`)."""
     by_id = {p.point_id: p for p in grid.points}
     budget, root = grid.config["budget"], int(grid.config["seed"])
     rows = []

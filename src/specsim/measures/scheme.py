@@ -1,4 +1,4 @@
-"""One ``schemes`` grid point, measured: Monte Carlo and exact, long run and lossless check.
+"""``scheme``: one ``schemes`` grid point, Monte Carlo and exact, long run and lossless check.
 
 A point names a model, α, γ, temperature and a :class:`~specsim.schemes.Scheme` (rule and
 policy with their knobs). Its chain is the model family's equivalence chain (the Markov tables
@@ -25,18 +25,43 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
-from specsim import exact
-from specsim.reference import collapse, target_first_two
+from specsim import exact, stats
+from specsim.io import PointSchema
+from specsim.measures.base import JOINT2, LIST_F64, RUN_FIELDS, Measure, run_record
+from specsim.measures.equivalence import collapse, lossless_estimates, target_first_two
+from specsim.measures.long_run import ROUNDS_BUDGET
 from specsim.schemes.law import RoundLaw, first_two_law, long_run
-from specsim.simulate import equivalence_model
 
 if TYPE_CHECKING:
     from specsim.grid import Point
 
-__all__ = ["CHUNK", "exact_scheme", "simulate_scheme"]
+__all__ = ["SchemeMeasure"]
 
 CHUNK = 1 << 14
+
+SCHEME_SIM = PointSchema("scheme_sim", pa.schema([
+    *RUN_FIELDS,
+    # tokens emitted per round: histogram per batch of chains, flattened (batches * width)
+    pa.field("width", pa.int32(), nullable=False),
+    pa.field("tokens_hist", pa.list_(pa.int64()), nullable=False),
+    # draft tokens proposed, summed per batch (batches,)
+    pa.field("drafted", pa.list_(pa.int64()), nullable=False),
+    JOINT2,
+]))
+SCHEME_EXACT = PointSchema("scheme_exact", pa.schema([
+    pa.field("point_id", pa.string(), nullable=False),
+    pa.field("exact_method", pa.string(), nullable=False),
+    pa.field("tokens_exact", pa.float64()),
+    pa.field("drafted_exact", pa.float64()),
+    pa.field("tokens_stationary", pa.float64()),
+    pa.field("drafted_stationary", pa.float64()),
+    pa.field("tokens_law", LIST_F64),
+    pa.field("joint_target", LIST_F64),
+    pa.field("joint_exact", LIST_F64),
+    pa.field("tv_exact", pa.float64()),
+]))
 
 
 def width(point: Point) -> int:
@@ -46,11 +71,11 @@ def width(point: Point) -> int:
     return (int(cap) if cap is not None else point.gamma) + 2
 
 
-def simulate_scheme(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[str, Any]:
+def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[str, Any]:
     """The point's sufficient statistics (one ``scheme_sim/1`` row)."""
     scheme = point.scheme
     assert scheme is not None
-    p, q, start, token_of = equivalence_model(point)
+    p, q, start, token_of = point.family.equivalence_model(point)
     tables = scheme.tables(p, q)
     chains, rounds, burn_in, batches = (int(budget[k]) for k in
                                         ("chains", "rounds", "burn_in", "batches"))
@@ -90,13 +115,10 @@ def simulate_scheme(point: Point, budget: Mapping[str, Any], root_seed: int) -> 
             again = scheme.play(p, q, one.next_state[short], point.gamma, rng, tables)
             b2[short] = again.tokens[:, 0]
         counts += np.bincount(token_of[a] * vocab + token_of[b2], minlength=counts.size)
-    return {
-        "point_id": point.point_id, "measure": point.measure, "gamma": point.gamma,
-        "vocab": vocab, "chains": chains, "rounds": rounds, "burn_in": burn_in,
-        "batches": batches, "trials": trials, "seed_entropy": int(seed.entropy),  # type: ignore[arg-type]
-        "seed_key": [int(k) for k in seed.spawn_key], "width": w,
-        "tokens_hist": hist.tolist(), "drafted": drafted.tolist(), "joint2": counts.tolist(),
-    }
+    return run_record(point, seed, chains=chains, rounds=rounds, burn_in=burn_in,
+                      batches=batches, trials=trials) | {
+        "width": w, "tokens_hist": hist.tolist(), "drafted": drafted.tolist(),
+        "joint2": counts.tolist()}
 
 
 def _horizon(law: RoundLaw, first: int, burn_in: int, rounds: int) -> tuple[float, float]:
@@ -116,11 +138,11 @@ def _horizon(law: RoundLaw, first: int, burn_in: int, rounds: int) -> tuple[floa
     return tokens / rounds, drafted / rounds
 
 
-def exact_scheme(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
+def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
     """The point's exact reference (one ``scheme_exact/1`` row)."""
     scheme = point.scheme
     assert scheme is not None
-    p, q, start, token_of = equivalence_model(point)
+    p, q, start, token_of = point.family.equivalence_model(point)
     vocab = point.spec.vocab
     target = target_first_two(p, start, token_of, vocab)
     row: dict[str, Any] = {"point_id": point.point_id, "joint_target": target.ravel().tolist()}
@@ -147,3 +169,45 @@ def exact_scheme(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
                   "tokens_stationary": stat_tokens, "drafted_stationary": stat_drafted,
                   "tokens_law": np.asarray(dist, dtype=np.float64).tolist(),
                   "joint_exact": joint.ravel().tolist(), "tv_exact": exact.tv(joint, target)}
+
+
+class SchemeMeasure(Measure):
+    name = "scheme"
+    budget = (*ROUNDS_BUDGET, "scheme_trials")
+    sim_schema = SCHEME_SIM
+    exact_schema = SCHEME_EXACT
+    analyses = ("schemes",)
+
+    def simulate(self, point: Point, budget: Mapping[str, Any],
+                 root_seed: int) -> dict[str, Any]:
+        return _simulate(point, budget, root_seed)
+
+    def exact(self, point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[str, Any]:
+        return _exact(point, budget)
+
+    def estimate(self, row: Mapping[str, Any], level: float) -> dict[str, Any]:
+        """Tokens per target call and draft tokens per round (batch-means CIs over chains),
+        and the lossless check of the first two tokens."""
+        w = int(row["width"])
+        hist = np.asarray(row["tokens_hist"], dtype=np.int64).reshape(int(row["batches"]), w)
+        rounds_b = hist.sum(axis=1)
+        tokens_b = hist @ np.arange(w)
+        tok, tlo, thi, tse = stats.batch_mean_interval(tokens_b, rounds_b)
+        dr, dlo, dhi, _ = stats.batch_mean_interval(np.asarray(row["drafted"], dtype=np.int64),
+                                                    rounds_b)
+        return {"rounds_total": int(rounds_b.sum()), "tokens_per_round": tok,
+                "tokens_ci_low": tlo, "tokens_ci_high": thi, "tokens_se": tse,
+                "drafted_per_round": dr, "drafted_ci_low": dlo, "drafted_ci_high": dhi,
+                "max_tokens_observed": int(np.flatnonzero(hist.sum(axis=0)).max()),
+                # per batch, for speedups at any c (tables): ratio of sums with its own CI
+                "tokens_batches": tokens_b.tolist(), "rounds_batches": rounds_b.tolist(),
+                "drafted_batches": list(row["drafted"]),
+                } | lossless_estimates(row, level)
+
+    def work(self, budget: Mapping[str, Any]) -> int:
+        return (int(budget["chains"]) * (int(budget["rounds"]) + int(budget["burn_in"]))
+                + int(budget["scheme_trials"]))
+
+    def work_done(self, sim: Mapping[str, Any]) -> str:
+        return (f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds and "
+                f"{sim['trials']:,} generations")
