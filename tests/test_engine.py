@@ -383,7 +383,7 @@ def test_long_run_after_burn_in_is_stationary_mixture(rule: str) -> None:
     """Independent chains, one counted round after burn-in: law = pi @ round_law.accepted."""
     gamma = 3
     law = round_law(TARGET, GOOD_DRAFT, gamma, rule)
-    pi = stationary(law.next_context)
+    pi = stationary(law.next_state)
     h = long_run_markov(seed_kernel(), gamma, rule, np.random.SeedSequence(41), chains=100_000,
                         rounds=1, burn_in=25, batches=1, start=5)[0]
     assert gof_test(h, pi @ law.accepted).p_value > P_MIN

@@ -309,9 +309,9 @@ def test_round_law_matches_enumeration(name: str, P: FloatArray, Q: FloatArray, 
         accepted, tokens, nxt, trials = ref_round_law(P, Q, gamma, rule)
         np.testing.assert_allclose(law.accepted, accepted, atol=1e-12, rtol=0)
         np.testing.assert_allclose(law.tokens, tokens, atol=1e-12, rtol=0)
-        np.testing.assert_allclose(law.next_context, nxt, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(law.next_state, nxt, atol=1e-12, rtol=0)
         np.testing.assert_allclose(law.trials, trials, atol=1e-12, rtol=0)
-        np.testing.assert_allclose(law.next_context.sum(axis=1), 1.0, atol=1e-12)
+        np.testing.assert_allclose(law.next_state.sum(axis=1), 1.0, atol=1e-12)
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -331,7 +331,7 @@ def test_continue_next_context_is_last_draft() -> None:
     P = np.array([[1.0, 0.0], [0.0, 1.0]])
     Q = np.array([[0.0, 1.0], [0.5, 0.5]])  # from 0 the draft always says 1 -> rejected
     law = round_law(P, Q, 2, "continue")
-    np.testing.assert_allclose(law.next_context[0], [0.5, 0.5], atol=1e-15)
+    np.testing.assert_allclose(law.next_state[0], [0.5, 0.5], atol=1e-15)
     np.testing.assert_allclose(law.accepted[0], [1.0, 0.0, 0.0], atol=1e-15)
     np.testing.assert_allclose(law.tokens[0], [0.0, 0.0, 1.0, 0.0], atol=1e-15)
     # a sum of products of 0, 1/2, 1: within the rounding of a few terms, like the lines above
@@ -412,7 +412,7 @@ def test_long_run_matches_monte_carlo(rule: Rule) -> None:
         assert abs(mean - exact) < 5 * se, (rule, exact, mean, se)
     assert lr.accept_rate == pytest.approx(lr.accepted_per_round / lr.trials_per_round)
     np.testing.assert_allclose(
-        lr.pi @ round_law(TARGET, MED_DRAFT, gamma, rule).next_context, lr.pi, atol=1e-13
+        lr.pi @ round_law(TARGET, MED_DRAFT, gamma, rule).next_state, lr.pi, atol=1e-13
     )
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from specsim.measures import MEASURES, Measure, for_analysis, measure_of
 from specsim.errors import ConfigError
+from specsim.measures import MEASURES, Measure, for_analysis, measure_of
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "specsim"
 # Modules that run every measure through the interface (the measures live in measures/).

@@ -23,11 +23,11 @@ from scipy import stats
 
 from specsim import exact
 from specsim.config import read_config
+from specsim.exact import RoundLaw, first_two_law, stationary_rates
 from specsim.families import family_of
 from specsim.models.iid import iid_frozen_markov
 from specsim.models.maths import blend, one_hot_argmin, random_table
 from specsim.schemes.block import law, path_law, play
-from specsim.schemes.law import RoundLaw, first_two_law, long_run
 
 FloatArray = NDArray[np.float64]
 ROOT = Path(__file__).resolve().parents[1]
@@ -255,7 +255,7 @@ def test_gamma_one_is_tokenwise(name: str) -> None:
     P, Q = TABLES[name]
     lw, tw = law(P, Q, 1, {}), exact.round_law(P, Q, 1, "correct")
     np.testing.assert_allclose(lw.tokens, tw.tokens, rtol=0, atol=1e-15)
-    np.testing.assert_allclose(lw.next_state, tw.next_context, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(lw.next_state, tw.next_state, rtol=0, atol=1e-15)
     for s in range(P.shape[0]):  # per draft: kept with probability min(1, P/Q), as [L] Alg. 1
         b = path_law(P, Q, 1, s)
         x = b.drafts[:, 0]
@@ -373,7 +373,8 @@ def test_long_run_vs_monte_carlo(name: str) -> None:
     P, Q = TABLES[name]
     gamma, chains, rounds = 4, 4000, 60
     lw = law(P, Q, gamma, {})
-    exact_rate, drafted, pi = long_run(lw)
+    rates = stationary_rates(lw)
+    exact_rate, drafted, pi = rates.tokens_per_round, rates.drafted_per_round, rates.weights
     # pi @ (γ, ..., γ) = γ Σ pi: Σ pi = 1 up to the rounding of S sums, so rel error <= ~2S eps
     assert drafted == pytest.approx(gamma, rel=1e-12)
     rng = np.random.default_rng(21)

@@ -18,11 +18,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specsim.exact import round_law, target_joint, tv
+from specsim.exact import first_two_law, round_law, stationary_rates, target_joint, tv
 from specsim.models.iid import iid_frozen_markov
 from specsim.models.maths import blend, one_hot_argmin, random_table
 from specsim.models.spec import ModelSpec
-from specsim.schemes.law import first_two_law, long_run
 from specsim.schemes.multi_draft import law, play, sequence_law
 from specsim.stats import gof_test
 
@@ -148,7 +147,7 @@ def test_one_draft_is_algorithm_1(pair: str, gamma: int) -> None:
     p, q = PAIRS[pair]
     ours, alg1 = law(p, q, gamma, {"drafts": 1}), round_law(p, q, gamma, "correct")
     np.testing.assert_allclose(ours.tokens, alg1.tokens, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(ours.next_state, alg1.next_context, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours.next_state, alg1.next_state, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("pair", PAIRS)
@@ -233,18 +232,20 @@ def test_tokens_per_round_grow_with_drafts(pair: str) -> None:
     laws = [law(p, q, 4, {"drafts": k}) for k in (1, 2, 3, 4)]
     per_context = np.array([x.mean_tokens for x in laws])
     assert (np.diff(per_context, axis=0) >= -1e-12).all()
-    rates = np.array([long_run(x)[0] for x in laws])
+    rates = np.array([stationary_rates(x).tokens_per_round for x in laws])
     assert (np.diff(rates) > 1e-6).all()
-    np.testing.assert_allclose([long_run(x)[1] for x in laws], [4, 8, 12, 16], rtol=1e-12)
+    np.testing.assert_allclose([stationary_rates(x).drafted_per_round for x in laws],
+                               [4, 8, 12, 16], rtol=1e-12)
 
 
 def test_tokens_per_call_reported_numbers() -> None:
     """Target random_table(1, 2.5), draft blend weight 0.55 with 'far', γ = 4 (k = 1..4)."""
-    rates = [long_run(law(TARGET, DRAFT, 4, {"drafts": k}))[0] for k in (1, 2, 3, 4)]
+    rates = [stationary_rates(law(TARGET, DRAFT, 4, {"drafts": k})).tokens_per_round
+             for k in (1, 2, 3, 4)]
     np.testing.assert_allclose(rates, [2.1171444958, 2.6738824439, 2.9776210221,
                                        3.1609956783], rtol=0, atol=1e-9)
     assert rates[0] == pytest.approx(
-        long_run(law(TARGET, DRAFT, 4, {"drafts": 1}))[0], abs=1e-12)
+        stationary_rates(law(TARGET, DRAFT, 4, {"drafts": 1})).tokens_per_round, abs=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +304,8 @@ def test_long_run_tokens_per_call_inside_monte_carlo_ci() -> None:
     mean tokens per round (= per target call) covers long_run's value at level 1e-3."""
     k, gamma, chains, rounds = 3, 4, 20_000, 15
     exact = law(TARGET, DRAFT, gamma, {"drafts": k})
-    rate, _, pi = long_run(exact)
+    rates = stationary_rates(exact)
+    rate, pi = rates.tokens_per_round, rates.weights
     rng = np.random.default_rng(11)
     state = rng.choice(TARGET.shape[0], size=chains, p=pi)
     total = np.zeros(chains)

@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from specsim.exact import round_law, target_joint, tv
+from specsim.exact import RoundLaw, first_two_law, round_law, stationary_rates, target_joint, tv
 from specsim.models.maths import blend, random_table
 from specsim.schemes import confidence, heuristic, tokenwise
-from specsim.schemes.law import RoundLaw, RoundSample, first_two_law, long_run
+from specsim.schemes.law import RoundSample
 
 LEVEL = 1e-3
 Z = float(stats.norm.isf(LEVEL / 2))
@@ -152,7 +152,7 @@ def test_tokenwise_correct_equals_exact_round_law(pair, gamma: int) -> None:
     law = tokenwise.law(P, Q, *tokenwise.correct_tables(P, Q), gamma)
     ref = round_law(P, Q, gamma, "correct")
     np.testing.assert_allclose(law.tokens, ref.tokens, rtol=0, atol=1e-15)
-    np.testing.assert_allclose(law.next_state, ref.next_context, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(law.next_state, ref.next_state, rtol=0, atol=1e-15)
     # drafted = Σ_{i<γ} row sums of Q^i (BLAS products): each is 1 up to ~i S eps, so <= 1e-12
     np.testing.assert_allclose(law.drafted, float(gamma), rtol=1e-12, atol=0)
 
@@ -302,7 +302,8 @@ def test_heuristic_long_run_matches_monte_carlo() -> None:
     P, Q = seed_med()
     tables = tokenwise.correct_tables(P, Q)
     law = heuristic.law(P, Q, *tables, 5, {})
-    tokens, drafted, pi = long_run(law)
+    rates = stationary_rates(law)
+    tokens, drafted, pi = rates.tokens_per_round, rates.drafted_per_round, rates.weights
     rng = np.random.default_rng(5)
     chains, rounds = 4000, 40
     state = rng.choice(pi.size, size=chains, p=pi)
@@ -371,7 +372,7 @@ def test_drafted_decreases_with_threshold() -> None:
     # threshold 0: Σ_{i<8} row sums of Q^i (BLAS products), each 1 up to ~8 S eps
     np.testing.assert_allclose(per_state[0], 8.0, rtol=1e-12, atol=0)
     assert np.array_equal(per_state[-1], np.ones(6))  # exact, as in the threshold-1 test above
-    runs = [long_run(confidence.law(P, Q, *tables, 8, {"threshold": t}))[1]
+    runs = [stationary_rates(confidence.law(P, Q, *tables, 8, {"threshold": t})).drafted_per_round
             for t in (0.0, 0.2, 0.4, 1.0)]
     assert runs[0] > runs[1] > runs[2] > runs[3]
 

@@ -19,7 +19,7 @@ Loops run over draft positions and rounds, never over chains.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,6 +191,42 @@ class MarkovKernel:
         return RoundResult(x, n_acc, final)
 
 
+# One round for a chunk of chains: (state (n,), generator) -> (the count the histogram bins (n,),
+# the next state (n,), draft tokens proposed (n,) or None when the caller does not count them).
+Play = Callable[[IntArray, np.random.Generator], tuple[IntArray, IntArray, IntArray | None]]
+
+
+def run_chains(play: Play, start: Callable[[int], IntArray], seed: np.random.SeedSequence,
+               chains: int, rounds: int, burn_in: int, batches: int,
+               width: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The long-run simulation loop of every rule and scheme: ``chains`` independent chains,
+    each from ``start(n)`` (its first state, for a chunk of n chains), ``burn_in`` rounds
+    discarded, then ``rounds`` rounds whose counts (0 .. width - 1) are histogrammed per batch
+    of chains (chain i belongs to batch i * batches // chains); returns the histogram
+    (batches, width) and the draft tokens proposed per batch (batches,).
+
+    Chains are advanced in chunks of ``CHUNK`` (:func:`chunks`), each chunk with its own child
+    seed, so memory is bounded and results depend only on the seed, never on chunking.
+    """
+    hist = np.zeros(batches * width, dtype=np.int64)
+    drafted = np.zeros(batches, dtype=np.int64)
+    batch_of_chain = (np.arange(chains) * batches) // chains
+    lo = 0
+    for n, rng in chunks(chains, seed):
+        batch = batch_of_chain[lo : lo + n]
+        offset = batch * width
+        lo += n
+        state = start(n)
+        for r in range(burn_in + rounds):
+            count, state, drafts = play(state, rng)
+            if r >= burn_in:
+                hist += np.bincount(offset + count, minlength=hist.size)
+                if drafts is not None:
+                    drafted += np.bincount(batch, weights=drafts,
+                                           minlength=batches).astype(np.int64)
+    return hist.reshape(batches, width), drafted
+
+
 def long_run_markov(
     kernel: MarkovKernel,
     gamma: int,
@@ -205,17 +241,18 @@ def long_run_markov(
     """Histogram of accepted drafts per round, per batch of chains: shape (batches, γ+1).
 
     Chains start at ``start`` and the first ``burn_in`` rounds are discarded, so the counts
-    estimate the stationary long-run behaviour. Chains are advanced in chunks of ``CHUNK``, each
-    chunk with its own child seed, so memory is bounded and results depend only on the seed.
+    estimate the stationary long-run behaviour (:func:`run_chains` with
+    :meth:`MarkovKernel.advance`).
     """
-    hist = np.zeros(batches * (gamma + 1), dtype=np.int64)
-    for n, rng, offset in _chain_chunks(chains, batches, gamma, seed):
-        state = kernel.encode(np.full(n, start, dtype=np.intp))
-        for r in range(burn_in + rounds):
-            n_acc, state = kernel.advance(state, gamma, rule, rng.random((2 * gamma + 1, n)))
-            if r >= burn_in:
-                hist += np.bincount(offset + n_acc, minlength=hist.size)
-    return hist.reshape(batches, gamma + 1)
+    def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, None]:
+        n_acc, nxt = kernel.advance(state, gamma, rule, rng.random((2 * gamma + 1,
+                                                                     state.shape[0])))
+        return n_acc, nxt, None
+
+    def first(n: int) -> IntArray:
+        return kernel.encode(np.full(n, start, dtype=np.intp))
+
+    return run_chains(play, first, seed, chains, rounds, burn_in, batches, gamma + 1)[0]
 
 
 def first_tokens_markov(
@@ -234,9 +271,7 @@ def first_tokens_markov(
     round starts from it (the seed program's ``spec_generate(..., n_tokens=2)``).
     """
     counts = np.zeros(vocab * vocab, dtype=np.int64)
-    for lo, child in zip(range(0, trials, CHUNK), seed.spawn(_n_chunks(trials)), strict=True):
-        rng = np.random.default_rng(child)
-        n = min(CHUNK, trials - lo)
+    for n, rng in chunks(trials, seed):
         first_round = kernel.round(np.full(n, start, dtype=np.intp), gamma, rule,
                                    rng.random((2 * gamma + 1, n)))
         first = first_round.emitted(0)
@@ -286,30 +321,28 @@ def long_run_iid(
     """
     npos = gamma + 1 if spec.share == "position" else 1
     block = max(1, (1 << 18) // (npos * spec.vocab))  # (n, npos, V) draws of ~2 MB each
-    hist = np.zeros(batches * (gamma + 1), dtype=np.int64)
-    for n, rng, offset in _chain_chunks(chains, batches, gamma, seed):
-        for _ in range(rounds):
-            for b in range(0, n, block):
-                m = min(block, n - b)
-                p, q = iid_pairs(spec, temperature, alpha, rng, (m, npos))
-                res = iid_round(p, q, gamma, rule, rng.random((2 * gamma + 1, m)))
-                hist += np.bincount(offset[b : b + m] + res.n_accepted, minlength=hist.size)
-    return hist.reshape(batches, gamma + 1)
+
+    def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, None]:
+        n = state.shape[0]
+        n_acc = np.empty(n, dtype=np.intp)
+        for b in range(0, n, block):
+            m = min(block, n - b)
+            p, q = iid_pairs(spec, temperature, alpha, rng, (m, npos))
+            n_acc[b : b + m] = iid_round(p, q, gamma, rule,
+                                         rng.random((2 * gamma + 1, m))).n_accepted
+        return n_acc, state, None
+
+    def first(n: int) -> IntArray:
+        return np.zeros(n, dtype=np.intp)  # no state: rounds are independent
+
+    return run_chains(play, first, seed, chains, rounds, 0, batches, gamma + 1)[0]
 
 
-def _n_chunks(n: int) -> int:
-    return -(-n // CHUNK)
-
-
-def _chain_chunks(
-    chains: int, batches: int, gamma: int, seed: np.random.SeedSequence
-) -> Iterator[tuple[int, np.random.Generator, IntArray]]:
-    """Blocks of at most CHUNK chains: (size, its own generator, histogram offset per chain).
-
-    Chain i belongs to batch i * batches // chains; the offset places its accepted-drafts count
-    in that batch's row of the flattened (batches, γ+1) histogram.
-    """
-    batch_of_chain = (np.arange(chains) * batches) // chains
-    for lo, child in zip(range(0, chains, CHUNK), seed.spawn(_n_chunks(chains)), strict=True):
-        n = min(CHUNK, chains - lo)
-        yield n, np.random.default_rng(child), batch_of_chain[lo : lo + n] * (gamma + 1)
+def chunks(count: int, seed: np.random.SeedSequence) -> Iterator[tuple[int, np.random.Generator]]:
+    """Blocks of at most CHUNK of ``count`` chains or generations: (size, its own generator,
+    from the next child of ``seed``). The children are spawned at once, so a second call on
+    the same SeedSequence continues with fresh children (a schemes point's generations follow
+    its chains)."""
+    children = seed.spawn(-(-count // CHUNK))
+    for lo, child in zip(range(0, count, CHUNK), children, strict=True):
+        yield min(CHUNK, count - lo), np.random.default_rng(child)

@@ -12,7 +12,8 @@ Four layers, one module each:
    (target) and ``Q`` (draft), both ``(V, V)`` row-stochastic, where the context/state is the
    last emitted token. It yields per start context the exact law of the number of accepted
    drafts, of emitted tokens and of the next round's start context, and from the stationary
-   law of the round-start chain the exact long-run rates (:mod:`.rounds`).
+   law of the round-start chain the exact long-run rates (:mod:`.rounds`: the one round model,
+   :class:`RoundLaw`, that every scheme of :mod:`specsim.schemes` gives too).
 3. The exact joint law of the first ``n`` emitted tokens (lossless check, [L] Thm 3.5 /
    [C] Thm 1), compared with the target's own law (:mod:`.outputs`).
 4. The exact law of one round of :func:`specsim.verify.verify` on given per-position rows
@@ -66,21 +67,27 @@ from specsim.exact.outputs import (
     verify_law_tree,
 )
 from specsim.exact.rounds import (
-    HorizonAverage,
     LongRun,
+    Rates,
     RoundLaw,
+    RoundParts,
+    first_two_law,
     horizon_average,
+    horizon_rates,
     long_run,
+    round_dp,
     round_law,
     stationary,
+    stationary_rates,
 )
 from specsim.verify import Rule
 
 __all__ = [
     "RULES",
-    "HorizonAverage",
     "LongRun",
+    "Rates",
     "RoundLaw",
+    "RoundParts",
     "Rule",
     "VerifyLaw",
     "arithmetic_operations",
@@ -91,14 +98,18 @@ __all__ = [
     "context_acceptance",
     "expected_tokens",
     "first_tokens_distribution",
+    "first_two_law",
     "horizon_average",
+    "horizon_rates",
     "long_run",
     "optimal_gamma",
     "residual_table",
+    "round_dp",
     "round_law",
     "round_tokens",
     "speedup_exists",
     "stationary",
+    "stationary_rates",
     "table1_rows",
     "target_joint",
     "truncated_geometric_moments",

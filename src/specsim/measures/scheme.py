@@ -8,15 +8,16 @@ and exact:
 * tokens per target call and draft tokens per round -- for table models the long run (chains
   from the start context, ``burn_in`` rounds discarded; exact: both the mean over exactly the
   simulated rounds, which the simulation must cover, and the stationary limit by renewal-reward
-  over the stationary round-start law, :func:`specsim.schemes.law.long_run`), for the frozen
+  over the stationary round-start law, :func:`specsim.exact.stationary_rates`), for the frozen
   i.i.d. pairs one round from the start (every pair fresh, as the stub's ``share: position``);
 * the joint law of the first two emitted tokens from the start ([L] Thm 3.5's check, the seed
   program's demo 2): counts of ``scheme_trials`` fresh generations vs the scheme's exact law and
-  the target's (:func:`specsim.schemes.law.first_two_law`).
+  the target's (:func:`specsim.exact.first_two_law`).
 
-Random streams: the point's SeedSequence spawns one child per chunk of at most ``CHUNK`` chains
-(long run) and per chunk of generations, after the long run's -- results depend only on the
-seed and the budget, never on job grouping or ``--cores``.
+The long run is the engine's loop (:func:`specsim.engine.run_chains`) with the scheme's round.
+Random streams: the point's SeedSequence spawns one child per chunk of at most
+:data:`specsim.engine.CHUNK` chains (long run) and per chunk of generations, after the long
+run's -- results depend only on the seed and the budget, never on job grouping or ``--cores``.
 """
 
 from __future__ import annotations
@@ -28,18 +29,17 @@ import numpy as np
 import pyarrow as pa
 
 from specsim import exact, stats
+from specsim.engine import chunks, run_chains
 from specsim.io import PointSchema
 from specsim.measures.base import JOINT2, LIST_F64, RUN_FIELDS, Measure, run_record
 from specsim.measures.equivalence import collapse, lossless_estimates, target_first_two
 from specsim.measures.long_run import ROUNDS_BUDGET
-from specsim.schemes.law import RoundLaw, first_two_law, long_run
+from specsim.sampling import IntArray
 
 if TYPE_CHECKING:
     from specsim.grid import Point
 
 __all__ = ["SchemeMeasure"]
-
-CHUNK = 1 << 14
 
 SCHEME_SIM = PointSchema("scheme_sim", pa.schema([
     *RUN_FIELDS,
@@ -77,38 +77,28 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     assert scheme is not None
     p, q, start, token_of = point.family.equivalence_model(point)
     tables = scheme.tables(p, q)
-    chains, rounds, burn_in, batches = (int(budget[k]) for k in
-                                        ("chains", "rounds", "burn_in", "batches"))
+    chains, rounds, burn_in, batches = (int(budget[k]) for k in ROUNDS_BUDGET)
     stationary = point.family.stationary_schemes
     burn_in = burn_in if stationary else 0
     trials = int(budget["scheme_trials"])
     w = width(point)
     seed = point.seed(root_seed)
-    n_long = -(-chains // CHUNK)
-    children = seed.spawn(n_long + -(-trials // CHUNK))
-    hist = np.zeros(batches * w, dtype=np.int64)
-    drafted = np.zeros(batches, dtype=np.int64)
-    batch_of = (np.arange(chains) * batches) // chains
     first = scheme.start(start, point.gamma, p.shape[0])
-    for lo, child in zip(range(0, chains, CHUNK), children[:n_long], strict=True):
-        rng = np.random.default_rng(child)
-        n = min(CHUNK, chains - lo)
-        b = batch_of[lo : lo + n]
-        state = np.full(n, first, dtype=np.intp)
-        for r in range(burn_in + rounds):
-            if not stationary:
-                state[:] = first
-            res = scheme.play(p, q, state, point.gamma, rng, tables)
-            state = res.next_state
-            if r >= burn_in:
-                hist += np.bincount(b * w + res.n_emitted, minlength=hist.size)
-                drafted += np.bincount(b, weights=res.drafted, minlength=batches).astype(np.int64)
+
+    def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, IntArray]:
+        # the frozen i.i.d. pairs play every round from the start
+        from_state = state if stationary else np.full_like(state, first)
+        res = scheme.play(p, q, from_state, point.gamma, rng, tables)
+        return res.n_emitted, res.next_state, res.drafted
+
+    def starts(n: int) -> IntArray:
+        return np.full(n, first, dtype=np.intp)
+
+    hist, drafted = run_chains(play, starts, seed, chains, rounds, burn_in, batches, w)
     vocab = point.spec.vocab
     counts = np.zeros(vocab * vocab, dtype=np.int64)
-    for lo, child in zip(range(0, trials, CHUNK), children[n_long:], strict=True):
-        rng = np.random.default_rng(child)
-        n = min(CHUNK, trials - lo)
-        one = scheme.play(p, q, np.full(n, first, dtype=np.intp), point.gamma, rng, tables)
+    for n, rng in chunks(trials, seed):  # the seed's next children, after the chains'
+        one = scheme.play(p, q, starts(n), point.gamma, rng, tables)
         a, b2 = one.tokens[:, 0].copy(), one.tokens[:, 1].copy()
         short = one.n_emitted < 2
         if short.any():
@@ -117,25 +107,8 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
         counts += np.bincount(token_of[a] * vocab + token_of[b2], minlength=counts.size)
     return run_record(point, seed, chains=chains, rounds=rounds, burn_in=burn_in,
                       batches=batches, trials=trials) | {
-        "width": w, "tokens_hist": hist.tolist(), "drafted": drafted.tolist(),
+        "width": w, "tokens_hist": hist.ravel().tolist(), "drafted": drafted.tolist(),
         "joint2": counts.tolist()}
-
-
-def _horizon(law: RoundLaw, first: int, burn_in: int, rounds: int) -> tuple[float, float]:
-    """Exact mean tokens and drafted tokens per round over exactly the rounds the simulation
-    averages: rounds burn_in .. burn_in + rounds - 1 of chains started in scheme state
-    ``first`` (the law of the state after r rounds is e_first K^r). It differs from the
-    stationary limit only while a chain remembers its start -- e.g. the heuristic schedule
-    started far above its typical draft length."""
-    v = np.zeros(law.next_state.shape[0])
-    v[first] = 1.0
-    tokens = drafted = 0.0
-    for r in range(burn_in + rounds):
-        if r >= burn_in:
-            tokens += float(v @ law.mean_tokens)
-            drafted += float(v @ law.drafted)
-        v = v @ law.next_state
-    return tokens / rounds, drafted / rounds
 
 
 def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,16 +128,21 @@ def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
                       "tv_exact": np.nan}
     first = scheme.start(start, point.gamma, p.shape[0])
     if point.family.stationary_schemes:
-        stat_tokens, stat_drafted, pi = long_run(law)
-        tokens, drafted = _horizon(law, first, int(budget["burn_in"]), int(budget["rounds"]))
-        dist = pi @ law.tokens
+        limit = exact.stationary_rates(law)
+        stat_tokens, stat_drafted = limit.tokens_per_round, limit.drafted_per_round
+        # the mean over exactly the simulated rounds, which the simulation must cover: it
+        # differs from the limit only while a chain remembers its start (e.g. the heuristic
+        # schedule started far above its typical draft length)
+        seen = exact.horizon_rates(law, first, int(budget["burn_in"]), int(budget["rounds"]))
+        tokens, drafted = seen.tokens_per_round, seen.drafted_per_round
+        dist = limit.weights @ law.tokens
         method = "stationary"
     else:
         tokens, drafted = float(law.mean_tokens[first]), float(law.drafted[first])
         stat_tokens, stat_drafted = tokens, drafted
         dist = law.tokens[first]
         method = "first_round"
-    joint = collapse(first_two_law(law, first), token_of, vocab)
+    joint = collapse(exact.first_two_law(law, first), token_of, vocab)
     return row | {"exact_method": method, "tokens_exact": tokens, "drafted_exact": drafted,
                   "tokens_stationary": stat_tokens, "drafted_stationary": stat_drafted,
                   "tokens_law": np.asarray(dist, dtype=np.float64).tolist(),

@@ -24,8 +24,9 @@ from typing import Any, Final
 
 import numpy as np
 
+from specsim.exact import RoundLaw
 from specsim.schemes import lenient, tokenwise, typical
-from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, RoundSample
 from specsim.verify import RULES, KnobSpec, rule_spec
 
 __all__ = ["POLICIES", "TOKENWISE", "PolicySpec", "Scheme", "schemes_of_study"]

@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.exact import check_gamma, check_pair
+from specsim.exact import RoundLaw, check_gamma, check_pair
 from specsim.sampling import sample_rows
-from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, RoundSample
 
 __all__ = ["MAX_PATHS", "BlockPaths", "law", "path_law", "play"]
 

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from specsim.exact import RoundLaw
 from specsim.schemes import tokenwise
-from specsim.schemes.law import FloatArray, RoundLaw, RoundSample
+from specsim.schemes.law import FloatArray, RoundSample
 
 __all__ = ["KNOBS", "check", "law", "play", "stop_table"]
 

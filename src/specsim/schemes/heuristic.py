@@ -11,7 +11,7 @@ so the chain is finite: g' = min(cap, g + 2) after an all-accepted round.
 Each round is the token-wise rule's (:mod:`.tokenwise`) with γ = g and no early stop. The
 scheme state carries the draft length: state = (g - 1) S + c for context c in 0..S-1 and
 g in 1..cap (N = S cap), :attr:`RoundLaw.context` maps it back to c, and the exact long run is
-the stationary law of this chain (:func:`specsim.schemes.law.long_run`).
+the stationary law of this chain (:func:`specsim.exact.stationary_rates`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.exact import check_gamma
+from specsim.exact import RoundLaw, check_gamma
 from specsim.schemes import tokenwise
-from specsim.schemes.law import IntArray, RoundLaw, RoundSample
+from specsim.schemes.law import IntArray, RoundSample
 
 __all__ = ["KNOBS", "check", "decode", "law", "next_length", "play", "start_state"]
 
@@ -68,7 +68,7 @@ def next_length(g: ArrayLike, all_accepted: ArrayLike, cap: int) -> IntArray:
 def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
         knobs: Mapping[str, Any] | None) -> RoundLaw:
     """Exact law of one round from every (context, draft length) state: the token-wise law at
-    γ = g (:func:`tokenwise._parts`, split by how the round ended) placed on the rows of g and
+    γ = g (:func:`tokenwise.parts`, split by how the round ended) placed on the rows of g and
     the columns of the next length. O(cap^2 S^3); ``gamma`` only bounds ``cap`` from below."""
     Pa, Qa, acc, rej, no_stop = tokenwise.check_tables(P, Q, accept, reject)
     cap = check(knobs, check_gamma(gamma))
@@ -78,7 +78,7 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
     drafted, single = np.zeros(n), np.zeros((n, n))
     pair = np.zeros((n, size, size))
     for g in range(1, cap + 1):  # one draft length at a time; each DP vectorised over contexts
-        parts = tokenwise._parts(Pa, Qa, acc, rej, g, no_stop)
+        parts = tokenwise.parts(Pa, Qa, acc, rej, g, no_stop)
         rows = slice((g - 1) * size, g * size)
         down, up = (int(next_length(g, ok, cap)) - 1 for ok in (False, True))
         tokens[rows, : g + 2] = parts.tokens
@@ -99,6 +99,6 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     cap = check(knobs, check_gamma(gamma))
     size = Pa.shape[0]
     ctx, g = decode(tokenwise.check_states(state, size * cap), size)
-    out = tokenwise._play(Pa, Qa, acc, rej, ctx, g, no_stop, rng, cap)
+    out = tokenwise.play_rows(Pa, Qa, acc, rej, ctx, g, no_stop, rng, cap)
     g_next = next_length(g, out.n_emitted == g + 1, cap)
     return replace(out, next_state=(g_next - 1) * size + out.next_state)

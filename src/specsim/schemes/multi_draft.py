@@ -47,8 +47,9 @@ from typing import Any, Final
 
 import numpy as np
 
+from specsim.exact import RoundLaw
 from specsim.sampling import TableSampler
-from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, RoundSample
 from specsim.verify import accept, residual
 
 __all__ = ["BUDGET", "KNOBS", "law", "play", "sequence_law"]

@@ -16,25 +16,28 @@ with a token from reject[c], or, all γ' drafted tokens accepted, with a bonus t
 P(.|x_γ'). It emits accepted + 1 tokens, drafts γ' (costing 1 + γ' c) and the next round starts
 at the last emitted token, so scheme state = context (N = S).
 
-:func:`law` is the forward DP of :func:`specsim.exact.round_law` with the rule's tables (equal to
-it for ``correct`` without ``stop``); :func:`play` samples the same round for n chains.
+:func:`law` is the one forward DP of every token-wise rule, :func:`specsim.exact.round_dp`, with
+the rule's tables as its kernels (the classic rules' :func:`specsim.exact.round_law` is the same
+DP with theirs); :func:`play` samples the same round for n chains. The stop table is always
+passed (zeros at a fixed γ), so E[γ'] comes from the drafting law, not from γ.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.exact import check_gamma, check_pair, check_table
+from specsim.exact import RoundLaw, RoundParts, check_gamma, check_pair, check_table, round_dp
+from specsim.exact.kernels import Kernels
 from specsim.sampling import inverse_cdf_rows, normalised_cdf
-from specsim.schemes.law import FloatArray, IntArray, RoundLaw, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, RoundSample
 from specsim.verify import PLACEHOLDER, acceptance_probability, first_rejection, residual
 
-__all__ = ["check_knobs", "check_states", "check_tables", "correct_tables", "law", "play"]
+__all__ = ["check_knobs", "check_states", "check_tables", "correct_tables", "law", "parts", "play",
+           "play_rows"]
 
 
 def correct_tables(P: ArrayLike, Q: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -80,51 +83,13 @@ def check_knobs(scheme: str, knobs: Mapping[str, Any] | None,
     return {key: given.get(key, default) for key, default in defaults.items()}
 
 
-@dataclass(frozen=True)
-class _Parts:
-    """One rule's round law at one γ, per start context, split by how the round ended."""
-
-    tokens: FloatArray  # (S, γ+2)
-    after_rejection: FloatArray  # (S, S): P(stopped at a rejection, the next context is t)
-    after_bonus: FloatArray  # (S, S): P(every drafted token accepted, the bonus token is t)
-    drafted: FloatArray  # (S,)
-    single: FloatArray  # (S, S)
-    pair: FloatArray  # (S, S, S)
-
-
-def _parts(P: FloatArray, Q: FloatArray, accept: FloatArray, reject: FloatArray, gamma: int,
-           stop: FloatArray) -> _Parts:
-    """Forward DP over positions (as :func:`specsim.exact.round_law`), O(γ S^3).
-
-    ``A[s, c]`` = P(from s the first i drafts were drafted and accepted and drafting went on,
-    context c). Position i+1 from A: a rejection (mass rho[c] = sum_x Q[c, x](1 - accept[c, x]))
-    emits i+1 tokens, the last from reject[c]; an accepted draft after which drafting stops
-    (kernel ``end``) emits i+2, the last from P(.|x). ``D`` carries the drafting alone (it does
-    not depend on the tests: rejected drafts were proposed too), for E[γ'].
-    """
-    size = P.shape[0]
-    acc = Q * accept  # draft x in context c and accept it
-    rho = (Q * (1.0 - accept)).sum(axis=1)
-    emit = rho[:, None] * reject
-    keep_drafting = Q * (1.0 - stop)
-    A, D = np.eye(size), np.eye(size)
-    tokens = np.zeros((size, gamma + 2))
-    after_rejection, after_bonus = np.zeros((size, size)), np.zeros((size, size))
-    drafted = np.zeros(size)
-    for i in range(gamma):
-        end = acc if i == gamma - 1 else acc * stop
-        done = A @ end
-        tokens[:, i + 1] += A @ rho
-        tokens[:, i + 2] += done.sum(axis=1)
-        after_rejection += A @ emit
-        after_bonus += done @ P
-        drafted += D.sum(axis=1)
-        A, D = A @ (acc - end), D @ keep_drafting
-    # The first two tokens: x_1 accepted, then the bonus (drafting stopped after x_1), or the
-    # second position's accepted draft or rejection token.
-    stop1 = np.ones_like(stop) if gamma == 1 else stop
-    second = stop1[:, :, None] * P[None] + (1.0 - stop1)[:, :, None] * (acc + emit)[None]
-    return _Parts(tokens, after_rejection, after_bonus, drafted, emit, acc[:, :, None] * second)
+def parts(P: FloatArray, Q: FloatArray, accept: FloatArray, reject: FloatArray, gamma: int,
+          stop: FloatArray) -> RoundParts:
+    """The round law of checked tables (:func:`check_tables`), split by how the round ended:
+    :func:`specsim.exact.round_dp` with the rule's kernels, Q x accept and Q x (1 - accept)."""
+    rejected = Q * (1.0 - accept)  # draft x in context c and reject it
+    kernel = Kernels(acc=Q * accept, rej=rejected, rho=rejected.sum(axis=1), final=reject)
+    return round_dp(P, kernel, gamma, Q=Q, stop=stop, first_two=True)
 
 
 def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
@@ -132,13 +97,10 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
     """Exact law of one round of the token-wise rule (accept, reject) drafting up to γ tokens,
     stopping early by ``stop`` ([L] Alg. 1 for the ``correct`` tables; O(γ S^3))."""
     Pa, Qa, acc, rej, st = check_tables(P, Q, accept, reject, stop)
-    parts = _parts(Pa, Qa, acc, rej, check_gamma(gamma), st)
-    return RoundLaw(tokens=parts.tokens, next_state=parts.after_rejection + parts.after_bonus,
-                    drafted=parts.drafted, single=parts.single, pair=parts.pair,
-                    context=np.arange(Pa.shape[0]))
+    return parts(Pa, Qa, acc, rej, check_gamma(gamma), st).law()
 
 
-def _play(P: FloatArray, Q: FloatArray, accept: FloatArray, reject: FloatArray,
+def play_rows(P: FloatArray, Q: FloatArray, accept: FloatArray, reject: FloatArray,
           ctx: IntArray, gammas: IntArray, stop: FloatArray, rng: np.random.Generator,
           width: int) -> RoundSample:
     """One round per chain from contexts ``ctx`` (n,), chain k drafting at most ``gammas[k]``;
@@ -191,4 +153,4 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     Pa, Qa, acc, rej, st = check_tables(P, Q, accept, reject, stop)
     g = check_gamma(gamma)
     ctx = check_states(state, Pa.shape[0])
-    return _play(Pa, Qa, acc, rej, ctx, np.full(ctx.shape[0], g), st, rng, g)
+    return play_rows(Pa, Qa, acc, rej, ctx, np.full(ctx.shape[0], g), st, rng, g)
