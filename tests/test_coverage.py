@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from specsim import exact, stats
-from specsim.collect import round_tokens
 from specsim.engine import MarkovKernel, first_tokens_markov, long_run_markov
 from specsim.models.maths import blend, random_table
 
@@ -21,7 +20,7 @@ def test_tokens_interval_covers_exact_at_95_percent(rule: str) -> None:
     gamma, chains, rounds, burn_in, batches, reps = 4, 512, 16, 3, 32, 300
     kernel = MarkovKernel(TARGET, MED)
     truth = exact.horizon_average(TARGET, MED, gamma, rule, 0, burn_in, rounds).tokens_per_round
-    tok = round_tokens(gamma, rule)
+    tok = exact.round_tokens(gamma, rule)
     covered = 0
     for rep in range(reps):
         hist = long_run_markov(kernel, gamma, rule, np.random.SeedSequence([11, rep]),  # type: ignore[arg-type]
