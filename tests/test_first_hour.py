@@ -15,6 +15,7 @@ import pytest
 
 import specsim
 from specsim import io
+from specsim.io import provenance
 
 REPO = Path(__file__).resolve().parents[1]
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="no make")
@@ -57,11 +58,11 @@ def test_versions_records_every_requirement() -> None:
 def test_versions_never_crashes_on_a_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
     reqs = ["numpy>=2", 'no-such-package-xyz>=1; extra == "test"', "Not_Installed.Either"]
     monkeypatch.setattr(importlib.metadata, "requires", lambda dist: reqs)
-    io._versions.cache_clear()
+    provenance._versions.cache_clear()
     try:
         v = io.versions()
     finally:
-        io._versions.cache_clear()
+        provenance._versions.cache_clear()
     assert v["no-such-package-xyz"] == v["not-installed-either"] == io.NOT_INSTALLED
     assert v["numpy"] == importlib.metadata.version("numpy")
     assert list(v) == ["no-such-package-xyz", "not-installed-either", "numpy", "python",
@@ -73,12 +74,12 @@ def test_versions_without_an_installed_distribution(monkeypatch: pytest.MonkeyPa
         raise importlib.metadata.PackageNotFoundError(dist)
 
     monkeypatch.setattr(importlib.metadata, "requires", missing)
-    io._versions.cache_clear()
+    provenance._versions.cache_clear()
     try:
         assert io.versions() == {"python": platform.python_version(),
                                  "specsim": specsim.__version__}
     finally:
-        io._versions.cache_clear()
+        provenance._versions.cache_clear()
 
 
 # --- make setup: one line per step before it starts, pip not silenced -------------------------

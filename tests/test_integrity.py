@@ -419,9 +419,9 @@ def test_rewriting_a_file_resets_its_mode_to_the_umask_mode(tmp_path: Path, umas
 
 def test_umask_is_read_without_proc_too(tmp_path: Path, umask: int,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    assert specsim.io._umask() == umask
-    monkeypatch.setattr(specsim.io, "_PROC_STATUS", tmp_path / "no-such-status")
-    assert specsim.io._umask() == umask
+    assert specsim.io.atomic._umask() == umask
+    monkeypatch.setattr(specsim.io.atomic, "_PROC_STATUS", tmp_path / "no-such-status")
+    assert specsim.io.atomic._umask() == umask
     write_text(tmp_path / "note.txt", "x\n")
     assert _mode(tmp_path / "note.txt") == 0o666 & ~umask
     assert os.umask(umask) == umask  # the fallback restored it

@@ -12,7 +12,7 @@ from specsim.measures import MEASURES, Measure, for_analysis, measure_of
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "specsim"
 # Modules that run every measure through the interface (the measures live in measures/).
-CALLERS = ("job", "collect", "work", "grid", "io")
+CALLERS = ("job", "collect", "work", "grid", "io/points")
 
 
 def _branches(module: str) -> set[str]:

@@ -1,0 +1,83 @@
+"""Tables and frames: tidy CSV with a Markdown twin for people, Parquet frames for machines,
+each with its checksum (the same bytes on every CPU)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from specsim.io.atomic import (
+    IntegrityError,
+    atomic_path,
+    payload_digest,
+    read_verified,
+    write_checksum,
+    write_text,
+)
+from specsim.io.render import to_markdown
+
+if TYPE_CHECKING:  # pandas costs ~0.5 s to import: point jobs never load it
+    import pandas as pd
+
+
+def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Tidy CSV for machines plus a Markdown twin for people (same stem, ``.md``), every float
+    rounded as :func:`specsim.precision.printable` says (the same bytes on every CPU). Returns
+    the rounded frame, for writers of further renderings of the same numbers."""
+    from specsim.precision import printable
+
+    out = printable(df)
+    data = out.to_csv(index=False, lineterminator="\n").encode()
+    with atomic_path(csv_path) as tmp:
+        tmp.write_bytes(data)
+    write_checksum(csv_path, data)
+    md = Path(csv_path).with_suffix(".md")
+    write_text(md, to_markdown(out))
+    return out
+
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A table written by :func:`write_table`, verified against its checksum first."""
+    import io as _io
+
+    import pandas as pd
+
+    data = read_verified(path)
+    try:
+        return pd.read_csv(_io.BytesIO(data))
+    except Exception as err:
+        raise IntegrityError(f"{path}: not a readable table ({type(err).__name__}: {err}); "
+                             f"delete it and rerun snakemake") from None
+
+def _table_digest(table: pa.Table) -> str:
+    """sha256 of the table's values as canonical JSON, column by column (types that Parquet
+    may map differently on reading -- string vs large_string -- give the same digest)."""
+    return payload_digest(table.to_pydict())
+
+
+def write_frame(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
+    """A DataFrame as Parquet with page checksums and a digest of its data in the metadata."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = {**(table.schema.metadata or {}),
+            b"specsim.payload_sha256": _table_digest(table).encode()}
+    with atomic_path(path) as tmp:
+        pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd",
+                       write_page_checksum=True)
+
+
+def read_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read and verify a :func:`write_frame` file."""
+    fix = "delete it and rerun snakemake to rebuild it"
+    try:
+        table = pq.read_table(path, page_checksum_verification=True)
+        recorded = (table.schema.metadata or {}).get(b"specsim.payload_sha256", b"").decode()
+        ok = recorded == _table_digest(table)
+        if ok:
+            return table.to_pandas()
+    except Exception as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise IntegrityError(f"{path}: not a readable Parquet file ({reason}); {fix}") from None
+    raise IntegrityError(f"{path}: content does not match its recorded checksum; {fix}")
