@@ -4,9 +4,9 @@ A family turns one entry of ``models:`` into a :class:`~specsim.models.spec.Mode
 cross-field checks the JSON schema cannot express (:meth:`Family.parse`); names the draft kinds
 it offers and the knob a study's ``draft:`` list sweeps for each (:class:`Knob`); checks that a
 calibrated α is reachable; and gives a point its tables, its equivalence model, its long-run
-simulation and its exact reference. :mod:`specsim.grid`, :mod:`specsim.simulate`,
-:mod:`specsim.reference` and :mod:`specsim.tables` call these methods and never test a family's
-name; the registry :data:`specsim.families.FAMILIES` maps ``family:`` values to instances.
+simulation and its exact reference. :mod:`specsim.grid`, :mod:`specsim.measures` and
+:mod:`specsim.tables` call these methods and never test a family's name; the registry
+:data:`specsim.families.FAMILIES` maps ``family:`` values to instances.
 
 Adding a family: one module with a subclass of :class:`Family`, one line in
 ``specsim/families/__init__.py``, its name (and any new keys) in the schema's ``model``
@@ -210,7 +210,7 @@ class Family(ABC):
                        budget: Mapping[str, Any]) -> dict[str, Any]:
         """The long-run exact reference record: ``tokens_exact``, ``tokens_exact_se``,
         ``tokens_stationary``, ``accept_rate_exact``, ``accept_fraction_exact``,
-        ``alpha_bar``, ``exact_method`` (:func:`specsim.reference.exact_point`)."""
+        ``alpha_bar``, ``exact_method`` (:meth:`specsim.measures.Measure.exact`)."""
 
     @abstractmethod
     def exact_curve(self, point: Point, gammas: np.ndarray, root_seed: int,

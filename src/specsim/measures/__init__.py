@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from specsim.errors import ConfigError
 from specsim.measures.base import Measure
 from specsim.measures.equivalence import Equivalence
 from specsim.measures.long_run import LongRun
 from specsim.measures.scheme import SchemeMeasure
-from specsim.errors import ConfigError
 
 __all__ = ["MEASURES", "Measure", "for_analysis", "measure_of"]
 

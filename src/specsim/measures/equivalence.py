@@ -17,9 +17,9 @@ import numpy as np
 
 from specsim import exact, stats
 from specsim.engine import MarkovKernel, first_tokens_markov
+from specsim.errors import ConfigError
 from specsim.measures.base import EXACT, SIM, Measure, run_record
 from specsim.measures.long_run import closed_form
-from specsim.errors import ConfigError
 
 if TYPE_CHECKING:
     from specsim.grid import Point
