@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform
@@ -141,6 +140,8 @@ def requirement_name(requirement: str) -> str | None:
 
 @functools.cache
 def _versions(dist: str) -> tuple[tuple[str, str], ...]:
+    import importlib.metadata  # here, not at the top: a point job never scans the metadata
+
     try:
         requires = importlib.metadata.requires(dist) or []
     except importlib.metadata.PackageNotFoundError:
