@@ -11,8 +11,10 @@
    "add 0.95 to studies.accept_curve.alpha" on the finished run.
 3. ``snakemake -n`` on a 10^4-point grid (benchmarks/scale_config.yaml).
 
-Targets (issue 21) are printed as PASS/MISS lines beside the measured values. The last line
-is machine-readable:
+Every measurement is wall-clock time, with the CPU time (user + system) of the process and
+all it waited for beside it: on a shared machine the CPU times move less with the neighbours'
+load. Targets (issue 21), on wall-clock medians, are printed as PASS/MISS lines beside the
+measured values. The last line is machine-readable:
     point_startup_s=<s> numpy_import_s=<s> startup_ratio=<x> dag_ratio_vs_sharded=<x>
     incremental_fraction=<y> scale_dry_run_s=<s>
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,16 +46,28 @@ TARGETS = {  # issue 21: what must hold
 }
 
 
-def timed(cmd: list[str], **kw: object) -> float:
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, **kw)  # type: ignore[call-overload]
-    return time.perf_counter() - t
+Times = tuple[float, float]  # wall-clock and CPU seconds of one run
 
 
-def interleaved(runs: dict[str, Callable[[int], float]], repeats: int) -> dict[str, list[float]]:
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # every descendant waited for
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> Times:
+    """Run ``cmd`` to its end; its wall-clock and CPU seconds. A failure ends the benchmark
+    with the command's stderr."""
+    t, cpu = time.perf_counter(), cpu_of_children()
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if res.returncode != 0:
+        sys.exit(f"{' '.join(cmd[:6])} ... failed:\n{res.stderr[-3000:]}")
+    return time.perf_counter() - t, cpu_of_children() - cpu
+
+
+def interleaved(runs: dict[str, Callable[[int], Times]], repeats: int) -> dict[str, list[Times]]:
     """Each measurement ``repeats`` times, in rounds; the order within a round alternates, so
     a drift in the machine's load weighs on every measurement alike."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    times: dict[str, list[Times]] = {name: [] for name in runs}
     for i in range(repeats):
         for name in (list(runs) if i % 2 == 0 else list(reversed(runs))):
             times[name].append(runs[name](i))
@@ -75,7 +90,7 @@ def point_job(scratch: Path) -> list[str]:
             "--sim", str(scratch / "s.parquet"), "--exact", str(scratch / "e.parquet")]
 
 
-def startup(repeats: int, scratch: Path) -> dict[str, list[float]]:
+def startup(repeats: int, scratch: Path) -> dict[str, list[Times]]:
     py, point = sys.executable, point_job(scratch)
     timed(point)  # one untimed run first: the files it reads are in the page cache after it
     return interleaved({"python -c pass": lambda _: timed([py, "-c", "pass"]),
@@ -84,18 +99,13 @@ def startup(repeats: int, scratch: Path) -> dict[str, list[float]]:
 
 
 def run_dag(snakefile: Path, workdir: Path, config: Path, cores: int,
-            env: dict[str, str] | None = None) -> float:
-    t = time.perf_counter()
-    res = subprocess.run([SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--configfile",
-                          str(config), "--cores", str(cores), "--quiet", "--workflow-profile",
-                          "none", "--scheduler", "greedy", "all"],
-                         capture_output=True, text=True, env=env, check=False)
-    if res.returncode != 0:
-        sys.exit(f"DAG run in {workdir} failed:\n{res.stderr[-3000:]}")
-    return time.perf_counter() - t
+            env: dict[str, str] | None = None) -> Times:
+    return timed([SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--configfile",
+                  str(config), "--cores", str(cores), "--quiet", "--workflow-profile", "none",
+                  "--scheduler", "greedy", "all"], env)
 
 
-def dag(runs: int, cores: int, scratch: Path, keep: bool) -> dict[str, list[float]]:
+def dag(runs: int, cores: int, scratch: Path, keep: bool) -> dict[str, list[Times]]:
     old = scratch / "baseline"
     old.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE], check=True,
@@ -112,16 +122,16 @@ def dag(runs: int, cores: int, scratch: Path, keep: bool) -> dict[str, list[floa
     edited["studies"]["accept_curve"]["alpha"].append(0.95)
     edited_config = scratch / "edited.yaml"
     edited_config.write_text(yaml.safe_dump(edited, sort_keys=False))
-    incremental: list[float] = []
+    incremental: list[Times] = []
 
-    def sharded(i: int) -> float:
+    def sharded(i: int) -> Times:
         workdir = scratch / f"sharded_{i}"
         t = run_dag(old / "Snakefile", workdir, old / "config.yaml", cores, env)
         if not keep:
             shutil.rmtree(workdir)
         return t
 
-    def per_point(i: int) -> float:
+    def per_point(i: int) -> Times:
         workdir = scratch / f"per_point_{i}"
         t = run_dag(ROOT / "Snakefile", workdir, config, cores)
         incremental.append(run_dag(ROOT / "Snakefile", workdir, edited_config, cores))
@@ -145,10 +155,16 @@ def scale_dry_run(scratch: Path) -> tuple[float, int]:
     return elapsed, points
 
 
-def show(times: dict[str, list[float]], unit: str = "s", digits: int = 3) -> None:
-    for name, ts in times.items():
-        runs = ", ".join(f"{t:.{digits}f}" for t in ts)
-        print(f"  {name:<42} median {statistics.median(ts):7.{digits}f} {unit}  ({runs})")
+def medians(runs: list[Times]) -> Times:
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+
+
+def show(times: dict[str, list[Times]], digits: int = 3) -> None:
+    for name, runs in times.items():
+        wall, cpu = medians(runs)
+        each = ", ".join(f"{w:.{digits}f}" for w, _ in runs)
+        print(f"  {name:<40} median {wall:7.{digits}f} s wall, {cpu:7.{digits}f} s CPU  "
+              f"(wall: {each})")
 
 
 def verdict(what: str, value: float, target: float) -> None:
@@ -169,23 +185,25 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="bench_dag.", dir=out))
     try:
-        print(f"start-up: {args.repeats} runs of each, interleaved (wall seconds)")
+        print(f"start-up: {args.repeats} runs of each, interleaved")
         s = startup(args.repeats, scratch)
         show(s)
-        point = statistics.median(s["specsim point (one job)"])
-        numpy = statistics.median(s["python -c 'import numpy'"])
-        print(f"  point job / import numpy = {point / numpy:.2f} (medians)")
+        point, point_cpu = medians(s["specsim point (one job)"])
+        numpy, numpy_cpu = medians(s["python -c 'import numpy'"])
+        print(f"  point job / import numpy = {point / numpy:.2f} wall, "
+              f"{point_cpu / numpy_cpu:.2f} CPU (medians)")
         ratio = frac = float("nan")
         if not args.skip_dag:
             print(f"\nclean default DAG on {args.cores} cores: {args.runs} runs of each layout, "
-                  f"interleaved (wall seconds)")
+                  f"interleaved")
             d = dag(args.runs, args.cores, scratch, args.keep)
             show(d, digits=1)
-            clean = statistics.median(d["per point (this checkout)"])
-            ratio = clean / statistics.median(d["sharded (baseline)"])
-            frac = statistics.median(d["incremental: accept_curve alpha += 0.95"]) / clean
-            print(f"  per point / sharded = {ratio:.3f}; incremental / clean = {frac:.3f} "
-                  f"(medians)")
+            (clean, clean_cpu), (old, old_cpu) = (medians(d["per point (this checkout)"]),
+                                                  medians(d["sharded (baseline)"]))
+            ratio = clean / old
+            frac = medians(d["incremental: accept_curve alpha += 0.95"])[0] / clean
+            print(f"  per point / sharded = {ratio:.3f} wall, {clean_cpu / old_cpu:.3f} CPU; "
+                  f"incremental / clean = {frac:.3f} wall (medians)")
         elapsed, points = scale_dry_run(scratch)
         print(f"\nsnakemake -n on benchmarks/scale_config.yaml: {points} point jobs in "
               f"{elapsed:.1f} s")
