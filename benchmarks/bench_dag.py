@@ -1,18 +1,22 @@
-"""DAG benchmark (issue 11): what one job per grid point costs, measured side by side in one run.
+"""DAG benchmark (issues 11 and 21): what one job per grid point costs, measured side by side.
 
-1. Start-up of a point job on a point whose simulation is negligible: ``specsim-point`` (what
-   the rule runs: a client handing the job to a warm worker, :mod:`specsim.pointserver`) and
-   ``specsim point`` in process, beside a bare ``python -c pass`` and ``import numpy`` (best of
-   ``--repeats``).
+1. Start-up of a point job (``specsim point``, what the rule runs) on a point whose simulation
+   is negligible, as a ratio to ``python -c "import numpy"``: the two interleaved, ``--repeats``
+   times each, medians (a bare ``python -c pass`` beside them).
 2. The clean default DAG, per-point layout (this checkout, on the grid the baseline can run:
    config.yaml without its ``schemes`` studies) vs the sharded layout of commit ``BASELINE``
-   (exported with ``git archive`` and run from its own sources), on the same cores,
-   one after the other, both with the profile's scheduler (greedy) and nothing else; then the
-   incremental edit "add 0.95 to studies.accept_curve.alpha" on the finished per-point run.
+   (exported with ``git archive`` and run from its own sources), on the same cores, both with
+   the greedy scheduler and no profile: ``--runs`` runs of each, interleaved (the order
+   alternates from round to round), medians. After each per-point run, the incremental edit
+   "add 0.95 to studies.accept_curve.alpha" on the finished run.
 3. ``snakemake -n`` on a 10^4-point grid (benchmarks/scale_config.yaml).
 
-The last line is machine-readable:
-    point_startup_s=<s> dag_ratio_vs_sharded=<x> incremental_fraction=<y> scale_dry_run_s=<s>
+Every measurement is wall-clock time, with the CPU time (user + system) of the process and
+all it waited for beside it: on a shared machine the CPU times move less with the neighbours'
+load. Targets (issue 21), on wall-clock medians, are printed as PASS/MISS lines beside the
+measured values. The last line is machine-readable:
+    point_startup_s=<s> numpy_import_s=<s> startup_ratio=<x> dag_ratio_vs_sharded=<x>
+    incremental_fraction=<y> scale_dry_run_s=<s>
 """
 
 from __future__ import annotations
@@ -20,11 +24,14 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -32,18 +39,44 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "15a3093"  # the last commit with the sharded layout (results/shards/)
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+TARGETS = {  # issue 21: what must hold
+    "dag_ratio": 1.25,  # clean default DAG, per point / sharded
+    "incremental": 0.5,  # incremental alpha edit / clean per-point run
+    "scale_dry_run_s": 30.0,  # snakemake -n on the 10^4-point grid
+}
 
 
-def best_of(cmd: list[str], repeats: int, **kw: object) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, **kw)  # type: ignore[call-overload]
-        times.append(time.perf_counter() - t)
-    return min(times)
+Times = tuple[float, float]  # wall-clock and CPU seconds of one run
 
 
-def startup(repeats: int, scratch: Path) -> dict[str, float]:
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # every descendant waited for
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> Times:
+    """Run ``cmd`` to its end; its wall-clock and CPU seconds. A failure ends the benchmark
+    with the command's stderr."""
+    t, cpu = time.perf_counter(), cpu_of_children()
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if res.returncode != 0:
+        sys.exit(f"{' '.join(cmd[:6])} ... failed:\n{res.stderr[-3000:]}")
+    return time.perf_counter() - t, cpu_of_children() - cpu
+
+
+def interleaved(runs: dict[str, Callable[[int], Times]], repeats: int) -> dict[str, list[Times]]:
+    """Each measurement ``repeats`` times, in rounds; the order within a round alternates, so
+    a drift in the machine's load weighs on every measurement alike."""
+    times: dict[str, list[Times]] = {name: [] for name in runs}
+    for i in range(repeats):
+        for name in (list(runs) if i % 2 == 0 else list(reversed(runs))):
+            times[name].append(runs[name](i))
+    return times
+
+
+def point_job(scratch: Path) -> list[str]:
+    """``specsim point`` on a table model's long-run point at a negligible budget: its exact
+    reference is a quick DP, so what is timed is the job's start-up and its two writes."""
     from specsim.config import load_grid
     from specsim.families import TableFamily
     from specsim.job import describe, to_arg
@@ -51,35 +84,28 @@ def startup(repeats: int, scratch: Path) -> dict[str, float]:
     cfg = yaml.safe_load((ROOT / "tests" / "data" / "tiny.yaml").read_text())
     cfg["budget"] |= {"chains": 16, "rounds": 1, "burn_in": 0, "batches": 2}
     grid = load_grid(cfg, ROOT / "workflow" / "schemas" / "config.schema.yaml")
-    point = next(p for p in grid.points  # a table model: its exact reference is a quick DP
+    point = next(p for p in grid.points
                  if p.measure == "long_run" and isinstance(p.family, TableFamily))
-    job = to_arg(describe(grid, point))
-    py = sys.executable
-    files = ["--sim", str(scratch / "s.parquet"), "--exact", str(scratch / "e.parquet")]
-    client = [py, "-m", "specsim_point", "--job", job, *files]
-    subprocess.run(client, check=True, capture_output=True, cwd=scratch)  # starts the worker
-    return {
-        "python -c pass": best_of([py, "-c", "pass"], repeats),
-        "python -c 'import numpy'": best_of([py, "-c", "import numpy"], repeats),
-        "specsim point (in process)": best_of(
-            [py, "-m", "specsim.cli", "point", "--job", job, *files], repeats),
-        "specsim-point (warm worker)": best_of(client, repeats, cwd=scratch),
-    }
+    return [sys.executable, "-m", "specsim.cli", "point", "--job", to_arg(describe(grid, point)),
+            "--sim", str(scratch / "s.parquet"), "--exact", str(scratch / "e.parquet")]
+
+
+def startup(repeats: int, scratch: Path) -> dict[str, list[Times]]:
+    py, point = sys.executable, point_job(scratch)
+    timed(point)  # one untimed run first: the files it reads are in the page cache after it
+    return interleaved({"python -c pass": lambda _: timed([py, "-c", "pass"]),
+                        "python -c 'import numpy'": lambda _: timed([py, "-c", "import numpy"]),
+                        "specsim point (one job)": lambda _: timed(point)}, repeats)
 
 
 def run_dag(snakefile: Path, workdir: Path, config: Path, cores: int,
-            env: dict[str, str] | None = None) -> float:
-    t = time.perf_counter()
-    res = subprocess.run([SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--configfile",
-                          str(config), "--cores", str(cores), "--quiet", "--workflow-profile",
-                          "none", "--scheduler", "greedy", "all"],
-                         capture_output=True, text=True, env=env, check=False)
-    if res.returncode != 0:
-        sys.exit(f"DAG run in {workdir} failed:\n{res.stderr[-3000:]}")
-    return time.perf_counter() - t
+            env: dict[str, str] | None = None) -> Times:
+    return timed([SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--configfile",
+                  str(config), "--cores", str(cores), "--quiet", "--workflow-profile", "none",
+                  "--scheduler", "greedy", "all"], env)
 
 
-def dag(cores: int, scratch: Path) -> dict[str, float]:
+def dag(runs: int, cores: int, scratch: Path, keep: bool) -> dict[str, list[Times]]:
     old = scratch / "baseline"
     old.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE], check=True,
@@ -92,17 +118,30 @@ def dag(cores: int, scratch: Path) -> dict[str, float]:
     cfg["studies"] = {k: v for k, v in cfg["studies"].items() if v["analysis"] != "schemes"}
     config = scratch / "same_grid.yaml"
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    out = {"sharded (baseline)": run_dag(old / "Snakefile", scratch / "run_old",
-                                         old / "config.yaml", cores, env),
-           "per point (this checkout)": run_dag(ROOT / "Snakefile", scratch / "run_new",
-                                                config, cores)}
     edited = copy.deepcopy(cfg)
     edited["studies"]["accept_curve"]["alpha"].append(0.95)
-    path = scratch / "edited.yaml"
-    path.write_text(yaml.safe_dump(edited))
-    out["incremental: accept_curve alpha += 0.95"] = run_dag(ROOT / "Snakefile",
-                                                             scratch / "run_new", path, cores)
-    return out
+    edited_config = scratch / "edited.yaml"
+    edited_config.write_text(yaml.safe_dump(edited, sort_keys=False))
+    incremental: list[Times] = []
+
+    def sharded(i: int) -> Times:
+        workdir = scratch / f"sharded_{i}"
+        t = run_dag(old / "Snakefile", workdir, old / "config.yaml", cores, env)
+        if not keep:
+            shutil.rmtree(workdir)
+        return t
+
+    def per_point(i: int) -> Times:
+        workdir = scratch / f"per_point_{i}"
+        t = run_dag(ROOT / "Snakefile", workdir, config, cores)
+        incremental.append(run_dag(ROOT / "Snakefile", workdir, edited_config, cores))
+        if not keep:
+            shutil.rmtree(workdir)
+        return t
+
+    times = interleaved({"sharded (baseline)": sharded, "per point (this checkout)": per_point},
+                        runs)
+    return {**times, "incremental: accept_curve alpha += 0.95": incremental}
 
 
 def scale_dry_run(scratch: Path) -> tuple[float, int]:
@@ -116,35 +155,65 @@ def scale_dry_run(scratch: Path) -> tuple[float, int]:
     return elapsed, points
 
 
+def medians(runs: list[Times]) -> Times:
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+
+
+def show(times: dict[str, list[Times]], digits: int = 3) -> None:
+    for name, runs in times.items():
+        wall, cpu = medians(runs)
+        each = ", ".join(f"{w:.{digits}f}" for w, _ in runs)
+        print(f"  {name:<40} median {wall:7.{digits}f} s wall, {cpu:7.{digits}f} s CPU  "
+              f"(wall: {each})")
+
+
+def verdict(what: str, value: float, target: float) -> None:
+    print(f"  {'PASS' if value <= target else 'MISS'}  {what}: {value:.3f} (target <= {target})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cores", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=10, help="start-up runs of each command")
+    ap.add_argument("--runs", type=int, default=3, help="clean DAG runs of each layout")
     ap.add_argument("--skip-dag", action="store_true", help="start-up and scale only (fast)")
     ap.add_argument("--keep", action="store_true",
-                    help="keep the scratch directory (both runs' results/) and print its path")
+                    help="keep the scratch directory (every run's results/) and print its path")
     args = ap.parse_args()
-    scratch = Path(tempfile.mkdtemp(prefix="specsim-bench-dag."))
+    out = ROOT / "benchmarks" / "out"  # git-ignored; not the shared temp directory
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="bench_dag.", dir=out))
     try:
-        print("start-up, best of", args.repeats)
+        print(f"start-up: {args.repeats} runs of each, interleaved")
         s = startup(args.repeats, scratch)
-        for k, v in s.items():
-            print(f"  {k:<32} {v:6.3f} s")
-        point_startup = s["specsim-point (warm worker)"]
+        show(s)
+        point, point_cpu = medians(s["specsim point (one job)"])
+        numpy, numpy_cpu = medians(s["python -c 'import numpy'"])
+        print(f"  point job / import numpy = {point / numpy:.2f} wall, "
+              f"{point_cpu / numpy_cpu:.2f} CPU (medians)")
         ratio = frac = float("nan")
         if not args.skip_dag:
-            print(f"\nclean default DAG on {args.cores} cores (wall seconds)")
-            d = dag(args.cores, scratch)
-            for k, v in d.items():
-                print(f"  {k:<42} {v:7.1f} s")
-            ratio = d["per point (this checkout)"] / d["sharded (baseline)"]
-            frac = d["incremental: accept_curve alpha += 0.95"] / d["per point (this checkout)"]
-            print(f"  per point / sharded = {ratio:.3f}; incremental / clean = {frac:.3f}")
+            print(f"\nclean default DAG on {args.cores} cores: {args.runs} runs of each layout, "
+                  f"interleaved")
+            d = dag(args.runs, args.cores, scratch, args.keep)
+            show(d, digits=1)
+            (clean, clean_cpu), (old, old_cpu) = (medians(d["per point (this checkout)"]),
+                                                  medians(d["sharded (baseline)"]))
+            ratio = clean / old
+            frac = medians(d["incremental: accept_curve alpha += 0.95"])[0] / clean
+            print(f"  per point / sharded = {ratio:.3f} wall, {clean_cpu / old_cpu:.3f} CPU; "
+                  f"incremental / clean = {frac:.3f} wall (medians)")
         elapsed, points = scale_dry_run(scratch)
         print(f"\nsnakemake -n on benchmarks/scale_config.yaml: {points} point jobs in "
               f"{elapsed:.1f} s")
-        print(f"point_startup_s={point_startup:.3f} dag_ratio_vs_sharded={ratio:.3f} "
+        print("\ntargets (issue 21)")
+        if not args.skip_dag:
+            verdict("clean default DAG, per point / sharded", ratio, TARGETS["dag_ratio"])
+            verdict("incremental alpha edit / clean run", frac, TARGETS["incremental"])
+        verdict("10^4-point dry run, seconds", elapsed, TARGETS["scale_dry_run_s"])
+        print(f"point_startup_s={point:.3f} numpy_import_s={numpy:.3f} "
+              f"startup_ratio={point / numpy:.2f} dag_ratio_vs_sharded={ratio:.3f} "
               f"incremental_fraction={frac:.3f} scale_dry_run_s={elapsed:.1f}")
     finally:
         if args.keep:

@@ -228,7 +228,7 @@ def test_readme_dry_run_uses_the_profile(profile: str, tmp_path: Path) -> None:
                           "tests/data/tiny.yaml", *flags], cwd=REPO, capture_output=True,
                          text=True, timeout=300, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
-    printed = "specsim-point --job" in res.stdout
+    printed = "specsim point --job" in res.stdout
     if profile == "default":
         assert "Using workflow specific profile profiles/default" in res.stderr
         assert printed

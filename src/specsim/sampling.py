@@ -111,7 +111,8 @@ class TableSampler:
         """Most distinct CDF values strictly inside one bucket (m/M, (m+1)/M), over all rows."""
         worst = 0
         for row in cdf:
-            vals = np.unique(row[(row > 0) & (row < 1)])
+            vals = np.sort(row[(row > 0) & (row < 1)])
+            vals = vals[np.diff(vals, prepend=0.0) > 0]  # distinct (np.unique imports numpy.ma)
             inner = vals[vals * m != np.floor(vals * m)]  # values on an edge change nothing inside
             if inner.size:
                 worst = max(worst, int(np.bincount(np.floor(inner * m).astype(np.intp)).max()))

@@ -16,11 +16,6 @@ from specsim.errors import ConfigError
 from specsim.grid import POINT_REGEX
 from specsim.job import describe, to_arg
 from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
-from specsim.snakemake_patch import coalesce_reevaluation_timers
-
-# Snakemake's scheduler starts a new once-a-second wake-up chain per finished job while others
-# wait (specsim/snakemake_patch.py): keep one pending wake-up; the same jobs run, sooner.
-coalesce_reevaluation_timers()
 
 # The JSON schema (defaults filled in) plus cross-field checks, before any job runs.
 try:

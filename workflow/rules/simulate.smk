@@ -33,8 +33,7 @@ rule point:
     params:
         job=point_job,
     shell:
-        # specsim-point = `specsim point` through a warm worker (no numpy/pyarrow import per job)
-        "specsim-point --job {params.job:q} --sim {output.sim:q} --exact {output.exact:q} "
+        "specsim point --job {params.job:q} --sim {output.sim:q} --exact {output.exact:q} "
         "2> {log:q}"
 
 

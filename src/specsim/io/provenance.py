@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import platform
 import re
 
@@ -31,6 +30,8 @@ def requirement_name(requirement: str) -> str | None:
 
 @functools.cache
 def _versions(dist: str) -> tuple[tuple[str, str], ...]:
+    import importlib.metadata  # here, not at the top: a point job never scans the metadata
+
     try:
         requires = importlib.metadata.requires(dist) or []
     except importlib.metadata.PackageNotFoundError:
