@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -300,3 +302,23 @@ def test_a_point_job_does_not_load_pandas(tmp_path: Path, tiny_config: dict[str,
                           str(tmp_path / "s.parquet"), "--exact", str(tmp_path / "e.parquet")],
                          capture_output=True, text=True, timeout=120, check=True)
     assert res.stdout.strip() == "False"
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path: Path) -> None:
+    # Snakemake (and SLURM) stop a job with SIGTERM: the step exits 143 through its finally
+    # blocks, so the temporary file beside the output goes too (without the handler the process
+    # dies at once, rc -15, and the .tmp file stays).
+    code = (
+        "import os, signal, sys, time\n"
+        "from specsim.cli import exit_on_sigterm\n"
+        "from specsim.io import atomic_path\n"
+        "exit_on_sigterm()\n"
+        f"with atomic_path({str(tmp_path / 'out.parquet')!r}) as tmp:\n"
+        "    tmp.write_text('half a file')\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(30)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert res.returncode == 143, res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

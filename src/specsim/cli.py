@@ -23,6 +23,7 @@ import argparse
 import csv
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -289,8 +290,16 @@ def _check_available(parser: _Parser, kind: str, names: list[str], available: li
                          f"--grid has none; available: {', '.join(available)}")
 
 
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM (Snakemake's and SLURM's kill) into ``SystemExit(143)``, so ``finally``
+    blocks run: a step killed while writing removes its temporary file
+    (:func:`specsim.io.atomic_path`) instead of leaving it beside the output."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    exit_on_sigterm()
     # A point job runs once per grid point: it skips building the tiers' ~25 sub-parsers
     # (argparse looks up translations for each), ~20 ms of its start-up.
     parser, steps = _parser(tiers=argv[:1] != ["point"])
