@@ -310,7 +310,7 @@ def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path: Path) -> None:
     # dies at once, rc -15, and the .tmp file stays).
     code = (
         "import os, signal, sys, time\n"
-        "from specsim.cli import exit_on_sigterm\n"
+        "from specsim.process import exit_on_sigterm\n"
         "from specsim.io import atomic_path\n"
         "exit_on_sigterm()\n"
         f"with atomic_path({str(tmp_path / 'out.parquet')!r}) as tmp:\n"

@@ -23,20 +23,12 @@ import argparse
 import csv
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-
-def put_on_path() -> None:
-    """Put the directory of the running interpreter -- where pip installed the ``specsim``
-    command beside it -- first on PATH, so Snakemake's shell jobs run this installation's
-    ``specsim`` whether or not the venv is activated, and no absolute path enters a rule."""
-    here = os.path.dirname(sys.executable)
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != here:
-        os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", "")])
+from specsim.process import exit_on_sigterm
 
 
 class _NoPandas:
@@ -164,13 +156,9 @@ def _name(kind: str, known: list[str]) -> Any:
     return check
 
 
-def _parser(tiers: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
-    """The parser, and each step's own parser by name; without the real-model tiers' steps
-    when ``tiers`` is false."""
-    from specsim.outputs import FIGURE_NEEDS, TABLE_NEEDS
-    from specsim.outputs import TABLES as TABLE_DOCS
-
-    tables, figures = list(TABLE_NEEDS), list(FIGURE_NEEDS)
+def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
+    """The parser, and each step's own parser by name; with the ``point`` step alone when
+    ``full`` is false (a point job: no output declarations, no real-model tiers to load)."""
     parser = _Parser(prog="specsim", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="STEP",
@@ -186,6 +174,12 @@ def _parser(tiers: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     s.add_argument("--exact", required=True, metavar="PARQUET",
                    help="output: the exact reference point file (results/exact/<point>.parquet)")
 
+    if not full:
+        return parser, dict(sub.choices)
+    from specsim.outputs import FIGURE_NEEDS, TABLE_NEEDS
+    from specsim.outputs import TABLES as TABLE_DOCS
+
+    tables, figures = list(TABLE_NEEDS), list(FIGURE_NEEDS)
     c = sub.add_parser("collect", help="join every point's files into per-point estimates",
                        description="Join every grid point's Monte Carlo and exact files into "
                                    "per-point estimates with confidence intervals.")
@@ -247,12 +241,11 @@ def _parser(tiers: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
                    help="tables to render (names declared in specsim.outputs)")
 
     # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
-    if tiers:
-        from specsim.llm.cli import add_parser as add_llm_parser
-        from specsim.realtext.cli import add_parser as add_realtext_parser
+    from specsim.llm.cli import add_parser as add_llm_parser
+    from specsim.realtext.cli import add_parser as add_realtext_parser
 
-        add_realtext_parser(sub)
-        add_llm_parser(sub)
+    add_realtext_parser(sub)
+    add_llm_parser(sub)
     return parser, dict(sub.choices)
 
 
@@ -290,19 +283,12 @@ def _check_available(parser: _Parser, kind: str, names: list[str], available: li
                          f"--grid has none; available: {', '.join(available)}")
 
 
-def exit_on_sigterm() -> None:
-    """Turn SIGTERM (Snakemake's and SLURM's kill) into ``SystemExit(143)``, so ``finally``
-    blocks run: a step killed while writing removes its temporary file
-    (:func:`specsim.io.atomic_path`) instead of leaving it beside the output."""
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     exit_on_sigterm()
-    # A point job runs once per grid point: it skips building the tiers' ~25 sub-parsers
-    # (argparse looks up translations for each), ~20 ms of its start-up.
-    parser, steps = _parser(tiers=argv[:1] != ["point"])
+    # A point job runs once per grid point: it builds only its own parser (the other steps'
+    # need the output declarations and the tiers' ~25 sub-parsers, ~45 ms of its start-up).
+    parser, steps = _parser(full=argv[:1] != ["point"])
     args = parser.parse_args(argv)
     if args.cmd in ("realtext", "llm"):
         return int(args.run(args))

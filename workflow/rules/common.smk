@@ -4,7 +4,7 @@ import sys
 
 from snakemake.io import report as report_flag
 
-from specsim.cli import put_on_path
+from specsim.process import put_on_path
 from specsim.config import (
     check_config_files,
     load_grid,
