@@ -14,7 +14,7 @@ a cluster, once per job group.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from specsim.declare import Figure, Table
 from specsim.outputs import stage_tables, study_figures, study_tables
@@ -42,20 +42,23 @@ FIGURE_NEEDS: dict[str, str | None] = {n: f.needs for n, f in FIGURES.items()}
 REALTEXT_TABLES = tuple(n for n in TABLES if n.startswith("realtext_"))
 
 
-def table(name: str) -> Table:
+D = TypeVar("D", Table, Figure)
+
+
+def _declared(kind: str, registry: Mapping[str, D], name: str) -> D:
     try:
-        return TABLES[name]
+        return registry[name]
     except KeyError:
-        raise KeyError(f"no table {name!r} is declared in specsim.outputs; known: "
-                       f"{', '.join(sorted(TABLES))}") from None
+        raise KeyError(f"no {kind} {name!r} is declared in specsim.outputs; known: "
+                       f"{', '.join(sorted(registry))}") from None
+
+
+def table(name: str) -> Table:
+    return _declared("table", TABLES, name)
 
 
 def figure(name: str) -> Figure:
-    try:
-        return FIGURES[name]
-    except KeyError:
-        raise KeyError(f"no figure {name!r} is declared in specsim.outputs; known: "
-                       f"{', '.join(sorted(FIGURES))}") from None
+    return _declared("figure", FIGURES, name)
 
 
 def _analyses(grid_or_studies: Any) -> set[str]:
