@@ -50,8 +50,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from specsim.errors import ConfigError
 from specsim.sampling import FloatArray, IntArray
+from specsim.traces.checks import SUM_TOL, TraceFileError, check_trace
 
 __all__ = [
     "COLUMNS",
@@ -68,8 +68,6 @@ __all__ = [
 
 META_KEY = b"specsim.trace"
 _DIGEST_KEY = b"specsim.payload_sha256"
-#: |Σ p + p_tail - 1| allowed per row (float32 probabilities summed over a top-k support).
-SUM_TOL = 1e-5
 _LIST_FLOAT = (pa.list_(pa.float64()), pa.list_(pa.float32()),
                pa.large_list(pa.float64()), pa.large_list(pa.float32()))
 _LIST_INT = (pa.list_(pa.int64()), pa.list_(pa.int32()), pa.large_list(pa.int64()),
@@ -87,10 +85,6 @@ COLUMNS: Mapping[str, tuple[pa.DataType, ...]] = {
     "alpha": (pa.float64(), pa.float32()),
 }
 _REQUIRED_META = ("vocab", "documents")
-
-
-class TraceFileError(ConfigError):
-    """A trace file that cannot be used; the message names the file and the column."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -278,7 +272,7 @@ def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
     """Write ``trace`` (checked first) as a self-verifying trace file, atomically."""
     from specsim.io import atomic_path
 
-    _check_arrays(trace, str(path))
+    check_trace(trace, str(path))
     table = _table(trace)
     meta = {META_KEY: json.dumps(trace.meta, sort_keys=True).encode(),
             _DIGEST_KEY: _digest(table).encode()}
@@ -325,7 +319,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
         raise TraceFileError(f"{where}: content does not match its recorded checksum "
                              f"(specsim.payload_sha256); record it again")
     trace = _from_table(table, meta, where)
-    _check_arrays(trace, where, pos=np.asarray(table.column("pos").to_numpy(), dtype=np.int64),
+    check_trace(trace, where, pos=np.asarray(table.column("pos").to_numpy(), dtype=np.int64),
                   doc=np.asarray(table.column("doc").to_numpy(), dtype=np.int64))
     return trace
 
@@ -354,60 +348,3 @@ def _from_table(table: pa.Table, meta: dict[str, Any], where: str) -> Trace:
         lists["q"].astype(np.float64),
         *(np.asarray(table.column(k).to_numpy(), dtype=np.float64)
           for k in ("p_tail", "q_tail", "alpha")))
-
-
-def _fail(where: str, column: str, what: str, rows: np.ndarray) -> None:
-    bad = np.flatnonzero(rows)
-    if bad.size:
-        raise TraceFileError(f"{where}: column {column!r}: {what} (row {int(bad[0])}"
-                             f"{f' and {bad.size - 1} more' if bad.size > 1 else ''})")
-
-
-def _check_arrays(t: Trace, where: str, pos: IntArray | None = None,
-                  doc: IntArray | None = None) -> None:
-    """Every check of :func:`read_trace` on the arrays (also run before writing)."""
-    n = t.n_positions
-    if n == 0:
-        raise TraceFileError(f"{where}: column 'doc': the trace has no positions")
-    if doc is not None:
-        ids = doc[t.doc_start[:-1]]
-        _fail(where, "doc", "documents must be numbered 0, 1, ... with each document's "
-              "positions together", ids != np.arange(ids.size))
-    if t.n_docs != int(t.meta.get("documents", -1)):
-        raise TraceFileError(f"{where}: column 'doc': {t.n_docs} documents with positions but "
-                             f"metadata documents = {t.meta.get('documents')!r} (a document "
-                             f"with no positions, or a wrong count)")
-    if pos is not None:
-        expect = np.arange(n) - np.repeat(t.doc_start[:-1], t.doc_lengths)
-        _fail(where, "pos", "positions must run 0, 1, ... within each document", pos != expect)
-    vocab = t.vocab
-    lens = np.diff(t.offsets)
-    _fail(where, "support", "an empty support", lens == 0)
-    _fail(where, "token", f"a token outside [-1, vocab = {vocab})",
-          (t.token < -1) | (t.token >= vocab))
-    row = np.repeat(np.arange(n), lens)
-    bad_id = (t.support < 0) | (t.support >= vocab)
-    _fail(where, "support", f"a token id outside [0, vocab = {vocab})",
-          np.bincount(row[bad_id], minlength=n) > 0)
-    order = np.lexsort((t.support, row))
-    s, r = t.support[order], row[order]
-    dup = (s[1:] == s[:-1]) & (r[1:] == r[:-1])
-    _fail(where, "support", "a token id listed twice", np.bincount(r[1:][dup], minlength=n) > 0)
-    for name in ("p", "q"):
-        v = getattr(t, name)
-        bad = ~np.isfinite(v) | (v < 0) | (v > 1)
-        _fail(where, name, "a probability that is not a finite number in [0, 1]",
-              np.bincount(row[bad], minlength=n) > 0)
-        tail = getattr(t, f"{name}_tail")
-        _fail(where, f"{name}_tail", "a tail mass that is not a finite number in [0, 1]",
-              ~np.isfinite(tail) | (tail < 0) | (tail > 1))
-        total = np.bincount(row, weights=v, minlength=n) + tail
-        _fail(where, name, f"a row that is not a distribution: sum({name}) + {name}_tail "
-              f"differs from 1 by more than {SUM_TOL:g}", ~(np.abs(total - 1.0) <= SUM_TOL))
-    kept = np.bincount(row, weights=np.minimum(t.p, t.q), minlength=n)
-    a = t.alpha
-    _fail(where, "alpha", "not a finite number in [0, 1]", ~np.isfinite(a) | (a < 0) | (a > 1))
-    _fail(where, "alpha", "below sum(min(p, q)) over the kept support (alpha is the overlap of "
-          "the full rows)", a < kept - SUM_TOL)
-    _fail(where, "alpha", "above sum(min(p, q)) over the support plus min(p_tail, q_tail)",
-          a > kept + np.minimum(t.p_tail, t.q_tail) + SUM_TOL)
