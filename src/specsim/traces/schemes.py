@@ -69,24 +69,29 @@ def tokenwise_rows(trace: Trace, scheme: Scheme) -> tuple[FloatArray, FloatArray
     return q, accept, stop
 
 
-def tokenwise_laws(go: FloatArray, halt: FloatArray, doc_start: IntArray,
-                   gamma: int) -> tuple[FloatArray, FloatArray]:
+def tokenwise_laws(go: FloatArray, halt: FloatArray, doc_start: IntArray, gamma: int,
+                   cont: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
     """(law of emitted tokens (N, γ+2) cut at the document's end, expected drafts (N,)) of a
     token-wise round from every start: the draft at position s is accepted and drafting goes on
-    with ``go[s]``, accepted and drafting stops with ``halt[s]``, rejected otherwise. Drafts
-    stop at the document's end (a draft beyond it is never made)."""
+    with ``go[s]``, accepted and drafting stops with ``halt[s]``, rejected otherwise; drafting
+    goes on after the draft at s (accepted or not: drafts are made before they are verified)
+    with ``cont[s]`` (default 1: γ drafts). Drafts stop at the document's end (a draft beyond
+    it is never made)."""
     n = go.size
     rem = _remaining(doc_start)
     t = np.arange(n)
+    cont = np.ones(n) if cont is None else cont
     emitted = np.zeros((n, gamma + 2))
     drafted = np.zeros(n)
-    reach = np.ones(n)  # P(draft i is reached)
+    reach = np.ones(n)  # P(drafts 1..i-1 accepted and drafting went on)
+    made = np.ones(n)  # P(draft i is made)
     for i in range(1, gamma + 1):
         s = np.minimum(t + i - 1, n - 1)
         inside = i <= rem
         a = np.where(inside, go[s], 1.0)
         b = np.where(inside, halt[s], 0.0)
-        drafted += reach * inside
+        drafted += made * inside
+        made = made * cont[s]
         emitted[:, i] += reach * (1.0 - a - b)  # rejected: i - 1 drafts and the residual
         if i < gamma:
             emitted[:, i + 1] += reach * b  # accepted, then drafting stopped: a bonus token
@@ -163,9 +168,10 @@ def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
     q, accept, stop = rows
     go = (q * accept * (1.0 - stop)).sum(axis=1)
     halt = (q * accept * stop).sum(axis=1)
+    cont = (q * (1.0 - stop)).sum(axis=1)
     cap = int(dict(scheme.policy_knobs).get("cap", 0)) if scheme.policy == "heuristic" else 0
     gammas = tuple(range(1, cap + 1)) if cap else (gamma,)
-    laws = [tokenwise_laws(go, halt, trace.doc_start, g) for g in gammas]
+    laws = [tokenwise_laws(go, halt, trace.doc_start, g, cont) for g in gammas]
     return ScheduleLaws(gammas, tuple(e for e, _ in laws), np.stack([d for _, d in laws]),
                         gamma - 1 if cap else 0, cap, rows)
 
@@ -254,14 +260,15 @@ def simulate(trace: Trace, laws: ScheduleLaws, visits: FloatArray, seed: np.rand
             accepted = np.zeros(state.size, dtype=np.intp)
             drafts = np.zeros(state.size, dtype=np.intp)
             drafting = np.ones(state.size, dtype=bool)
+            leading = np.ones(state.size, dtype=bool)  # every draft so far accepted
             for i in range(reach):
                 active = drafting & (i < g) & (i < left)
                 s = np.minimum(t + i, n - 1)
                 x = inverse_cdf_rows(cdf_q[s], u[0, i])
-                ok = u[1, i] < accept[s, x]
                 drafts += active
-                accepted += active & ok
-                drafting = active & ok & ~(u[2, i] < stop[s, x])
+                leading &= ~active | (u[1, i] < accept[s, x])
+                accepted += active & leading
+                drafting = active & ~(u[2, i] < stop[s, x])
             count = np.minimum(accepted + 1, left)
         else:  # a round drawn from its start's exact law
             u = rng.random(state.size)
