@@ -344,3 +344,41 @@ def test_example_rows_pool_the_support_into_vocab_tokens(in_tmp: Path) -> None:
     assert p.sum() == pytest.approx(1.0) and q.sum() == pytest.approx(1.0)
     assert p[0] >= p[1]  # the most likely support token first
     json.dumps(model_identity(spec))
+
+
+# ------------------------------------------------------------------ the DAG on a trace model
+@pytest.mark.slow
+def test_every_study_analysis_runs_on_a_trace_model_through_the_dag(tmp_path: Path) -> None:
+    """tests/data/trace.yaml: equivalence, accept_curve, optimal_k, break_even and the schemes
+    and policies on one ``file:`` trace model; every exact value inside its Monte Carlo CI."""
+    import pandas as pd
+
+    from conftest import ROOT, snakemake
+
+    (tmp_path / "traces").mkdir()
+    write_trace(tmp_path / "traces" / "tiny.parquet",
+                make_trace([30, 12, 40, 18, 25, 25], vocab=12, top_k=4, seed=21))
+    snakemake(tmp_path, ROOT / "tests" / "data" / "trace.yaml", "--cores", "2")
+    out = tmp_path / "results" / "tables"
+
+    def table(name: str) -> pd.DataFrame:
+        return pd.read_csv(out / f"{name}.csv")
+
+    for name in ("accept_curve", "schemes"):
+        df = table(name)
+        assert set(df["model"]) == {"pair"} and df["covered"].all(), name
+    assert len(table("accept_curve")) == 4 and len(table("schemes")) == 8
+    assert set(table("schemes")["policy"]) == {"fixed", "confidence", "heuristic"}
+    assert set(table("optimal_k")["model"]) == {"pair"}
+    assert set(table("break_even")["model"]) == {"pair"}
+    eq = table("equivalence").set_index("rule")
+    assert eq.loc["correct", "verdict"] == "lossless" and eq.loc["correct", "tv_exact"] < 1e-12
+    assert eq.loc["no_resample", "verdict"] == "biased"
+    positions = table("trace_positions")
+    assert len(positions) == 2 * (1 + 3)  # (correct, greedy) x draft positions of γ = 1, 3
+    curve = table("trace_curve")
+    assert len(curve) == 2 * 3 and (curve["tokens_ci_low"] <= curve["tokens_exact"]).all()
+    assert (curve["tokens_exact"] <= curve["tokens_ci_high"]).all()
+    checks = table("checks")
+    assert checks["passed"].all(), checks[~checks["passed"]]
+    assert (tmp_path / "results" / "checks.ok").exists()
