@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import SCHEMA
 
 from specsim import exact, stats
 from specsim.config import validate_config
@@ -24,8 +25,6 @@ from specsim.traces import positional
 from specsim.traces import schemes as ts
 from specsim.traces.format import Trace, from_full_rows, trace_meta, write_trace
 from specsim.traces.frozen import chain_of_rows, dense_rows, window_chain
-
-from conftest import SCHEMA
 
 
 def rows(rng: np.random.Generator, n: int, vocab: int, sharp: float = 2.0) -> np.ndarray:
@@ -352,7 +351,6 @@ def test_every_study_analysis_runs_on_a_trace_model_through_the_dag(tmp_path: Pa
     """tests/data/trace.yaml: equivalence, accept_curve, optimal_k, break_even and the schemes
     and policies on one ``file:`` trace model; every exact value inside its Monte Carlo CI."""
     import pandas as pd
-
     from conftest import ROOT, snakemake
 
     (tmp_path / "traces").mkdir()

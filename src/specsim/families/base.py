@@ -186,8 +186,8 @@ class Family(ABC):
         Snakemake inputs); default: none."""
         return ()
 
-    def check_study(self, spec: ModelSpec, study: Mapping[str, Any], measure: str,
-                    key: str) -> None:  # noqa: B027 (optional hook)
+    def check_study(self, spec: ModelSpec, study: Mapping[str, Any],  # noqa: B027 (a hook)
+                    measure: str, key: str) -> None:
         """Refuse (ConfigError naming ``key.<setting>``) a study setting this model cannot run
         under ``measure`` (a temperature, a rule); default: none."""
 
