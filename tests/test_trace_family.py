@@ -380,3 +380,12 @@ def test_every_study_analysis_runs_on_a_trace_model_through_the_dag(tmp_path: Pa
     checks = table("checks")
     assert checks["passed"].all(), checks[~checks["passed"]]
     assert (tmp_path / "results" / "checks.ok").exists()
+
+
+def test_a_whole_draft_rule_too_costly_on_a_trace_file_is_refused(in_tmp: Path) -> None:
+    cfg = config({"family": "trace", "file": "traces/t.parquet"}, analysis="schemes",
+                 rule=["block"], gamma=[12])
+    msg = refusal(cfg)
+    assert msg.startswith("studies.s.rule: trace model 'tr': block at gamma=12"), msg
+    cfg["studies"]["s"]["gamma"] = [2]
+    assert len(grid_of(cfg).points) == 1

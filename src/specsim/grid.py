@@ -312,7 +312,7 @@ def _check_scheme_point(scheme: Scheme, spec: ModelSpec, gamma: int, key: str) -
         scheme.check_gamma(gamma, f"{key}.gamma")
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    family_of(spec).check_scheme(scheme, spec, key)
+    family_of(spec).check_scheme(scheme, spec, gamma, key)
 
 
 def _check_expect_slower(study: dict[str, Any], specs: dict[str, ModelSpec], key: str) -> None:

@@ -191,7 +191,7 @@ class Family(ABC):
         """Refuse (ConfigError naming ``key.<setting>``) a study setting this model cannot run
         under ``measure`` (a temperature, a rule); default: none."""
 
-    def check_scheme(self, scheme: Any, spec: ModelSpec, key: str) -> None:
+    def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
         """Refuse (ConfigError naming ``key.policy``) a draft-length policy this model cannot
         run: a model without a stationary long run plays one round, so fixed γ only."""
         if scheme.policy != "fixed" and not self.stationary_schemes:

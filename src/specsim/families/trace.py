@@ -184,8 +184,16 @@ class TraceFamily(Family):
                                   f"accepted drafts + 1 per round (run it in an equivalence "
                                   f"study)")
 
-    def check_scheme(self, scheme: Any, spec: ModelSpec, key: str) -> None:
-        """Every scheme and policy runs on a trace (:mod:`specsim.traces.schemes`)."""
+    def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
+        """Every scheme and policy runs on a trace (:mod:`specsim.traces.schemes`); a
+        whole-draft rule computes every start's exact law on its window, so a trace file on which
+        that would take more than :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused
+        (a recorded trace, which does not exist yet, is checked when its point job runs)."""
+        if spec.trace_file is not None:
+            try:
+                trace_schemes.check_work(load_trace(spec), scheme, gamma)
+            except ValueError as err:
+                raise ConfigError(f"{key}.rule: trace model {spec.name!r}: {err}") from None
 
     def check_alpha(self, spec: ModelSpec, alpha: float, temperature: float,
                     where: str) -> None:

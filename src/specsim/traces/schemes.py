@@ -39,7 +39,7 @@ import numpy as np
 
 from specsim.engine import run_chains
 from specsim.sampling import FloatArray, IntArray, inverse_cdf_rows, normalised_cdf
-from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme, block, multi_draft
+from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme, block
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
@@ -47,8 +47,9 @@ from specsim.traces.frozen import chain_of_rows, dense_rows
 from specsim.traces.positional import truncate
 from specsim.verify import acceptance_probability
 
-__all__ = ["ScheduleLaws", "SchemeRates", "rates", "schedule_laws", "simulate",
-           "tokenwise_laws", "tokenwise_rows", "traverse_schedule", "window_laws"]
+__all__ = ["MAX_WINDOW_SECONDS", "ScheduleLaws", "SchemeRates", "check_work", "rates",
+           "schedule_laws", "simulate", "tokenwise_laws", "tokenwise_rows", "traverse_schedule",
+           "window_laws", "window_seconds"]
 
 
 def _remaining(doc_start: IntArray) -> IntArray:
@@ -101,6 +102,36 @@ def tokenwise_laws(go: FloatArray, halt: FloatArray, doc_start: IntArray, gamma:
     return truncate(np.clip(emitted, 0.0, None), doc_start), drafted
 
 
+#: Largest estimated time (seconds) a whole-draft rule's window laws may take on one point.
+MAX_WINDOW_SECONDS = 90.0
+
+
+def window_seconds(trace: Trace, scheme: Scheme, gamma: int) -> float:
+    """Estimated seconds of :func:`window_laws` (measured on one core: block ~1.5 ms per start
+    plus its draft tree, (W+1)^γ paths at ~7e6 per second; multi_draft its DP over the window
+    chain of S = (γ+1)(W+1)+1 states, ~1.2e-8 s per γ S^3 k^2)."""
+    v = trace.width + 1
+    if scheme.rule == "block":
+        per_start = 1.5e-3 + float(v) ** gamma / 7e6
+    else:
+        k = int(dict(scheme.rule_knobs).get("drafts", 1))
+        per_start = 1e-3 + 1.2e-8 * gamma * float((gamma + 1) * v + 1) ** 3 * k * k
+    return trace.n_positions * per_start
+
+
+def check_work(trace: Trace, scheme: Scheme, gamma: int) -> None:
+    """ValueError unless ``scheme``'s per-start laws on ``trace`` take at most
+    :data:`MAX_WINDOW_SECONDS` (token-wise rules cost O(N γ): always)."""
+    if scheme.rule not in WHOLE_DRAFT:
+        return
+    est = window_seconds(trace, scheme, gamma)
+    if est > MAX_WINDOW_SECONDS:
+        raise ValueError(f"{scheme.rule} at gamma={gamma} computes every start's exact law on "
+                         f"its window ({trace.n_positions} starts, {trace.width + 1} stand-in "
+                         f"tokens per position): ~{est:.0f} s, more than {MAX_WINDOW_SECONDS:g} "
+                         f"s; lower gamma, record fewer positions or use a token-wise rule")
+
+
 def window_laws(trace: Trace, scheme: Scheme, gamma: int) -> tuple[FloatArray, FloatArray]:
     """The same from the scheme's exact law on each start's window chain (any scheme of fixed
     draft length; one start at a time). Drafts beyond the document's end are not counted (a
@@ -122,16 +153,13 @@ def window_laws(trace: Trace, scheme: Scheme, gamma: int) -> tuple[FloatArray, F
 
 def _start_law(scheme: Scheme, P: FloatArray, Q: FloatArray, gamma: int,
                first: int) -> FloatArray:
-    """Law of the tokens one round from state ``first`` emits (γ+2,): the scheme's law from
-    that one start (block: its per-path law of τ; multi_draft: its law of the emitted
-    sequence), else its law from every state."""
+    """Law of the tokens one round from state ``first`` emits (γ+2,): block's per-path law of
+    τ from that one start; any other scheme's law from every state of the window (multi_draft:
+    its DP, cheaper here than its sequence law from one start)."""
     out = np.zeros(gamma + 2)
     if scheme.rule == "block":
         paths = block.path_law(P, Q, gamma, first)
         out[1:] = paths.weight @ paths.tau
-    elif scheme.rule == "multi_draft":
-        seqs, probs = multi_draft.sequence_law(P, Q, gamma, dict(scheme.rule_knobs), first)
-        np.add.at(out, (seqs >= 0).sum(axis=1), probs)
     else:
         out[:] = scheme.law(P, Q, gamma).tokens[first]
     return out
@@ -162,6 +190,7 @@ def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
     """The per-start laws of ``scheme`` at draft length γ (every length 1..cap for the
     heuristic schedule)."""
     if scheme.rule in WHOLE_DRAFT:
+        check_work(trace, scheme, gamma)
         emitted, drafted = window_laws(trace, scheme, gamma)
         return ScheduleLaws((gamma,), (emitted,), drafted[None, :], 0, 0, None)
     rows = tokenwise_rows(trace, scheme)
