@@ -389,3 +389,18 @@ def test_a_whole_draft_rule_too_costly_on_a_trace_file_is_refused(in_tmp: Path) 
     assert msg.startswith("studies.s.rule: trace model 'tr': block at gamma=12"), msg
     cfg["studies"]["s"]["gamma"] = [2]
     assert len(grid_of(cfg).points) == 1
+
+
+def test_a_lossless_check_too_large_to_enumerate_keeps_the_exact_long_run(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def too_large(*args: Any) -> None:
+        raise ValueError("block needs more than max_paths draft paths")
+
+    monkeypatch.setattr(Scheme, "law", too_large)  # the equivalence chain's law only
+    cfg = config({"family": "trace", "file": "traces/t.parquet"}, analysis="schemes",
+                 rule=["correct"], gamma=[3])
+    g = grid_of(cfg)
+    (p,) = g.points
+    ref = measure_of(p.measure).exact(p, describe(g, p)["budget"], 3)
+    assert "lossless mc_only" in ref["exact_method"] and np.isnan(ref["tv_exact"])
+    assert 1.0 < ref["tokens_exact"] < 4.0 and ref["joint_exact"] == []

@@ -125,15 +125,19 @@ def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
     vocab = point.spec.vocab
     target = target_first_two(p, start, token_of, vocab)
     row: dict[str, Any] = {"point_id": point.point_id, "joint_target": target.ravel().tolist()}
+    own = point.family.scheme_exact(point, budget)  # e.g. a trace's positional traversal
     try:
         law = scheme.law(p, q, point.gamma)
     except ValueError as err:  # too large to enumerate: Monte Carlo only, said so
+        if own is not None:  # the long run is the family's own: only the lossless check is MC
+            return row | dict(own, tokens_law=list(own["tokens_law"]), joint_exact=[],
+                              tv_exact=np.nan,
+                              exact_method=f"{own['exact_method']}; lossless mc_only ({err})")
         return row | {"exact_method": f"mc_only ({err})", "tokens_exact": np.nan,
                       "drafted_exact": np.nan, "tokens_stationary": np.nan,
                       "drafted_stationary": np.nan, "tokens_law": [], "joint_exact": [],
                       "tv_exact": np.nan}
     first = scheme.start(start, point.gamma, p.shape[0])
-    own = point.family.scheme_exact(point, budget)  # e.g. a trace's positional traversal
     if own is not None:
         tokens, drafted = own["tokens_exact"], own["drafted_exact"]
         stat_tokens, stat_drafted = own["tokens_stationary"], own["drafted_stationary"]
