@@ -165,7 +165,7 @@ class Grid:
     def model_spec(self, name: str) -> ModelSpec:
         """The spec of the ``models:`` entry ``name`` (its family already checked it)."""
         entry = self.config["models"][name]
-        return family_of(entry["family"]).build(name, entry)
+        return family_of(entry["family"]).build(name, entry, self.config)
 
     def point_at(self, path: str) -> Point:
         try:
@@ -199,15 +199,15 @@ def check_finite(obj: Any, path: str) -> None:
             check_finite(v, f"{path}[{i}]")
 
 
-def _model_specs(models: dict[str, Any]) -> dict[str, ModelSpec]:
+def _model_specs(config: dict[str, Any]) -> dict[str, ModelSpec]:
     """Each entry read and cross-checked by its family (:meth:`Family.parse`)."""
     specs = {}
-    for name, m in models.items():
+    for name, m in config["models"].items():
         try:
             family = family_of(m["family"])
         except ConfigError as err:
             raise ConfigError(f"models.{name}.family: {err}") from None
-        specs[name] = family.parse(name, m)
+        specs[name] = family.parse(name, m, config)
     return specs
 
 
@@ -237,7 +237,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
         raise ConfigError("shard_size: removed -- every grid point is now its own job under "
                           "results/sim/; delete the key (on a cluster, bundle points with "
                           "group-components, see workflow/profiles/slurm)")
-    specs = _model_specs(config["models"])
+    specs = _model_specs(config)
     budget = config["budget"]
     if budget["batches"] > budget["chains"]:
         raise ConfigError(f"budget.batches: {budget['batches']} exceeds budget.chains "
@@ -256,6 +256,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
                                   f"(defined: {sorted(specs)})")
             base = specs[mname]
             measure.check_model(base, f"{key}.models[{mname}]")
+            family_of(base).check_study(base, study, measure.name, key)
             alphas: list[float | None] = list(study["alpha"]) if base.calibrated else [None]
             for knob in knobs:
                 spec = _with_knob(base, knob, f"{key}.draft")
@@ -311,9 +312,7 @@ def _check_scheme_point(scheme: Scheme, spec: ModelSpec, gamma: int, key: str) -
         scheme.check_gamma(gamma, f"{key}.gamma")
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    if scheme.policy != "fixed" and not family_of(spec).stationary_schemes:
-        raise ConfigError(f"{key}.policy: {scheme.policy!r} runs on table models only; "
-                          f"{spec.name!r} is a {spec.family!r} model (one frozen round)")
+    family_of(spec).check_scheme(scheme, spec, gamma, key)
 
 
 def _check_expect_slower(study: dict[str, Any], specs: dict[str, ModelSpec], key: str) -> None:

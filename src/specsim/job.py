@@ -33,8 +33,14 @@ from specsim.schemes import Scheme
 NUMBERS_VERSION = 1
 
 
+# Fields added after points were first planned: left out of a description while unset, so the
+# job parameters (Snakemake's params trigger) of every existing point stay as they were.
+_LATER_FIELDS = ("trace_file", "trace_pair", "trace_settings")
+
+
 def _spec_fields(spec: ModelSpec) -> dict[str, Any]:
-    out = {f.name: getattr(spec, f.name) for f in fields(spec)}
+    out = {f.name: getattr(spec, f.name) for f in fields(spec)
+           if not (f.name in _LATER_FIELDS and getattr(spec, f.name) is None)}
     out["other"] = {"special": spec.other.special, "seed": spec.other.seed,
                     "sharpness": spec.other.sharpness}
     return out

@@ -63,6 +63,13 @@ def point_job(wildcards):
     return to_arg(describe(GRID, GRID.point_at(wildcards.point)))
 
 
+def point_inputs(wildcards):
+    """Files the point's model reads that a job of the DAG writes (a trace model's recorded
+    trace, specsim.families.Family.inputs); none for other models."""
+    point = GRID.point_at(wildcards.point)
+    return list(point.family.inputs(point.spec))
+
+
 def table_files(wildcards=None):
     return expand("results/tables/{table}.csv", table=TABLES)
 

@@ -24,6 +24,8 @@ rule grid:
 # policy~confidence+threshold=0.4): every job costs Snakemake a few ms per wildcard and resource to plan, and grids run
 # to 10^4 points. Memory and runtime for schedulers are set per profile (workflow/profiles/slurm).
 rule point:
+    input:
+        point_inputs,  # files another job writes that the point reads (a recorded trace)
     output:
         sim="results/sim/{point}.parquet",
         exact="results/exact/{point}.parquet",

@@ -6,6 +6,7 @@ family      model                                        exact reference
 ``markov``  the program's ``random_table`` target         DP over the tables (:mod:`.markov`)
 ``iid``     the notebook's stub, fresh N(0, σ²) logits   labelled quadrature (:mod:`.iid`)
 ``custom``  the user's .npy/.csv tables                   DP over the tables (:mod:`.custom`)
+``trace``   a real pair's recorded (p_t, q_t) along text  positional DP (:mod:`.trace`)
 ==========  ===========================================  =====================================
 
 The config's ``family:`` value is a key of :data:`FAMILIES`; the schema's ``family`` enum must
@@ -31,6 +32,7 @@ from specsim.families.base import (
 from specsim.families.custom import CustomFamily
 from specsim.families.iid import IidFamily
 from specsim.families.markov import MarkovFamily, TableFamily
+from specsim.families.trace import TraceFamily
 from specsim.models.spec import ModelSpec
 from specsim.sampling import FloatArray
 
@@ -50,7 +52,7 @@ __all__ = [
 ]
 
 FAMILIES: Mapping[str, Family] = MappingProxyType({
-    f.name: f for f in (MarkovFamily(), IidFamily(), CustomFamily())
+    f.name: f for f in (MarkovFamily(), IidFamily(), CustomFamily(), TraceFamily())
 })
 
 

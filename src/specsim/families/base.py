@@ -124,8 +124,10 @@ class Family(ABC):
     stationary_schemes: ClassVar[bool] = True
 
     # ------------------------------------------------------------------ config
-    def parse(self, name: str, entry: Mapping[str, Any]) -> ModelSpec:
-        """Cross-field checks of a schema-valid ``models:`` entry, then its spec.
+    def parse(self, name: str, entry: Mapping[str, Any],
+              config: Mapping[str, Any] | None = None) -> ModelSpec:
+        """Cross-field checks of a schema-valid ``models:`` entry, then its spec (``config``:
+        the whole validated config, for a family whose model is defined by another section).
 
         Raises :class:`~specsim.errors.ConfigError` naming the key (``models.<name>.<key>``).
         """
@@ -146,12 +148,13 @@ class Family(ABC):
             raise ConfigError(f"{key}.draft.weight: a blend draft needs a weight in [0, 1]")
         if kind == "temper" and "temperature" not in draft:
             raise ConfigError(f"{key}.draft.temperature: a temper draft needs a temperature > 0")
-        return self.build(name, entry)
+        return self.build(name, entry, config)
 
     def validate(self, key: str, entry: Mapping[str, Any]) -> None:  # noqa: B027 (optional hook)
         """Family-specific cross-field checks (``key`` is ``models.<name>``); default: none."""
 
-    def build(self, name: str, entry: Mapping[str, Any]) -> ModelSpec:
+    def build(self, name: str, entry: Mapping[str, Any],
+              config: Mapping[str, Any] | None = None) -> ModelSpec:
         """The spec of a schema-valid entry: the draft's fields, then the family's own."""
         draft = entry["draft"]
         kw: dict[str, Any] = {"name": name, "family": self.name, "vocab": int(entry["vocab"]),
@@ -177,6 +180,23 @@ class Family(ABC):
     def knob(self, draft: str) -> Knob | None:
         """The knob a study's ``draft:`` list sweeps for this draft kind, if it has one."""
         return KNOBS.get(draft) if draft in self.drafts else None
+
+    def inputs(self, spec: ModelSpec) -> tuple[str, ...]:
+        """Files a point job of this model reads that another job of the DAG writes (its
+        Snakemake inputs); default: none."""
+        return ()
+
+    def check_study(self, spec: ModelSpec, study: Mapping[str, Any],  # noqa: B027 (a hook)
+                    measure: str, key: str) -> None:
+        """Refuse (ConfigError naming ``key.<setting>``) a study setting this model cannot run
+        under ``measure`` (a temperature, a rule); default: none."""
+
+    def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
+        """Refuse (ConfigError naming ``key.policy``) a draft-length policy this model cannot
+        run: a model without a stationary long run plays one round, so fixed γ only."""
+        if scheme.policy != "fixed" and not self.stationary_schemes:
+            raise ConfigError(f"{key}.policy: {scheme.policy!r} runs on table models only; "
+                              f"{spec.name!r} is a {spec.family!r} model (one frozen round)")
 
     @abstractmethod
     def check_alpha(self, spec: ModelSpec, alpha: float, temperature: float,
@@ -211,6 +231,20 @@ class Family(ABC):
         """The long-run exact reference record: ``tokens_exact``, ``tokens_exact_se``,
         ``tokens_stationary``, ``accept_rate_exact``, ``accept_fraction_exact``,
         ``alpha_bar``, ``exact_method`` (:meth:`specsim.measures.Measure.exact`)."""
+
+    def scheme_simulate(self, point: Point, budget: Mapping[str, Any],
+                        seed: np.random.SeedSequence, width: int
+                        ) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """A schemes point's long run simulated the family's own way: (tokens histogram
+        (batches, width), drafted per batch (batches,), burn-in), or None -- the scheme
+        measure's chains on the equivalence chain (:mod:`specsim.measures.scheme`)."""
+        return None
+
+    def scheme_exact(self, point: Point, budget: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A schemes point's exact long run the family's own way (``tokens_exact``,
+        ``drafted_exact``, ``tokens_stationary``, ``drafted_stationary``, ``tokens_law``,
+        ``exact_method``), or None -- the equivalence chain's."""
+        return None
 
     @abstractmethod
     def exact_curve(self, point: Point, gammas: np.ndarray, root_seed: int,

@@ -5,7 +5,9 @@ policy with their knobs). Its chain is the model family's equivalence chain (the
 themselves; the i.i.d. stub's frozen position-indexed pairs). Two quantities, each simulated
 and exact:
 
-* tokens per target call and draft tokens per round -- for table models the long run (chains
+* tokens per target call and draft tokens per round -- the family's own long run where it has
+  one (a trace's positional traversal: :meth:`specsim.families.Family.scheme_exact`,
+  :meth:`~specsim.families.Family.scheme_simulate`); else for table models the long run (chains
   from the start context, ``burn_in`` rounds discarded; exact: both the mean over exactly the
   simulated rounds, which the simulation must cover, and the stationary limit by renewal-reward
   over the stationary round-start law, :func:`specsim.exact.stationary_rates`), for the frozen
@@ -94,7 +96,11 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     def starts(n: int) -> IntArray:
         return np.full(n, first, dtype=np.intp)
 
-    hist, drafted = run_chains(play, starts, seed, chains, rounds, burn_in, batches, w)
+    own = point.family.scheme_simulate(point, budget, seed, w)  # e.g. a trace's positions
+    if own is None:
+        hist, drafted = run_chains(play, starts, seed, chains, rounds, burn_in, batches, w)
+    else:
+        hist, drafted, burn_in = own
     vocab = point.spec.vocab
     counts = np.zeros(vocab * vocab, dtype=np.int64)
     for n, rng in chunks(trials, seed):  # the seed's next children, after the chains'
@@ -119,15 +125,24 @@ def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
     vocab = point.spec.vocab
     target = target_first_two(p, start, token_of, vocab)
     row: dict[str, Any] = {"point_id": point.point_id, "joint_target": target.ravel().tolist()}
+    own = point.family.scheme_exact(point, budget)  # e.g. a trace's positional traversal
     try:
         law = scheme.law(p, q, point.gamma)
     except ValueError as err:  # too large to enumerate: Monte Carlo only, said so
+        if own is not None:  # the long run is the family's own: only the lossless check is MC
+            return row | dict(own, tokens_law=list(own["tokens_law"]), joint_exact=[],
+                              tv_exact=np.nan,
+                              exact_method=f"{own['exact_method']}; lossless mc_only ({err})")
         return row | {"exact_method": f"mc_only ({err})", "tokens_exact": np.nan,
                       "drafted_exact": np.nan, "tokens_stationary": np.nan,
                       "drafted_stationary": np.nan, "tokens_law": [], "joint_exact": [],
                       "tv_exact": np.nan}
     first = scheme.start(start, point.gamma, p.shape[0])
-    if point.family.stationary_schemes:
+    if own is not None:
+        tokens, drafted = own["tokens_exact"], own["drafted_exact"]
+        stat_tokens, stat_drafted = own["tokens_stationary"], own["drafted_stationary"]
+        dist, method = own["tokens_law"], own["exact_method"]
+    elif point.family.stationary_schemes:
         limit = exact.stationary_rates(law)
         stat_tokens, stat_drafted = limit.tokens_per_round, limit.drafted_per_round
         # the mean over exactly the simulated rounds, which the simulation must cover: it

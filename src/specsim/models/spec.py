@@ -17,7 +17,8 @@ from specsim.models.files import check_path, check_table, file_digest, load_tabl
 from specsim.models.maths import blend, calibrate, one_hot_argmin, random_table, temper
 from specsim.sampling import FloatArray
 
-DraftKind = Literal["blend", "temper", "calibrated", "identical", "uniform", "noise", "file"]
+DraftKind = Literal["blend", "temper", "calibrated", "identical", "uniform", "noise", "file",
+                    "recorded"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class ModelSpec:
     seed: int = 0  # iid: seed of the frozen pairs used for the equivalence study
     target_file: str | None = None  # custom: the target table file
     draft_file: str | None = None  # custom: the draft table file (draft kind 'file')
+    trace_file: str | None = None  # trace: the user's trace file
+    trace_pair: str | None = None  # trace: a pair whose trace the DAG records
+    trace_settings: str | None = None  # trace: JSON of the realtext sections that record it
 
     @property
     def calibrated(self) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from specsim.declare import Figure, Table
 from specsim.outputs import stage_tables, study_figures, study_tables
 from specsim.schemes import outputs as schemes_outputs
+from specsim.traces import outputs as traces_outputs
 
 
 def _by_name(items: Iterable[Any]) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def _by_name(items: Iterable[Any]) -> dict[str, Any]:
 
 
 TABLES: dict[str, Table] = _by_name([*study_tables.TABLES, *schemes_outputs.TABLES,
-                                     *stage_tables.TABLES])
+                                     *traces_outputs.TABLES, *stage_tables.TABLES])
 FIGURES: dict[str, Figure] = _by_name([*study_figures.FIGURES, *schemes_outputs.FIGURES])
 
 # table -> the analysis whose points it reads, for the tables `specsim tables` builds

@@ -96,6 +96,27 @@ class Settings:
             raise ValueError("speculative.chains must be at least speculative.batches")
 
 
+#: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``); a ``trace``
+#: model names such a pair with ``pair:`` (:mod:`specsim.families.trace`).
+TRACE_PATH = "results/traces/{pair}.parquet"
+#: The ``realtext:`` sections that shape a recorded trace: a trace model's identity holds them.
+TRACE_SECTIONS = ("corpus", "model", "trace")
+
+
+def recorded_pairs(section: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """Names of the pairs whose traces the DAG records for a ``realtext:`` section (none
+    without one): ``ngram_o<k>`` for each draft order k of ``model.draft_orders``."""
+    if section is None:
+        return ()
+    orders = (section.get("model") or {}).get("draft_orders", Settings.draft_orders)
+    return tuple(f"ngram_o{int(k)}" for k in orders)
+
+
+def trace_settings(section: Mapping[str, Any]) -> str:
+    """JSON of the sections that shape a recorded trace (:data:`TRACE_SECTIONS`)."""
+    return json.dumps({s: section.get(s, {}) for s in TRACE_SECTIONS}, sort_keys=True)
+
+
 def _listify(v: Any) -> Any:
     return list(v) if isinstance(v, tuple) else v
 

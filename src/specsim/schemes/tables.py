@@ -25,9 +25,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from specsim import exact, stats
-from specsim.families import markov_pair
-from specsim.grid import Grid
+from specsim import stats
+from specsim.families import family_of
+from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
 from specsim.schemes import POLICIES
 from specsim.tables.points import sort_rows, study_points
@@ -102,6 +102,17 @@ def _policy_label(row: pd.Series) -> str:
     return f"{row['policy']} γ={g}"
 
 
+def _fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float,
+                 gammas: np.ndarray) -> np.ndarray:
+    """Exact long-run tokens per target call of Algorithm 1 at each fixed γ, by the model
+    family's exact curve (:meth:`specsim.families.Family.exact_curve`: the DP over a table
+    model's tables, :func:`specsim.exact.long_run`; a trace's positional DP at the recorded α)."""
+    spec = grid.model_spec(model)
+    point = Point(model, spec, alpha, 1, temperature, "correct", "long_run")
+    return family_of(spec).exact_curve(point, gammas, int(grid.config["seed"]),
+                                       grid.config["budget"])[0]
+
+
 def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = _points(grid, points)
     df = df[df["rule"] == "correct"]
@@ -111,10 +122,8 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         if set(sub["policy"]) <= {"fixed"}:
             continue
         a = None if pd.isna(alpha) else float(alpha)
-        P, Q = markov_pair(grid.model_spec(str(model)), float(temp), a)
-        fixed = np.array([exact.long_run(P, Q, g, "correct").tokens_per_round
-                          for g in range(1, GAMMA_MAX + 1)])
         gammas = np.arange(1, GAMMA_MAX + 1)
+        fixed = _fixed_curve(grid, str(model), a, float(temp), gammas)
         base = {"study": study, "model": model, "alpha": alpha, "temperature": temp}
         for c in sub["c_list"].iloc[0]:
             c = float(c)

@@ -1,0 +1,320 @@
+"""Verification schemes and draft-length policies on a trace: the positional traversal, exact,
+with a Monte Carlo of the same rounds beside it.
+
+A round from position t meets the frozen pairs t, t+1, ... (:mod:`.positional`); for a scheme
+of :mod:`specsim.schemes` its law from t is the scheme's own law on the window of those pairs
+(:func:`.frozen.window_chain`). Two ways to get it, one exact answer:
+
+* **token-wise rules** (``correct``, ``lenient``, ``typical``) under the policies ``fixed``,
+  ``confidence`` and ``heuristic``: in a frozen window the row at a position does not depend on
+  the tokens emitted before it, so the draft at position s is accepted and drafting goes on with
+  a_s = Σ_x q_s(x) accept_s(x) (1 - stop_s(x)), accepted and stopped with
+  b_s = Σ_x q_s(x) accept_s(x) stop_s(x), rejected with 1 - a_s - b_s, independently across
+  positions (accept: the rule's table; stop: the confidence policy's, :mod:`specsim.schemes`).
+  The law of every start is then a product over positions, vectorised over all N starts
+  (:func:`tokenwise_laws`); tests check it against the scheme's own law on the window chain.
+* **whole-draft rules** (``block``, ``multi_draft``): the scheme's exact law on each start's
+  window chain, one start at a time (:func:`window_laws`; the cost grows as N).
+
+Rows are the trace's dense rows (:func:`.frozen.dense_rows`): the stored support and one *tail
+token* holding the tail mass, so ``correct`` accepts with Σ min(p, q) over those W+1 stand-ins,
+which is the recorded α when the support is full and up to min(p_tail, q_tail) above it
+otherwise (the long-run measure's rules use the recorded α, :func:`.positional.acceptance`).
+
+The long run traverses each document (each starts a fresh generation: draft length γ for the
+``heuristic`` schedule) by a backward DP over (position, draft length) and counts expected
+rounds per (position, draft length) forward (:func:`traverse_schedule`; with one draft length it
+is :func:`.positional.traverse`). Tokens per target call = Σ_d T_d / Σ_d E[calls_d], drafted
+tokens per round = Σ visits x drafted / Σ visits. :func:`simulate` plays rounds for chains
+started from the stationary law of (position, draft length): token-wise rules draw every draft
+token from q_s and test it with the rule's table (the round itself, not its law); whole-draft
+rules draw each round's tokens from its start's exact law.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsim.engine import run_chains
+from specsim.sampling import FloatArray, IntArray, inverse_cdf_rows, normalised_cdf
+from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme, block
+from specsim.schemes.confidence import stop_table
+from specsim.schemes.heuristic import next_length
+from specsim.traces.format import Trace
+from specsim.traces.frozen import chain_of_rows, dense_rows
+from specsim.traces.positional import truncate
+from specsim.verify import acceptance_probability
+
+__all__ = ["MAX_WINDOW_SECONDS", "ScheduleLaws", "SchemeRates", "check_work", "rates",
+           "schedule_laws", "simulate", "tokenwise_laws", "tokenwise_rows", "traverse_schedule",
+           "window_laws", "window_seconds"]
+
+
+def _remaining(doc_start: IntArray) -> IntArray:
+    """T - t per position: tokens left in its document from there."""
+    return np.repeat(doc_start[1:], np.diff(doc_start)) - np.arange(int(doc_start[-1]))
+
+
+def tokenwise_rows(trace: Trace, scheme: Scheme) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(q, accept, stop) on every position's dense rows (N, W+1): the draft's law, the rule's
+    accept table and the confidence policy's stop table (zeros under other policies)."""
+    p, q = dense_rows(trace, np.arange(trace.n_positions))
+    if scheme.rule == "correct":
+        accept = acceptance_probability(p, q)
+    else:
+        accept = TOKENWISE[scheme.rule](p, q, dict(scheme.rule_knobs))[0]
+    threshold = dict(scheme.policy_knobs).get("threshold")
+    stop = np.zeros_like(q) if threshold is None else stop_table(q, float(threshold))
+    return q, accept, stop
+
+
+def tokenwise_laws(go: FloatArray, halt: FloatArray, doc_start: IntArray, gamma: int,
+                   cont: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
+    """(law of emitted tokens (N, γ+2) cut at the document's end, expected drafts (N,)) of a
+    token-wise round from every start: the draft at position s is accepted and drafting goes on
+    with ``go[s]``, accepted and drafting stops with ``halt[s]``, rejected otherwise; drafting
+    goes on after the draft at s (accepted or not: drafts are made before they are verified)
+    with ``cont[s]`` (default 1: γ drafts). Drafts stop at the document's end (a draft beyond
+    it is never made)."""
+    n = go.size
+    rem = _remaining(doc_start)
+    t = np.arange(n)
+    cont = np.ones(n) if cont is None else cont
+    emitted = np.zeros((n, gamma + 2))
+    drafted = np.zeros(n)
+    reach = np.ones(n)  # P(drafts 1..i-1 accepted and drafting went on)
+    made = np.ones(n)  # P(draft i is made)
+    for i in range(1, gamma + 1):
+        s = np.minimum(t + i - 1, n - 1)
+        inside = i <= rem
+        a = np.where(inside, go[s], 1.0)
+        b = np.where(inside, halt[s], 0.0)
+        drafted += made * inside
+        made = made * cont[s]
+        emitted[:, i] += reach * (1.0 - a - b)  # rejected: i - 1 drafts and the residual
+        if i < gamma:
+            emitted[:, i + 1] += reach * b  # accepted, then drafting stopped: a bonus token
+            reach = reach * a
+        else:
+            emitted[:, gamma + 1] += reach * (a + b)
+    return truncate(np.clip(emitted, 0.0, None), doc_start), drafted
+
+
+#: Largest estimated time (seconds) a whole-draft rule's window laws may take on one point.
+MAX_WINDOW_SECONDS = 90.0
+
+
+def window_seconds(trace: Trace, scheme: Scheme, gamma: int) -> float:
+    """Estimated seconds of :func:`window_laws` (measured on one core: block ~1.5 ms per start
+    plus its draft tree, (W+1)^γ paths at ~7e6 per second; multi_draft its DP over the window
+    chain of S = (γ+1)(W+1)+1 states, ~1.2e-8 s per γ S^3 k^2)."""
+    v = trace.width + 1
+    if scheme.rule == "block":
+        per_start = 1.5e-3 + float(v) ** gamma / 7e6
+    else:
+        k = int(dict(scheme.rule_knobs).get("drafts", 1))
+        per_start = 1e-3 + 1.2e-8 * gamma * float((gamma + 1) * v + 1) ** 3 * k * k
+    return trace.n_positions * per_start
+
+
+def check_work(trace: Trace, scheme: Scheme, gamma: int) -> None:
+    """ValueError unless ``scheme``'s per-start laws on ``trace`` take at most
+    :data:`MAX_WINDOW_SECONDS` (token-wise rules cost O(N γ): always)."""
+    if scheme.rule not in WHOLE_DRAFT:
+        return
+    est = window_seconds(trace, scheme, gamma)
+    if est > MAX_WINDOW_SECONDS:
+        raise ValueError(f"{scheme.rule} at gamma={gamma} computes every start's exact law on "
+                         f"its window ({trace.n_positions} starts, {trace.width + 1} stand-in "
+                         f"tokens per position): ~{est:.0f} s, more than {MAX_WINDOW_SECONDS:g} "
+                         f"s; lower gamma, record fewer positions or use a token-wise rule")
+
+
+def window_laws(trace: Trace, scheme: Scheme, gamma: int) -> tuple[FloatArray, FloatArray]:
+    """The same from the scheme's exact law on each start's window chain (any scheme of fixed
+    draft length; one start at a time). Drafts beyond the document's end are not counted (a
+    fixed-length draft is cut to the tokens left)."""
+    n = trace.n_positions
+    rem = _remaining(trace.doc_start)
+    knobs = dict(scheme.rule_knobs)
+    per_round = gamma * int(knobs.get("drafts", 1))  # multi_draft drafts k paths of γ
+    emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
+    p, q = dense_rows(trace, np.arange(n))
+    last = np.repeat(trace.doc_start[1:], np.diff(trace.doc_start)) - 1
+    for t in range(n):
+        pos = np.minimum(np.arange(t, t + gamma + 1), last[t])  # the window, inside its document
+        P, Q, first = chain_of_rows(p[pos], q[pos])
+        emitted[t] = _start_law(scheme, P, Q, gamma, first)
+        drafted[t] = per_round * min(gamma, int(rem[t])) / gamma
+    return truncate(emitted, trace.doc_start), drafted
+
+
+def _start_law(scheme: Scheme, P: FloatArray, Q: FloatArray, gamma: int,
+               first: int) -> FloatArray:
+    """Law of the tokens one round from state ``first`` emits (γ+2,): block's per-path law of
+    τ from that one start; any other scheme's law from every state of the window (multi_draft:
+    its DP, cheaper here than its sequence law from one start)."""
+    out = np.zeros(gamma + 2)
+    if scheme.rule == "block":
+        paths = block.path_law(P, Q, gamma, first)
+        out[1:] = paths.weight @ paths.tau
+    else:
+        out[:] = scheme.law(P, Q, gamma).tokens[first]
+    return out
+
+
+@dataclass(frozen=True)
+class ScheduleLaws:
+    """Per-start round laws of a scheme on a trace, one set per draft length the policy can be
+    at: ``gammas[k]`` is state k's draft length, ``emitted[k]`` (N, gammas[k]+2) and
+    ``drafted[k]`` (N,) its laws; ``first`` the state a document starts in; ``after(k, full)``
+    the next state after a round that did (not) accept every draft."""
+
+    gammas: tuple[int, ...]
+    emitted: tuple[FloatArray, ...]
+    drafted: FloatArray  # (K, N)
+    first: int
+    cap: int  # heuristic's cap (0: one fixed draft length)
+    rows: tuple[FloatArray, FloatArray, FloatArray] | None  # token-wise: (q, accept, stop)
+
+    def after(self, k: IntArray, full: IntArray) -> IntArray:
+        if not self.cap:
+            return np.zeros_like(np.asarray(k))
+        g = np.asarray(self.gammas)[k]
+        return next_length(g, full, self.cap) - 1
+
+
+def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
+    """The per-start laws of ``scheme`` at draft length γ (every length 1..cap for the
+    heuristic schedule)."""
+    if scheme.rule in WHOLE_DRAFT:
+        check_work(trace, scheme, gamma)
+        emitted, drafted = window_laws(trace, scheme, gamma)
+        return ScheduleLaws((gamma,), (emitted,), drafted[None, :], 0, 0, None)
+    rows = tokenwise_rows(trace, scheme)
+    q, accept, stop = rows
+    go = (q * accept * (1.0 - stop)).sum(axis=1)
+    halt = (q * accept * stop).sum(axis=1)
+    cont = (q * (1.0 - stop)).sum(axis=1)
+    cap = int(dict(scheme.policy_knobs).get("cap", 0)) if scheme.policy == "heuristic" else 0
+    gammas = tuple(range(1, cap + 1)) if cap else (gamma,)
+    laws = [tokenwise_laws(go, halt, trace.doc_start, g, cont) for g in gammas]
+    return ScheduleLaws(gammas, tuple(e for e, _ in laws), np.stack([d for _, d in laws]),
+                        gamma - 1 if cap else 0, cap, rows)
+
+
+def traverse_schedule(laws: ScheduleLaws, doc_start: IntArray) -> tuple[FloatArray, FloatArray]:
+    """(expected target calls to traverse each document (D,), expected rounds starting at each
+    (draft-length state, position) (K, N)): backward over tokens left, E(t, k) = 1 +
+    Σ_n P(n | t, k) E(t + n, k'), E = 0 at the end; forward from (doc start, first state)."""
+    n = int(doc_start[-1])
+    rem = _remaining(doc_start)
+    k_states = len(laws.gammas)
+    by_rem = [np.flatnonzero(rem == r) for r in range(int(rem.max()) + 1)]
+    calls = np.zeros((k_states, n + 1))
+    moves = [(k, m, int(laws.after(np.array(k), np.array(m == laws.gammas[k] + 1))))
+             for k in range(k_states) for m in range(1, laws.gammas[k] + 2)]
+    for r in range(1, len(by_rem)):
+        idx = by_rem[r]
+        total = np.ones((k_states, idx.size))
+        for k, m, k2 in moves:
+            if m < r:  # the round ends inside the document
+                total[k] += laws.emitted[k][idx, m] * calls[k2, idx + m]
+        calls[:, idx] = total
+    visits = np.zeros((k_states, n))
+    visits[laws.first, doc_start[:-1]] = 1.0
+    for r in range(len(by_rem) - 1, 0, -1):
+        idx = by_rem[r]
+        for k, m, k2 in moves:
+            if m < r:
+                visits[k2, idx + m] += visits[k, idx] * laws.emitted[k][idx, m]
+    return calls[laws.first, doc_start[:-1]], visits
+
+
+@dataclass(frozen=True)
+class SchemeRates:
+    """The exact long run of a scheme on a trace."""
+
+    tokens_per_call: float
+    drafted_per_round: float
+    tokens_law: FloatArray  # stationary law of tokens emitted per round
+    calls: FloatArray  # (D,)
+    visits: FloatArray  # (K, N)
+
+
+def rates(laws: ScheduleLaws, doc_start: IntArray) -> SchemeRates:
+    calls, visits = traverse_schedule(laws, doc_start)
+    total = float(calls.sum())
+    width = max(e.shape[1] for e in laws.emitted)
+    law = np.zeros(width)
+    for k, e in enumerate(laws.emitted):
+        law[: e.shape[1]] += visits[k] @ e
+    return SchemeRates(float(np.diff(doc_start).sum()) / total,
+                       float((visits * laws.drafted).sum()) / total, law / total, calls, visits)
+
+
+def simulate(trace: Trace, laws: ScheduleLaws, visits: FloatArray, seed: np.random.SeedSequence,
+             chains: int, rounds: int, batches: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo of the long run: histogram (batches, width) of tokens emitted per round and
+    drafts per batch (batches,) (:func:`specsim.engine.run_chains`). Chains start from the
+    stationary law of (draft-length state, position) (no burn-in needed); a chain whose
+    document ends starts a uniformly random document, at the first state."""
+    doc_start = trace.doc_start
+    n = int(doc_start[-1])
+    rem = _remaining(doc_start)
+    station = np.cumsum(visits.ravel())
+    station /= station[-1]
+    gammas = np.asarray(laws.gammas)
+    cdfs = [np.cumsum(e, axis=1) for e in laws.emitted]
+    for c in cdfs:
+        c[:, -1] = 1.0
+    if laws.rows is not None:
+        q, accept, stop = laws.rows
+        cdf_q = normalised_cdf(q)
+
+    def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, IntArray]:
+        fresh = state < 0
+        if fresh.any():  # a chain's first round: a start from the stationary law
+            state = state.copy()
+            state[fresh] = np.minimum(np.searchsorted(station, rng.random(int(fresh.sum())),
+                                                      side="right"), station.size - 1)
+        k, t = state // n, state % n
+        g = gammas[k]
+        left = rem[t]
+        if laws.rows is not None:  # play the round: draft from q_s, test with the rule's table
+            reach = int(g.max())
+            u = rng.random((3, reach, state.size))
+            accepted = np.zeros(state.size, dtype=np.intp)
+            drafts = np.zeros(state.size, dtype=np.intp)
+            drafting = np.ones(state.size, dtype=bool)
+            leading = np.ones(state.size, dtype=bool)  # every draft so far accepted
+            for i in range(reach):
+                active = drafting & (i < g) & (i < left)
+                s = np.minimum(t + i, n - 1)
+                x = inverse_cdf_rows(cdf_q[s], u[0, i])
+                drafts += active
+                leading &= ~active | (u[1, i] < accept[s, x])
+                accepted += active & leading
+                drafting = active & ~(u[2, i] < stop[s, x])
+            count = np.minimum(accepted + 1, left)
+        else:  # a round drawn from its start's exact law
+            u = rng.random(state.size)
+            count = np.zeros(state.size, dtype=np.intp)
+            for kk in np.unique(k):
+                sel = k == kk
+                count[sel] = (u[sel, None] >= cdfs[kk][t[sel]]).sum(axis=1)
+            count = np.minimum(count, left)
+            drafts = np.rint(laws.drafted[k, t]).astype(np.intp)
+            accepted = count - 1
+        done = count >= left
+        k_next = laws.after(k, accepted == g)
+        restart = doc_start[rng.integers(0, doc_start.size - 1, state.size)]
+        nxt = np.where(done, laws.first * n + restart, k_next * n + t + count)
+        return count, nxt, drafts
+
+    def starts(m: int) -> IntArray:
+        return np.full(m, -1, dtype=np.intp)
+
+    return run_chains(play, starts, seed, chains, rounds, 0, batches, width)
