@@ -17,8 +17,15 @@ RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context
 #: Deterministic tables, each ``results/tables/realtext_<name>.csv`` (measured costs, which are
 #: not deterministic, live apart in ``results/realtext/costs.csv``).
 TABLES = ("models", "beta", "speculative", "lossless")
+#: Tables on the traces of the n-gram pairs, each ``results/tables/<name>.csv`` (deterministic):
+#: predicted vs measured tokens per call, and the optimal γ and break-even c over a c grid. The
+#: pairs' speedups at the *measured* costs live beside those: ``results/realtext/pair_costs.csv``.
+PAIR_TABLES = ("pair_accept", "pair_optimal")
 #: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
-FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs")
+FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs", "pair_accept")
+#: Where the trace of a pair is written (``specsim realtext record``; the ``trace`` family reads
+#: it): one file per pair of :func:`trace_pairs`.
+TRACE_PATH = "results/traces/{pair}.parquet"
 #: Step (one Snakemake rule, one ``specsim realtext`` sub-command) -> the config sections it
 #: reads: a rule is passed only those, so only a change to them re-runs it.
 STEPS: dict[str, tuple[str, ...]] = {
@@ -27,7 +34,14 @@ STEPS: dict[str, tuple[str, ...]] = {
     "speculative": ("model", "speculative"),
     "lossless": ("model", "lossless"),
     "costs": ("model", "speculative", "costs"),
+    "record": ("model", "trace"),
+    "pair_accept": ("model", "trace", "speculative", "pair_accept"),
+    "pair_optimal": ("model", "trace", "pair_optimal"),
 }
+#: Config section -> prefix of its keys among the :class:`Settings` fields.
+SECTIONS = (("corpus", ""), ("model", ""), ("speculative", ""), ("lossless", "lossless_"),
+            ("costs", "cost_"), ("trace", "trace_"), ("pair_accept", "accept_"),
+            ("pair_optimal", "optimal_"))
 
 
 @dataclass(frozen=True)
@@ -52,13 +66,18 @@ class Settings:
     cost_repeats: int = 5
     cost_rounds: int = 4
     cost_gamma: tuple[int, ...] = (1, 2, 4, 8)
+    trace_documents: int = 256
+    trace_length: int = 128
+    trace_top_k: int = 16
+    accept_replicas: int = 4
+    optimal_gamma_max: int = 16
+    optimal_c: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Settings:
         """From the nested config section (``corpus``/``model``/``speculative``/...)."""
         flat: dict[str, Any] = {}
-        for section, prefix in (("corpus", ""), ("model", ""), ("speculative", ""),
-                                ("lossless", "lossless_"), ("costs", "cost_")):
+        for section, prefix in SECTIONS:
             for key, value in (d.get(section) or {}).items():
                 flat[prefix + key] = tuple(value) if isinstance(value, list) else value
         unknown = set(flat) - set(cls.__dataclass_fields__)
@@ -75,7 +94,9 @@ class Settings:
             "model": {k: _listify(d[k]) for k in ("target_order", "draft_orders", "beta_bins")},
             "speculative": {k: _listify(d[k]) for k in ("gamma", "chains", "rounds", "batches")},
             "lossless": {k[9:]: _listify(v) for k, v in d.items() if k.startswith("lossless_")},
-            "costs": {k[5:]: _listify(v) for k, v in d.items() if k.startswith("cost_")},
+            **{section: {k[len(prefix):]: _listify(v) for k, v in d.items()
+                         if k.startswith(prefix)}
+               for section, prefix in SECTIONS[4:]},
         }
 
     def check(self) -> None:
@@ -94,6 +115,15 @@ class Settings:
             raise ValueError("costs.gamma must be a subset of speculative.gamma")
         if self.chains < self.batches:
             raise ValueError("speculative.chains must be at least speculative.batches")
+        if self.trace_documents < 2:
+            raise ValueError("trace.documents must be at least 2 (the CIs bootstrap documents)")
+
+
+def trace_pairs(settings: Settings | Mapping[str, Any]) -> list[str]:
+    """The n-gram pairs recorded as traces (``ngram_o<k>``, one per draft order), from the
+    settings or the config's ``realtext:`` section."""
+    s = settings if isinstance(settings, Settings) else Settings.from_dict(settings)
+    return [f"ngram_o{k}" for k in s.draft_orders]
 
 
 #: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``); a ``trace``
