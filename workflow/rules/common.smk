@@ -80,6 +80,11 @@ def checked_stage_tables(wildcards=None):
     return ["results/tables/pair_accept.csv"] if "realtext" in config else []
 
 
+def trace_dir(wildcards, output):
+    """The directory the real-text record step writes <pair>.parquet into (its outputs')."""
+    return os.path.dirname(output.traces[0])
+
+
 def refuse_stale_results():
     """Under `--rerun-triggers` without 'params' a config edit would rerun nothing and leave
     the old config's results in place with exit status 0: stop instead (checked while the

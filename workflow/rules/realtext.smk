@@ -3,7 +3,6 @@
 # costs -> figures. Settings: config.yaml's `realtext:` section (documented in the schema).
 # The tables, figures and steps, and which settings each step reads, come from
 # specsim.realtext.settings (imports nothing heavy: Snakemake reads it at every parse).
-import os
 import sys
 
 from specsim.realtext import settings as realtext_settings
@@ -160,7 +159,7 @@ rule realtext_record:
     params:
         settings=RT_SETTINGS["record"],
         seed=config["seed"],
-        out_dir=os.path.dirname(realtext_settings.TRACE_PATH),
+        out_dir=trace_dir,
     shell:
         "specsim realtext --settings {params.settings:q} --seed {params.seed} record "
         "--corpus {input.corpus:q} --model {input.model:q} --out-dir {params.out_dir:q} "
