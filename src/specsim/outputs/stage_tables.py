@@ -103,7 +103,7 @@ TABLES = (
               "contains 0.",
         columns={
             "pair": "the pair (its trace: results/traces/<pair>.parquet)",
-            "draft_order": "n-gram order of the draft (the target is the order-5 model)",
+            "draft_order": "n-gram order of the draft (the target's: realtext.model.target_order)",
             "gamma": "draft length γ",
             "rule": "acceptance rule",
             "documents": "documents of the trace = prompts of the measured generation",

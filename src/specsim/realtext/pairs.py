@@ -18,8 +18,6 @@ sampling's variation can resolve.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -32,6 +30,7 @@ from specsim.traces.format import Trace
 from specsim.traces.positional import (
     BOOTSTRAP,
     LEVEL,
+    PositionalLaw,
     acceptance,
     bootstrap_ratio,
     positional_law,
@@ -96,7 +95,7 @@ def paired_difference(num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray,
     return float(low), float(high), float(diffs.std(ddof=1))
 
 
-def _predicted_alpha(law: Any) -> tuple[float, float]:
+def _predicted_alpha(law: PositionalLaw) -> tuple[float, float]:
     """(mean β over the drafts tested, mean β of each round's first draft) under the
     positional model: acceptance by position weighted by the expected tests."""
     rate, _, weight = law.accept_by_position()
