@@ -58,6 +58,17 @@ def run(s: Settings, model_file: Path, out: Path, **kw: object) -> record.Record
     return record.record_ngram(model(), model_file, corpus(), s, 7, out, say=quiet, **kw)
 
 
+def test_a_step_checks_across_sections_only_when_passed_both() -> None:
+    """A step's job gets only its sections: speculative.gamma [1, 2] is fine for the
+    speculative step, and refused where costs.gamma (default [1, 2, 4, 8]) is also given."""
+    step = {"model": {}, "speculative": {"gamma": [1, 2]}}
+    assert Settings.from_dict(step, partial=True).gamma == (1, 2)
+    with pytest.raises(ValueError, match="costs.gamma"):
+        Settings.from_dict(step)
+    with pytest.raises(ValueError, match="costs.gamma"):
+        Settings.from_dict({**step, "costs": {}}, partial=True)
+
+
 # --- recording --------------------------------------------------------------------------------
 def test_names_and_paths() -> None:
     assert trace_pairs(Settings.from_dict(TINY)) == ["ngram_o2", "ngram_o4"]

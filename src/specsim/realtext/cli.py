@@ -82,7 +82,7 @@ def record(args: argparse.Namespace) -> list[str]:
     from specsim.realtext.record import record_ngram
     from specsim.realtext.settings import Settings
 
-    s = Settings.from_dict(json.loads(args.settings))
+    s = Settings.from_dict(json.loads(args.settings), partial=True)
     done = record_ngram(NGramModel.load(args.model), args.model, load_corpus(args.corpus), s,
                         args.seed, args.out_dir)
     print(f"record: {done.recorded} blocks recorded, {done.reused} reused from parts",
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from specsim.ngram import NGramModel, build_corpus, decode, load_corpus, save_corpus
     from specsim.realtext.settings import Settings
 
-    s = Settings.from_dict(json.loads(args.settings))
+    s = Settings.from_dict(json.loads(args.settings), partial=True)
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
 

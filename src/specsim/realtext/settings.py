@@ -8,7 +8,7 @@ tables, figures and per-step settings from here, and keeps no list of its own.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,9 +23,6 @@ TABLES = ("models", "beta", "speculative", "lossless")
 PAIR_TABLES = ("pair_accept", "pair_optimal")
 #: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
 FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs", "pair_accept")
-#: Where the trace of a pair is written (``specsim realtext record``; the ``trace`` family reads
-#: it): one file per pair of :func:`trace_pairs`.
-TRACE_PATH = "results/traces/{pair}.parquet"
 #: Step (one Snakemake rule, one ``specsim realtext`` sub-command) -> the config sections it
 #: reads: a rule is passed only those, so only a change to them re-runs it.
 STEPS: dict[str, tuple[str, ...]] = {
@@ -74,8 +71,12 @@ class Settings:
     optimal_c: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Settings:
-        """From the nested config section (``corpus``/``model``/``speculative``/...)."""
+    def from_dict(cls, d: Mapping[str, Any], partial: bool = False) -> Settings:
+        """From the nested config section (``corpus``/``model``/``speculative``/...).
+
+        ``partial``: ``d`` holds only the sections one step reads (:data:`STEPS`), the rest
+        being defaults it does not use, so a check across sections runs only when ``d`` holds
+        them all (the whole section is checked when the workflow is parsed)."""
         flat: dict[str, Any] = {}
         for section, prefix in SECTIONS:
             for key, value in (d.get(section) or {}).items():
@@ -84,7 +85,7 @@ class Settings:
         if unknown:
             raise ValueError(f"unknown realtext settings: {sorted(unknown)}")
         out = cls(**flat)
-        out.check()
+        out.check(set(d) if partial else None)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,9 +100,9 @@ class Settings:
                for section, prefix in SECTIONS[4:]},
         }
 
-    def check(self) -> None:
-        """Cross-field checks (the schema checks each key alone). Each involves the sections of
-        one step only (see :data:`STEPS`), so a step's job can check what it was passed."""
+    def check(self, sections: Collection[str] | None = None) -> None:
+        """Cross-field checks (the schema checks each key alone); one across two sections
+        (costs.gamma within speculative.gamma) only when ``sections`` (None: all) has both."""
         if any(not 1 <= k < self.target_order for k in self.draft_orders):
             raise ValueError(f"draft orders {self.draft_orders} must lie in 1..target_order-1")
         if not 1 <= self.lossless_draft_order < self.target_order:
@@ -111,7 +112,8 @@ class Settings:
             raise ValueError(f"lossless contexts {bad} are shorter than target_order-1 characters")
         if any(r not in RULES for r in self.lossless_rules):
             raise ValueError(f"lossless rules must be among {RULES}")
-        if not set(self.cost_gamma) <= set(self.gamma):
+        both = sections is None or {"costs", "speculative"} <= set(sections)
+        if both and not set(self.cost_gamma) <= set(self.gamma):
             raise ValueError("costs.gamma must be a subset of speculative.gamma")
         if self.chains < self.batches:
             raise ValueError("speculative.chains must be at least speculative.batches")
@@ -119,15 +121,9 @@ class Settings:
             raise ValueError("trace.documents must be at least 2 (the CIs bootstrap documents)")
 
 
-def trace_pairs(settings: Settings | Mapping[str, Any]) -> list[str]:
-    """The n-gram pairs recorded as traces (``ngram_o<k>``, one per draft order), from the
-    settings or the config's ``realtext:`` section."""
-    s = settings if isinstance(settings, Settings) else Settings.from_dict(settings)
-    return [f"ngram_o{k}" for k in s.draft_orders]
-
-
-#: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``); a ``trace``
-#: model names such a pair with ``pair:`` (:mod:`specsim.families.trace`).
+#: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``, one file per
+#: pair of :func:`trace_pairs`); a ``trace`` model names such a pair with ``pair:``
+#: (:mod:`specsim.families.trace`).
 TRACE_PATH = "results/traces/{pair}.parquet"
 #: The ``realtext:`` sections that shape a recorded trace: a trace model's identity holds them.
 TRACE_SECTIONS = ("corpus", "model", "trace")
@@ -140,6 +136,14 @@ def recorded_pairs(section: Mapping[str, Any] | None) -> tuple[str, ...]:
         return ()
     orders = (section.get("model") or {}).get("draft_orders", Settings.draft_orders)
     return tuple(f"ngram_o{int(k)}" for k in orders)
+
+
+def trace_pairs(settings: Settings | Mapping[str, Any]) -> list[str]:
+    """The n-gram pairs recorded as traces (``ngram_o<k>``, one per draft order, in that
+    order), from the settings or the config's ``realtext:`` section (:func:`recorded_pairs`)."""
+    if isinstance(settings, Settings):
+        settings = {"model": {"draft_orders": list(settings.draft_orders)}}
+    return list(recorded_pairs(settings))
 
 
 def trace_settings(section: Mapping[str, Any]) -> str:
