@@ -306,11 +306,15 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
             "model": {"draft_orders": [1, 3]},
             "lossless": {"contexts": ["the "], "trials": 4000},
             "costs": {"batch": [4], "max_positions": 3, "repeats": 1, "rounds": 1,
-                      "gamma": [1, 2]}}
+                      "gamma": [1, 2]},
+            "trace": {"documents": 4, "length": 8, "top_k": 4}, "pair_accept": {"replicas": 1},
+            "pair_optimal": {"gamma_max": 2}}
     pre = ["realtext", "--settings", json.dumps(tiny), "--seed", "1"]
     t = tmp_path / "tables"
     corpus_npz, model_npz = str(tmp_path / "corpus.npz"), str(tmp_path / "model.npz")
     common = ["--corpus", corpus_npz, "--model", model_npz]
+    traces = tmp_path / "traces"
+    trace_files = [str(traces / f"ngram_o{k}.parquet") for k in (1, 3)]
     steps = [
         ["model", "--corpus", corpus_npz, "--out", model_npz,
          "--table", str(t / "realtext_models.csv"), "--beta-table", str(t / "realtext_beta.csv")],
@@ -319,6 +323,12 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
         ["lossless", *common, "--out", str(t / "realtext_lossless.csv")],
         ["costs", *common, "--out", str(t / "realtext_costs.csv"),
          "--speculative-table", str(t / "realtext_speculative.csv")],
+        ["record", "--corpus", corpus_npz, "--model", model_npz, "--out-dir", str(traces)],
+        ["pair_accept", "--model", model_npz, "--traces", *trace_files,
+         "--out", str(t / "pair_accept.csv")],
+        ["pair_optimal", "--traces", *trace_files, "--out", str(t / "pair_optimal.csv")],
+        ["pair_optimal", "--traces", *trace_files, "--costs", str(t / "realtext_costs.csv"),
+         "--out", str(t / "pair_costs.csv")],
         ["figures", "--tables-dir", str(t), "--out-dir", str(tmp_path)],
     ]
     for step in steps:
@@ -327,6 +337,8 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert len(spec) == 4 and set(spec["draft_order"]) == {1, 3}
     loss = pd.read_csv(t / "realtext_lossless.csv")
     assert list(loss["verdict"]) == ["lossless", "biased"]
+    assert len(pd.read_csv(t / "pair_accept.csv")) == 4
+    assert len(pd.read_csv(t / "pair_costs.csv")) == 2 * 2  # pairs x gamma (T(3) timed)
     costs = pd.read_csv(t / "realtext_costs.csv")
     assert set(costs["measure"]) == {"target_call", "plain_step", "draft_step", "speculative"}
     for name in rt_settings.FIGURES:

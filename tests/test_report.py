@@ -50,6 +50,9 @@ REALTEXT_SMALL = {
     "speculative": {"chains": 64, "rounds": 4, "batches": 4},
     "lossless": {"contexts": ["th"], "draft_order": 1, "gamma": 1, "trials": 2000},
     "costs": {"batch": [1], "max_positions": 3, "repeats": 1, "rounds": 1, "gamma": [1, 2]},
+    "trace": {"documents": 8, "length": 16, "top_k": 4},
+    "pair_accept": {"replicas": 1},
+    "pair_optimal": {"gamma_max": 3},
 }
 
 

@@ -21,7 +21,7 @@ from specsim.families import FAMILIES
 from specsim.grid import Grid
 from specsim.io import read_table, write_table, write_text
 from specsim.precision import printed_tolerance
-from specsim.stats import student_t_quantile
+from specsim.stats import normal_quantile, student_t_quantile
 from specsim.verify import rule_spec
 
 CHECK_LEVEL = 1e-4  # per-row false-alarm rate of the Monte Carlo vs exact checks
@@ -226,6 +226,29 @@ def program_checks(load: Callable[[str], pd.DataFrame | None],
     return out
 
 
+def pair_checks(pa: pd.DataFrame) -> list[Check]:
+    """Per real pair (pair_accept): the positional model's tokens per call on its trace agree
+    with speculative generation from the same prompts at every γ -- the paired difference
+    within its bootstrap standard error times the normal quantile at :data:`CHECK_LEVEL`."""
+    z = float(normal_quantile(1 - CHECK_LEVEL / 2))
+    out = []
+    for pair, rows in pa.groupby("pair", sort=False):
+        ratio = (rows["difference"].abs() / (z * rows["difference_se"])).to_numpy()
+        worst = rows.iloc[int(np.argmax(ratio))]
+        out.append(Check(
+            f"pair_predicted_vs_measured[{pair}]",
+            "issue 22: the positional model on a trace vs measured speculative generation",
+            bool(np.all(ratio <= 1.0)),
+            f"worst gamma={worst['gamma']}: predicted {worst['tokens_predicted']:.4f}, "
+            f"measured {worst['tokens_measured']:.4f}, difference "
+            f"{worst['difference']:+.4f} [{worst['difference_ci_low']:+.4f}, "
+            f"{worst['difference_ci_high']:+.4f}]; 95% CI covers 0 at "
+            f"{int(rows['covered'].sum())} of {len(rows)} gammas",
+            f"|difference| <= {z:.2f} bootstrap SE at every gamma (level {CHECK_LEVEL:g} "
+            f"per row)"))
+    return out
+
+
 def run_checks(grid: Grid, tables_dir: str, out: str) -> None:
     load = _tables(tables_dir)
     checks: list[Check] = []
@@ -241,6 +264,9 @@ def run_checks(grid: Grid, tables_dir: str, out: str) -> None:
         from specsim.schemes.checks import scheme_checks
         checks += [Check(*row) for row in scheme_checks(sc, CHECK_LEVEL)]
     checks += program_checks(load, expected_slower(grid))
+    pa = load("pair_accept") if "realtext" in grid.config else None
+    if pa is not None:
+        checks += pair_checks(pa)
     write_table(pd.DataFrame([c.__dict__ for c in checks]), out)
 
 

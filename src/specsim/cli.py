@@ -9,6 +9,7 @@ The pipeline (Snakefile) runs these steps, in this order:
   checks   re-test every claim of the seeds                       -> results/tables/checks.csv
   gate     fail, naming them, when claims in checks.csv failed    -> results/checks.ok
   html     the HTML rendering of tables another step wrote (the real-text tables)
+  record   write traces of a draft/target pair (ngram), check trace files (check)
 
 `specsim <step> --help` shows a step's options. The grid file every step reads is the
 results/grid.json the workflow's `grid` rule writes from config.yaml. The real-model tiers run
@@ -243,9 +244,11 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
     from specsim.llm.cli import add_parser as add_llm_parser
     from specsim.realtext.cli import add_parser as add_realtext_parser
+    from specsim.traces.cli import add_parser as add_record_parser
 
     add_realtext_parser(sub)
     add_llm_parser(sub)
+    add_record_parser(sub)
     return parser, dict(sub.choices)
 
 
@@ -290,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     # need the output declarations and the tiers' ~25 sub-parsers, ~45 ms of its start-up).
     parser, steps = _parser(full=argv[:1] != ["point"])
     args = parser.parse_args(argv)
-    if args.cmd in ("realtext", "llm"):
+    if args.cmd in ("realtext", "llm", "record"):
         return int(args.run(args))
     sub = steps[args.cmd]
     t0 = time.perf_counter()

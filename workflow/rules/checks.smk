@@ -5,6 +5,7 @@ rule checks:
     input:
         grid="results/grid.json",
         tables=table_files,
+        stage=checked_stage_tables,
     output:
         csv="results/tables/checks.csv",
         html=table_report("checks", "Checks"),

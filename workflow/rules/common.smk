@@ -74,6 +74,17 @@ def table_files(wildcards=None):
     return expand("results/tables/{table}.csv", table=TABLES)
 
 
+def checked_stage_tables(wildcards=None):
+    """Tables of the real-text stage whose claims the checks re-test (predicted vs measured
+    tokens per call of each n-gram pair), when the config has that stage."""
+    return ["results/tables/pair_accept.csv"] if "realtext" in config else []
+
+
+def trace_dir(wildcards, output):
+    """The directory the real-text record step writes <pair>.parquet into (its outputs')."""
+    return os.path.dirname(output.traces[0])
+
+
 def refuse_stale_results():
     """Under `--rerun-triggers` without 'params' a config edit would rerun nothing and leave
     the old config's results in place with exit status 0: stop instead (checked while the

@@ -18,14 +18,22 @@ except ValueError as err:
     sys.exit(f"config error: realtext: {err}")
 # JSON of the config sections each step reads (so only changes to those re-run it).
 RT_SETTINGS = realtext_settings.step_settings(RT_CONFIG)
-RT_TABLES = expand(
-    "results/tables/realtext_{table}.csv", table=realtext_settings.TABLES
+RT_TABLES = [
+    *expand("results/tables/realtext_{table}.csv", table=realtext_settings.TABLES),
+    *expand("results/tables/{table}.csv", table=realtext_settings.PAIR_TABLES),
+]
+# The traces of the n-gram pairs (one file per draft order; the `trace` family reads them).
+RT_TRACES = (
+    expand(realtext_settings.TRACE_PATH, pair=realtext_settings.trace_pairs(RT_CONFIG))
+    if RT_ENABLED
+    else []
 )
 # Everything the stage produces: the Snakefile's `rule all` lists these.
 RT_TARGETS = (
     [
         "results/realtext/corpus.json",
         "results/realtext/costs.csv",
+        "results/realtext/pair_costs.csv",
         *RT_TABLES,
         *expand(
             "results/figures/{figure}.{ext}",
@@ -129,6 +137,91 @@ rule realtext_lossless:
         "specsim realtext --settings {params.settings:q} --seed {params.seed} "
         "--significance {params.significance} lossless --corpus {input.corpus:q} "
         "--model {input.model:q} --out {output.csv:q} 2> {log:q}"
+
+
+# Traces of the n-gram pairs: text the target generates from held-out prompts, with the target's
+# and every draft's next-character distributions at each position. Resumable: a killed job
+# leaves finished blocks of documents in results/traces/<pair>.parquet.parts/, reused on rerun.
+rule realtext_record:
+    input:
+        corpus="results/realtext/corpus.npz",
+        model="results/realtext/model.npz",
+    output:
+        traces=RT_TRACES,
+    log:
+        "logs/realtext/record.log",
+    benchmark:
+        "benchmarks/out/realtext_record.tsv"
+    priority: 1  # before the point jobs: this chain runs beside them, not after
+    resources:
+        mem_mb=1500,
+        runtime=10,
+    params:
+        settings=RT_SETTINGS["record"],
+        seed=config["seed"],
+        out_dir=trace_dir,
+    shell:
+        "specsim realtext --settings {params.settings:q} --seed {params.seed} record "
+        "--corpus {input.corpus:q} --model {input.model:q} --out-dir {params.out_dir:q} "
+        "2> {log:q}"
+
+
+# Predicted (the positional model on each trace) vs measured (speculative generation with the
+# same models from the same prompts) tokens per target call.
+rule realtext_pair_accept:
+    input:
+        model="results/realtext/model.npz",
+        traces=RT_TRACES,
+    output:
+        csv="results/tables/pair_accept.csv",
+        md="results/tables/pair_accept.md",
+    log:
+        "logs/realtext/pair_accept.log",
+    benchmark:
+        "benchmarks/out/realtext_pair_accept.tsv"
+    priority: 1  # before the point jobs: this chain runs beside them, not after
+    resources:
+        mem_mb=1500,
+        runtime=10,
+    params:
+        settings=RT_SETTINGS["pair_accept"],
+        seed=config["seed"],
+    shell:
+        "specsim realtext --settings {params.settings:q} --seed {params.seed} pair_accept "
+        "--model {input.model:q} --traces {input.traces:q} --out {output.csv:q} 2> {log:q}"
+
+
+# Optimal γ and break-even c from each trace's exact tokens per call: over the config's c grid
+# (deterministic, results/tables/) and at the measured costs (results/realtext/, timings).
+rule realtext_pair_optimal:
+    input:
+        traces=RT_TRACES,
+    output:
+        csv="results/tables/pair_optimal.csv",
+        md="results/tables/pair_optimal.md",
+    log:
+        "logs/realtext/pair_optimal.log",
+    params:
+        settings=RT_SETTINGS["pair_optimal"],
+    shell:
+        "specsim realtext --settings {params.settings:q} pair_optimal "
+        "--traces {input.traces:q} --out {output.csv:q} 2> {log:q}"
+
+
+rule realtext_pair_costs:
+    input:
+        traces=RT_TRACES,
+        costs="results/realtext/costs.csv",
+    output:
+        csv="results/realtext/pair_costs.csv",
+        md="results/realtext/pair_costs.md",
+    log:
+        "logs/realtext/pair_costs.log",
+    params:
+        settings=RT_SETTINGS["pair_optimal"],
+    shell:
+        "specsim realtext --settings {params.settings:q} pair_optimal "
+        "--traces {input.traces:q} --costs {input.costs:q} --out {output.csv:q} 2> {log:q}"
 
 
 # Wall-clock timings: the job asks for every core so that nothing else runs beside it.

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from specsim.declare import Figure, Table
 from specsim.outputs import stage_tables, study_figures, study_tables
+from specsim.realtext.settings import PAIR_TABLES
 from specsim.schemes import outputs as schemes_outputs
 from specsim.traces import outputs as traces_outputs
 
@@ -40,7 +41,8 @@ FIGURES: dict[str, Figure] = _by_name([*study_figures.FIGURES, *schemes_outputs.
 TABLE_NEEDS: dict[str, str | None] = {n: t.needs for n, t in TABLES.items() if t.builder}
 # figure -> the analysis its table comes from (None = needs no simulation: always drawn)
 FIGURE_NEEDS: dict[str, str | None] = {n: f.needs for n, f in FIGURES.items()}
-REALTEXT_TABLES = tuple(n for n in TABLES if n.startswith("realtext_"))
+# the tables the real-text stage writes to results/tables (their HTML comes from `specsim html`)
+REALTEXT_TABLES = (*(n for n in TABLES if n.startswith("realtext_")), *PAIR_TABLES)
 
 
 D = TypeVar("D", Table, Figure)

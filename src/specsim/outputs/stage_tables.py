@@ -94,6 +94,90 @@ TABLES = (
             "df": "degrees of freedom of the G-test",
         }),
     Table(
+        "pair_accept",
+        title="Your model pair: predicted vs measured tokens per target call",
+        about="For each n-gram pair's trace: tokens per target call predicted by the positional "
+              "model (exact on the trace, bootstrap CI over its documents) beside speculative "
+              "generation with the same models from the same prompts (bootstrap CI over "
+              "prompts), and their paired difference. ``covered``: the difference's 95% CI "
+              "contains 0.",
+        columns={
+            "pair": "the pair (its trace: results/traces/<pair>.parquet)",
+            "draft_order": "n-gram order of the draft (the target's: realtext.model.target_order)",
+            "gamma": "draft length γ",
+            "rule": "acceptance rule",
+            "documents": "documents of the trace = prompts of the measured generation",
+            "length": "characters per document: what each measured chain generates",
+            "replicas": "independent measured generations per prompt",
+            "tokens_predicted": "Σ document lengths / Σ expected target calls to traverse "
+                                "them (positional model, backward DP): exact on the trace",
+            "tokens_predicted_ci_low": "lower end of its 95% bootstrap CI over documents",
+            "tokens_predicted_ci_high": "upper end of that interval",
+            "tokens_measured": "Σ tokens / Σ target calls of speculative generation (each chain "
+                               "until it has emitted length characters)",
+            "tokens_measured_ci_low": "lower end of its 95% bootstrap CI over prompts",
+            "tokens_measured_ci_high": "upper end of that interval",
+            "difference": "tokens_predicted − tokens_measured",
+            "difference_ci_low": "lower end of its 95% paired bootstrap CI over prompts (one "
+                                 "resample of the prompts draws both ratios)",
+            "difference_ci_high": "upper end of that interval",
+            "difference_se": "standard deviation of the paired bootstrap differences",
+            "relative_difference": "difference / tokens_measured",
+            "covered": "the difference's 95% CI contains 0: prediction and measurement agree",
+            "alpha_mean": "mean α = Σ min(p, q) over the trace's positions",
+            "tokens_eq1": f"{EQ1} at alpha_mean (ignores how α varies and documents end)",
+            "alpha_tested_predicted": "mean α over the drafts the positional model tests",
+            "alpha_tested_measured": "mean Σ min(p, q) over the drafts measured generation "
+                                     "tested (inside the document)",
+            "alpha_first_predicted": "the same for each round's first draft only",
+            "alpha_first_measured": "the same for each round's first draft only",
+        }),
+    Table(
+        "pair_optimal",
+        title="Your model pair: optimal γ and break-even c",
+        about="From each n-gram pair's trace, the exact tokens per call E_γ (positional model) "
+              "at γ = 1..gamma_max: the γ maximising Thm 3.8's speedup E_γ/(1 + γc) at each c, "
+              "beside what Eq. 1 at the mean α would choose, and the largest c at which the pair "
+              "still gains.",
+        columns={
+            "pair": "the pair (its trace: results/traces/<pair>.parquet)",
+            "c": "draft cost: a draft step over a target call",
+            "gamma_max": "largest γ considered",
+            "gamma_opt": "γ maximising E_γ/(1 + γc) (ties to the smallest)",
+            "tokens_opt": "E_γ at gamma_opt: exact tokens per call on the trace",
+            "speedup_opt": "E_γ/(1 + γc) at gamma_opt",
+            "alpha_mean": "mean α over the trace's positions",
+            "gamma_opt_eq1": "the γ Thm 3.8 at alpha_mean chooses",
+            "speedup_opt_eq1": "what Thm 3.8 at alpha_mean promises at gamma_opt_eq1",
+            "speedup_at_gamma_opt_eq1": "what the trace gives at gamma_opt_eq1",
+            "c_break_even": "max over γ of (E_γ − 1)/γ: below it some γ gains",
+            "gamma_break_even": "the γ attaining c_break_even",
+            "c_break_even_eq1": "Cor 3.9's break-even at alpha_mean: α itself",
+            "gains": "speedup_opt > 1",
+        }),
+    Table(
+        "pair_costs",
+        title="Your model pair: speedup at the measured costs",
+        about="Each n-gram pair's exact tokens per call (its trace, positional model) at the "
+              "draft cost c and verify cost T(γ+1)/T(1) measured in results/realtext/costs.csv: "
+              "Thm 3.8's speedup and the cost model's, their optimal γ and break-even c. Timings "
+              "are not deterministic: the table lives beside them.",
+        columns={
+            "batch": "prompts per vectorised call in the timings",
+            "pair": "the pair (its trace)",
+            "gamma": "draft length γ",
+            "c": "measured draft step / target call",
+            "verify_ratio": "measured T(γ+1)/T(1): a target call verifying γ+1 positions",
+            "tokens_exact": "E_γ: exact tokens per call on the trace",
+            "speedup_thm38": "E_γ / (1 + γc) (Thm 3.8: verifying γ+1 positions costs one call)",
+            "speedup_cost_model": "E_γ / (γc + T(γ+1)/T(1))",
+            "optimal_thm38": "this γ maximises speedup_thm38 for the pair and batch",
+            "optimal_cost_model": "this γ maximises speedup_cost_model",
+            "c_break_even_thm38": "(E_γ − 1)/γ: the c below which this γ gains (Thm 3.8)",
+            "c_break_even_cost_model": "(E_γ − T(γ+1)/T(1))/γ: the same under the cost model",
+        },
+        csv="results/realtext/pair_costs.csv"),
+    Table(
         "llm_assisted",
         title="LLM: specsim's loop beside transformers' assisted generation",
         about="SmolLM2-135M-Instruct on this CPU with the same draft model: specsim's speculative "

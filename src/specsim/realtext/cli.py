@@ -50,10 +50,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if name == "costs":
             e.add_argument("--speculative-table", required=True,
                            help="realtext_speculative.csv (tokens per round and α)")
+    r = sub.add_parser("record", help="traces of the n-gram pairs (= specsim record ngram)")
+    add_record_arguments(r)
+    p = sub.add_parser("pair_accept", help="predicted (trace) vs measured tokens per call")
+    p.add_argument("--model", required=True)
+    p.add_argument("--traces", required=True, nargs="+", help="the pairs' trace files")
+    p.add_argument("--out", required=True, help="table .csv (pair_accept)")
+    o = sub.add_parser("pair_optimal", help="optimal γ and break-even c from the traces")
+    o.add_argument("--traces", required=True, nargs="+", help="the pairs' trace files")
+    o.add_argument("--out", required=True, help="table .csv (pair_optimal)")
+    o.add_argument("--costs", default=None,
+                   help="with the measured costs table: the speedups at the measured c and "
+                        "T(γ+1)/T(1) instead (pair_costs)")
     f = sub.add_parser("figures", help="realtext figures (PDF + PNG) from the tables")
     f.add_argument("--tables-dir", required=True)
     f.add_argument("--out-dir", required=True)
     f.add_argument("--costs", default=None, help="the measured-costs table (default: in tables)")
+
+
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``specsim realtext record`` and ``specsim record ngram`` (the same step)."""
+    parser.add_argument("--corpus", required=True, help="corpus .npz (realtext corpus step)")
+    parser.add_argument("--model", required=True, help="model .npz (realtext model step)")
+    parser.add_argument("--out-dir", required=True,
+                        help="directory of the traces, <pair>.parquet (results/traces)")
+
+
+def record(args: argparse.Namespace) -> list[str]:
+    """Record the n-gram pairs' traces (:mod:`.record`); returns the files written."""
+    from specsim.ngram import NGramModel, load_corpus
+    from specsim.realtext.record import record_ngram
+    from specsim.realtext.settings import Settings
+
+    s = Settings.from_dict(json.loads(args.settings), partial=True)
+    done = record_ngram(NGramModel.load(args.model), args.model, load_corpus(args.corpus), s,
+                        args.seed, args.out_dir)
+    print(f"record: {done.recorded} blocks recorded, {done.reused} reused from parts",
+          file=sys.stderr)
+    return [str(p) for p in done.paths.values()]
+
+
+def _traces(paths: list[str], s: Any) -> dict[str, Any]:
+    """The pairs' traces by name, in the order of the settings' draft orders."""
+    from specsim.realtext.settings import trace_pairs
+    from specsim.traces.format import read_trace
+
+    traces = {}
+    for path in paths:
+        trace = read_trace(path)
+        traces[str(trace.meta.get("pair", path))] = trace
+    if list(traces) != trace_pairs(s):
+        raise ValueError(f"--traces hold the pairs {list(traces)}, expected {trace_pairs(s)} "
+                         f"in that order")
+    return traces
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from specsim.ngram import NGramModel, build_corpus, decode, load_corpus, save_corpus
     from specsim.realtext.settings import Settings
 
-    s = Settings.from_dict(json.loads(args.settings))
+    s = Settings.from_dict(json.loads(args.settings), partial=True)
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
 
@@ -82,6 +131,19 @@ def run(args: argparse.Namespace) -> int:
         from specsim.realtext.figures import make_figures
 
         make_figures(args.tables_dir, args.out_dir, args.costs)
+    elif args.step == "record":
+        record(args)
+    elif args.step in ("pair_accept", "pair_optimal"):
+        from specsim.realtext import pairs
+
+        traces = _traces(args.traces, s)
+        if args.step == "pair_accept":
+            table = pairs.pair_accept_table(NGramModel.load(args.model), traces, s, args.seed)
+        elif args.costs is None:
+            table = pairs.pair_optimal_table(traces, s)
+        else:
+            table = pairs.pair_costs_table(traces, s, pd.read_csv(args.costs))
+        write_table(table, args.out)
     elif args.step == "model":
         from specsim.realtext.experiments import models_tables
 

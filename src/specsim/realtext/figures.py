@@ -129,11 +129,50 @@ def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
     return fig
 
 
+def figure_pair_accept(tables_dir: Path) -> Any:
+    """Predicted (positional model on the trace, band: 95% CI) vs measured (points, 95% CI)
+    tokens per call against γ per pair, and their paired relative difference."""
+    import matplotlib.pyplot as plt
+
+    from specsim.figures.style import WIDE
+
+    df = pd.read_csv(tables_dir / "pair_accept.csv")
+    fig, (ax, diff) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
+    pairs = list(dict.fromkeys(df["pair"]))
+    for i, pair in enumerate(pairs):
+        g = df[df["pair"] == pair]
+        colour = f"C{i}"
+        ax.fill_between(g["gamma"], g["tokens_predicted_ci_low"], g["tokens_predicted_ci_high"],
+                        color=colour, alpha=0.25, lw=0)
+        ax.plot(g["gamma"], g["tokens_predicted"], color=colour, lw=1.0)
+        mid = g["tokens_measured"]
+        ax.errorbar(g["gamma"], mid, yerr=[mid - g["tokens_measured_ci_low"],
+                                           g["tokens_measured_ci_high"] - mid],
+                    fmt="o", ms=3, color=colour, label=pair)
+        shift = 1.0 + 0.04 * (i - (len(pairs) - 1) / 2)  # side by side on the log axis
+        rel = g["relative_difference"] * 100
+        scale = 100 / g["tokens_measured"]
+        diff.errorbar(g["gamma"] * shift, rel,
+                      yerr=[rel - g["difference_ci_low"] * scale,
+                            g["difference_ci_high"] * scale - rel],
+                      fmt="o-", ms=3, lw=0.8, color=colour, label=pair)
+    _log2_gamma_axis(ax, df["gamma"])
+    ax.set_ylabel("characters per target call")
+    ax.set_title("predicted (line, band: 95% CI) and measured (points)")
+    ax.legend(loc="upper left", title="pair", title_fontsize=6.5)
+    diff.axhline(0, color="0.4", lw=0.6)
+    _log2_gamma_axis(diff, df["gamma"])
+    diff.set_ylabel("(predicted − measured) / measured, %")
+    diff.set_title("paired difference (95% CI over prompts)")
+    return fig
+
+
 #: One builder per name of :data:`specsim.realtext.settings.FIGURES` (tests hold them in step).
 FIGURES: dict[str, Callable[[Path], Any]] = {
     "realtext_beta": figure_beta,
     "realtext_tokens": figure_tokens,
     "realtext_costs": figure_costs,
+    "pair_accept": figure_pair_accept,
 }
 
 

@@ -8,7 +8,7 @@ tables, figures and per-step settings from here, and keeps no list of its own.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -17,8 +17,12 @@ RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context
 #: Deterministic tables, each ``results/tables/realtext_<name>.csv`` (measured costs, which are
 #: not deterministic, live apart in ``results/realtext/costs.csv``).
 TABLES = ("models", "beta", "speculative", "lossless")
+#: Tables on the traces of the n-gram pairs, each ``results/tables/<name>.csv`` (deterministic):
+#: predicted vs measured tokens per call, and the optimal γ and break-even c over a c grid. The
+#: pairs' speedups at the *measured* costs live beside those: ``results/realtext/pair_costs.csv``.
+PAIR_TABLES = ("pair_accept", "pair_optimal")
 #: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
-FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs")
+FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs", "pair_accept")
 #: Step (one Snakemake rule, one ``specsim realtext`` sub-command) -> the config sections it
 #: reads: a rule is passed only those, so only a change to them re-runs it.
 STEPS: dict[str, tuple[str, ...]] = {
@@ -27,7 +31,14 @@ STEPS: dict[str, tuple[str, ...]] = {
     "speculative": ("model", "speculative"),
     "lossless": ("model", "lossless"),
     "costs": ("model", "speculative", "costs"),
+    "record": ("model", "trace"),
+    "pair_accept": ("model", "trace", "speculative", "pair_accept"),
+    "pair_optimal": ("model", "trace", "pair_optimal"),
 }
+#: Config section -> prefix of its keys among the :class:`Settings` fields.
+SECTIONS = (("corpus", ""), ("model", ""), ("speculative", ""), ("lossless", "lossless_"),
+            ("costs", "cost_"), ("trace", "trace_"), ("pair_accept", "accept_"),
+            ("pair_optimal", "optimal_"))
 
 
 @dataclass(frozen=True)
@@ -52,20 +63,29 @@ class Settings:
     cost_repeats: int = 5
     cost_rounds: int = 4
     cost_gamma: tuple[int, ...] = (1, 2, 4, 8)
+    trace_documents: int = 256
+    trace_length: int = 128
+    trace_top_k: int = 16
+    accept_replicas: int = 4
+    optimal_gamma_max: int = 16
+    optimal_c: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Settings:
-        """From the nested config section (``corpus``/``model``/``speculative``/...)."""
+    def from_dict(cls, d: Mapping[str, Any], partial: bool = False) -> Settings:
+        """From the nested config section (``corpus``/``model``/``speculative``/...).
+
+        ``partial``: ``d`` holds only the sections one step reads (:data:`STEPS`), the rest
+        being defaults it does not use, so a check across sections runs only when ``d`` holds
+        them all (the whole section is checked when the workflow is parsed)."""
         flat: dict[str, Any] = {}
-        for section, prefix in (("corpus", ""), ("model", ""), ("speculative", ""),
-                                ("lossless", "lossless_"), ("costs", "cost_")):
+        for section, prefix in SECTIONS:
             for key, value in (d.get(section) or {}).items():
                 flat[prefix + key] = tuple(value) if isinstance(value, list) else value
         unknown = set(flat) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown realtext settings: {sorted(unknown)}")
         out = cls(**flat)
-        out.check()
+        out.check(set(d) if partial else None)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,12 +95,14 @@ class Settings:
             "model": {k: _listify(d[k]) for k in ("target_order", "draft_orders", "beta_bins")},
             "speculative": {k: _listify(d[k]) for k in ("gamma", "chains", "rounds", "batches")},
             "lossless": {k[9:]: _listify(v) for k, v in d.items() if k.startswith("lossless_")},
-            "costs": {k[5:]: _listify(v) for k, v in d.items() if k.startswith("cost_")},
+            **{section: {k[len(prefix):]: _listify(v) for k, v in d.items()
+                         if k.startswith(prefix)}
+               for section, prefix in SECTIONS[4:]},
         }
 
-    def check(self) -> None:
-        """Cross-field checks (the schema checks each key alone). Each involves the sections of
-        one step only (see :data:`STEPS`), so a step's job can check what it was passed."""
+    def check(self, sections: Collection[str] | None = None) -> None:
+        """Cross-field checks (the schema checks each key alone); one across two sections
+        (costs.gamma within speculative.gamma) only when ``sections`` (None: all) has both."""
         if any(not 1 <= k < self.target_order for k in self.draft_orders):
             raise ValueError(f"draft orders {self.draft_orders} must lie in 1..target_order-1")
         if not 1 <= self.lossless_draft_order < self.target_order:
@@ -90,14 +112,18 @@ class Settings:
             raise ValueError(f"lossless contexts {bad} are shorter than target_order-1 characters")
         if any(r not in RULES for r in self.lossless_rules):
             raise ValueError(f"lossless rules must be among {RULES}")
-        if not set(self.cost_gamma) <= set(self.gamma):
+        both = sections is None or {"costs", "speculative"} <= set(sections)
+        if both and not set(self.cost_gamma) <= set(self.gamma):
             raise ValueError("costs.gamma must be a subset of speculative.gamma")
         if self.chains < self.batches:
             raise ValueError("speculative.chains must be at least speculative.batches")
+        if self.trace_documents < 2:
+            raise ValueError("trace.documents must be at least 2 (the CIs bootstrap documents)")
 
 
-#: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``); a ``trace``
-#: model names such a pair with ``pair:`` (:mod:`specsim.families.trace`).
+#: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``, one file per
+#: pair of :func:`trace_pairs`); a ``trace`` model names such a pair with ``pair:``
+#: (:mod:`specsim.families.trace`).
 TRACE_PATH = "results/traces/{pair}.parquet"
 #: The ``realtext:`` sections that shape a recorded trace: a trace model's identity holds them.
 TRACE_SECTIONS = ("corpus", "model", "trace")
@@ -110,6 +136,14 @@ def recorded_pairs(section: Mapping[str, Any] | None) -> tuple[str, ...]:
         return ()
     orders = (section.get("model") or {}).get("draft_orders", Settings.draft_orders)
     return tuple(f"ngram_o{int(k)}" for k in orders)
+
+
+def trace_pairs(settings: Settings | Mapping[str, Any]) -> list[str]:
+    """The n-gram pairs recorded as traces (``ngram_o<k>``, one per draft order, in that
+    order), from the settings or the config's ``realtext:`` section (:func:`recorded_pairs`)."""
+    if isinstance(settings, Settings):
+        settings = {"model": {"draft_orders": list(settings.draft_orders)}}
+    return list(recorded_pairs(settings))
 
 
 def trace_settings(section: Mapping[str, Any]) -> str:

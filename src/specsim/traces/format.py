@@ -207,7 +207,8 @@ def from_full_rows(P: FloatArray, Q: FloatArray, top_k: int
     p, q = P[r, c], Q[r, c]
     p_tail = np.clip(1.0 - np.bincount(r, weights=p, minlength=n), 0.0, None)
     q_tail = np.clip(1.0 - np.bincount(r, weights=q, minlength=n), 0.0, None)
-    alpha = np.minimum(P, Q).sum(axis=1)
+    # clipped: rows that sum to 1 + a few ulps would give α a few ulps above 1
+    alpha = np.clip(np.minimum(P, Q).sum(axis=1), 0.0, 1.0)
     return offsets, c.astype(np.int64), p, q, p_tail, q_tail, alpha
 
 

@@ -1,0 +1,187 @@
+"""Record the traces of the n-gram pairs: text the target generates, both rows at every position.
+
+Each document is one held-out prompt (:func:`.rounds.prompts`, the ``trace`` prompt seed)
+continued by the order-``target_order`` model for ``trace.length`` characters, sampled at
+temperature 1 with the document's own uniforms (seeded by the root seed and the document's
+index, so a document's text does not depend on how many others are recorded with it or in
+which block). At every position the target's full row p and each draft order's full row q in
+the same context go through :func:`specsim.traces.format.from_full_rows` (top-k of p ∪ q, the
+tails, α from the full rows): one trace per draft order, ``ngram_o<k>`` (TRACE_PATH).
+
+Resumable: documents are recorded in blocks of :data:`BLOCK`; each block of each pair is a
+trace file of its own in ``<out>.parts/``, written atomically, and carries a key of everything
+that shapes it (settings, root seed, corpus and model digests). A run that was killed reuses
+every part whose key matches and records only the rest; the parts are combined into the trace
+and removed at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from specsim.ngram import Corpus, NGramModel, V, append, decode
+from specsim.realtext.rounds import prompts, seed_for
+from specsim.realtext.settings import TRACE_PATH, Settings, trace_pairs
+from specsim.sampling import sample_rows
+from specsim.traces.format import (
+    Trace,
+    TraceFileError,
+    concat_traces,
+    from_full_rows,
+    read_trace,
+    trace_meta,
+    write_trace,
+)
+
+BLOCK = 64  # documents per part file (a resumed run loses at most one block per pair)
+TEMPERATURE = 1.0
+
+
+def prompt_seed(seed: int) -> np.random.SeedSequence:
+    """Seed of the trace's prompts (the measured generation starts from the same ones)."""
+    return seed_for(seed, "trace", "prompts")
+
+
+def trace_prompts(corpus: Corpus, s: Settings, seed: int) -> np.ndarray:
+    """Context ids of the ``trace.documents`` held-out prompts."""
+    return prompts(corpus, s.trace_documents, s.target_order - 1, prompt_seed(seed))
+
+
+def document_text(model: NGramModel, s: Settings, start: np.ndarray, docs: np.ndarray,
+                  seed: int) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """Generate the documents ``docs`` from contexts ``start``: (contexts before each position
+    (n, L), target rows (L arrays (n, V)), the sampled characters (n, L))."""
+    length = s.trace_length
+    u = np.stack([np.random.default_rng(seed_for(seed, "trace", "text", int(d))).random(length)
+                  for d in docs])
+    ctx = start.copy()
+    ctxs = np.empty((docs.size, length), dtype=np.int64)
+    tokens = np.empty((docs.size, length), dtype=np.int64)
+    rows = []
+    for t in range(length):
+        ctxs[:, t] = ctx
+        p = model.probs(ctx, s.target_order)
+        rows.append(p)
+        tokens[:, t] = sample_rows(p, u[:, t])
+        ctx = append(ctx, tokens[:, t], s.target_order - 1)
+    return ctxs, rows, tokens
+
+
+def record_block(model: NGramModel, s: Settings, start: np.ndarray, docs: np.ndarray,
+                 seed: int, meta: dict[str, dict[str, Any]]) -> dict[str, Trace]:
+    """The traces (one per draft order) of the documents ``docs``, positions in order."""
+    ctxs, p_rows, tokens = document_text(model, s, start, docs, seed)
+    n, length = tokens.shape
+    # position-major within a document: row d * L + t
+    P = np.stack(p_rows, axis=1).reshape(n * length, -1)
+    flat_ctx = ctxs.reshape(-1)
+    doc_start = np.arange(n + 1, dtype=np.int64) * length
+    out = {}
+    for k, pair in zip(s.draft_orders, trace_pairs(s), strict=True):
+        Q = model.probs(flat_ctx, k)
+        offsets, support, p, q, p_tail, q_tail, alpha = from_full_rows(P, Q, s.trace_top_k)
+        m = dict(meta[pair], documents=n)
+        out[pair] = Trace(m, doc_start, tokens.reshape(-1), offsets, support, p, q, p_tail,
+                          q_tail, alpha)
+    return out
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a recording did: blocks recorded now and reused from an earlier run's parts."""
+
+    paths: dict[str, Path]
+    recorded: int
+    reused: int
+
+
+def _file_digest(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def pair_meta(s: Settings, corpus: Corpus, seed: int, start: np.ndarray) -> dict[str, Any]:
+    """The ``specsim.trace`` metadata of each pair's trace (``documents`` filled in later)."""
+    length = s.target_order - 1
+    common = {
+        "target": f"order-{s.target_order} interpolated Witten-Bell character n-gram "
+                  f"(specsim.ngram) on the realtext corpus",
+        "temperature": TEMPERATURE, "top_k": s.trace_top_k, "text": "target",
+        "source": f"realtext corpus sha256 {corpus.sha256}: held-out prompts continued by the "
+                  f"target, {s.trace_length} characters each",
+        "prompt_seed": seed, "prompt_contexts": [int(c) for c in start],
+        "prompts": [decode(np.array([(int(c) // V**j) % V for j in range(length)][::-1]))
+                    for c in start],
+        "alphabet": "specsim.ngram.ALPHABET (code 0 = newline, then printable ASCII)",
+    }
+    return {pair: trace_meta(pair=pair, vocab=V, documents=len(start),
+                             draft=f"order-{k} interpolated Witten-Bell character n-gram "
+                                   f"(the target's counts, stopped at order {k})", **common)
+            for k, pair in zip(s.draft_orders, trace_pairs(s), strict=True)}
+
+
+def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: Settings,
+                 seed: int, out_dir: str | Path, *, stop_after: int | None = None,
+                 say: Callable[[str], None] | None = None) -> Recorded:
+    """Record every pair's trace into ``out_dir`` (``<pair>.parquet``), resuming from parts.
+
+    ``stop_after``: record at most that many new blocks, then stop before combining (what a
+    killed job leaves behind; the tests resume from it). ``say``: progress lines."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    if model.V != V:
+        raise ValueError("the n-gram pairs are character models over specsim.ngram's alphabet")
+    start = trace_prompts(corpus, s, seed)
+    meta = pair_meta(s, corpus, seed, start)
+    key = hashlib.sha256(json.dumps({
+        "settings": {k: s.to_dict()[k] for k in ("model", "trace")}, "seed": seed,
+        "corpus": corpus.sha256, "model": _file_digest(model_path), "block": BLOCK,
+    }, sort_keys=True).encode()).hexdigest()
+    pairs = trace_pairs(s)
+    paths = {pair: Path(out_dir) / Path(TRACE_PATH.format(pair=pair)).name for pair in pairs}
+    parts = {pair: path.with_name(path.name + ".parts") for pair, path in paths.items()}
+    n_blocks = -(-s.trace_documents // BLOCK)
+    recorded = reused = 0
+    for b in range(n_blocks):
+        docs = np.arange(b * BLOCK, min((b + 1) * BLOCK, s.trace_documents))
+        files = {pair: parts[pair] / f"block-{b:05d}.parquet" for pair in pairs}
+        if all(_reusable(f, key, docs) for f in files.values()):
+            reused += 1
+            say(f"record: block {b + 1}/{n_blocks} (documents {docs[0]}-{docs[-1]}) reused")
+            continue
+        if stop_after is not None and recorded >= stop_after:
+            return Recorded(paths, recorded, reused)
+        block = record_block(model, s, start[docs], docs, seed, meta)
+        for pair, trace in block.items():
+            trace.meta.update(record_key=key, first_document=int(docs[0]))
+            write_trace(files[pair], trace)
+        recorded += 1
+        say(f"record: block {b + 1}/{n_blocks} (documents {docs[0]}-{docs[-1]}) recorded")
+    for pair in pairs:
+        blocks = [read_trace(parts[pair] / f"block-{b:05d}.parquet") for b in range(n_blocks)]
+        write_trace(paths[pair], concat_traces(blocks, meta[pair]))
+        shutil.rmtree(parts[pair])
+    return Recorded(paths, recorded, reused)
+
+
+def _reusable(path: Path, key: str, docs: np.ndarray) -> bool:
+    """A part file of an earlier run with this key and these documents (else: record again)."""
+    if not path.is_file():
+        return False
+    try:
+        meta = read_trace(path).meta
+    except TraceFileError:
+        return False
+    return bool(meta.get("record_key") == key and meta.get("first_document") == int(docs[0])
+                and meta.get("documents") == docs.size)
