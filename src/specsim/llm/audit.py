@@ -235,7 +235,8 @@ def describe(w: Mapping[str, Any]) -> str:
     return f"T={w['temperature']:g}, top_k={w['top_k']}, top_p={w['top_p']:g}"
 
 
-def audit_table(lab: Lab, significance: float = 1e-3) -> pd.DataFrame:
+def audit_table(lab: Lab, significance: float = 1e-3,
+                warpers: tuple[tuple[str, dict[str, Any]], ...] = WARPERS) -> pd.DataFrame:
     """One row per setting of :data:`WARPERS`: ``audit_trials`` assisted ``generate`` calls of
     two new tokens from ``audit_prompt`` with ``audit_draft`` as the assistant (transformers'
     default draft-length policy), G-tested against the exact binned law of plain sampling with
@@ -256,7 +257,7 @@ def audit_table(lab: Lab, significance: float = 1e-3) -> pd.DataFrame:
         l1 = lab.model(torch.tensor([h])).logits[0, -1].double().numpy()
         lq = assistant(torch.tensor([h])).logits[0, -1].double().numpy()
     rows = []
-    for name, over in WARPERS:
+    for name, over in warpers:
         w = effective(lab.model, over)
         p1 = warp(l1, **w)
         top = np.argsort(-p1, kind="stable")[: s.audit_bins + 1]
