@@ -42,6 +42,7 @@ from specsim.llm.assisted import hf_generate, policy_name, set_policy, torch_see
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
 from specsim.llm.loading import FloatArray
+from specsim.precision import covers
 from specsim.realtext.rounds import seed_for
 
 #: (name, keyword arguments of ``generate`` beside ``do_sample=True``). Keys not given take the
@@ -253,9 +254,10 @@ def audit_table(lab: Lab, significance: float = 1e-3,
     assistant = draft.lm.model
     policy = set_policy(assistant, None)
     eos = lab.model.generation_config.eos_token_id
-    with torch.inference_mode():
-        l1 = lab.model(torch.tensor([h])).logits[0, -1].double().numpy()
-        lq = assistant(torch.tensor([h])).logits[0, -1].double().numpy()
+    with torch.inference_mode():  # as generate asks: the last position's logits only (the
+        # int8 draft quantises its activations per call, so its logits depend on that)
+        l1 = lab.model(torch.tensor([h]), logits_to_keep=1).logits[0, -1].double().numpy()
+        lq = assistant(torch.tensor([h]), logits_to_keep=1).logits[0, -1].double().numpy()
     rows = []
     for name, over in warpers:
         w = effective(lab.model, over)
@@ -263,7 +265,8 @@ def audit_table(lab: Lab, significance: float = 1e-3,
         top = np.argsort(-p1, kind="stable")[: s.audit_bins + 1]
         top = top[(p1[top] * n >= MIN_EXPECTED) & (top != eos)][: s.audit_bins]
         with torch.inference_mode():
-            l2 = lab.model(torch.tensor([[*h, int(t)] for t in top])).logits[:, -1]
+            l2 = lab.model(torch.tensor([[*h, int(t)] for t in top]), logits_to_keep=1).logits[
+                :, -1]
         p2 = warp(l2.double().numpy(), **w)
         bins = pair_bins(p1, p2, top, n, s.audit_bins)
         law = bins.law(p1, p2, top)
@@ -308,6 +311,8 @@ def audit_table(lab: Lab, significance: float = 1e-3,
             "rejections_ci_high": r_hi,
             "rejection_q_twice": 1.0 - float(np.minimum(p1, q_twice).sum()),
             "rejection_q_once": 1.0 - float(np.minimum(p1, q_once).sum()),
+            "q_twice_covered": bool(covers(r_lo, r_hi, 1.0 - np.minimum(p1, q_twice).sum())),
+            "q_once_covered": bool(covers(r_lo, r_hi, 1.0 - np.minimum(p1, q_once).sum())),
             "seconds_per_trial": seconds / n, "significance": significance,
         })
     df = pd.DataFrame(rows)
