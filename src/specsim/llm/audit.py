@@ -15,7 +15,8 @@ the first round, so the first token comes from Alg. 1's first position (accept, 
 the residual) and the second from p_w(. | h x1) (the bonus token, or a round without drafts after
 a rejection). Only the first position can be wrong, and the law transformers implements is the
 first-token law :func:`implemented_first` with the draft distribution it samples from and the
-one it divides by (issue #47932: with top-k these once differed) times p_w(x2 | h x1).
+one it divides by (transformers #47932 reports that with top-k they differed) times
+p_w(x2 | h x1).
 
 What transformers 5.24 does: the assistant's ``generate`` receives the target's processor list
 (which already holds the warpers) *and* a copy of the target's generation config (sampling on),
@@ -103,6 +104,7 @@ COLUMNS = {
     "significance": "the test's level (the config's significance)",
     "threads": "torch threads",
 }
+
 
 # --- the laws (numpy) -------------------------------------------------------------------------
 def warp(logits: NDArray[np.floating[Any]], temperature: float = 1.0, top_k: int = 0,
