@@ -229,6 +229,31 @@ rule llm_lossless:
         "lossless --corpus {input.corpus:q} --out {output.csv:q} 2> {log:q}"
 
 
+# transformers' assisted generation with sampling warpers (its defaults, top-k / top-p,
+# temperature) against the exact law of the first two tokens, each verdict beside the TV it
+# detects at power 0.9 (specsim.llm.audit).
+rule llm_audit:
+    input:
+        corpus="results/llm/corpus.npz",
+    output:
+        csv="results/llm/lossless_audit.csv",
+        md="results/llm/lossless_audit.md",
+    log:
+        "logs/llm/audit.log",
+    benchmark:
+        "benchmarks/out/llm_audit.tsv"
+    threads: LLM.threads
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        settings=LLM_SETTINGS["audit"],
+        significance=config["significance"],
+    shell:
+        "specsim llm --settings {params.settings:q} --significance {params.significance} "
+        "audit --corpus {input.corpus:q} --out {output.csv:q} 2> {log:q}"
+
+
 rule llm_figures:
     input:
         alpha="results/llm/alpha.csv",

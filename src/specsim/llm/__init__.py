@@ -29,7 +29,10 @@ bandwidth). The lossless check (:mod:`.lossless`) compares the exact law of the 
 tokens (coarsened: the second token only after the most likely first tokens) with Monte Carlo
 counts of Alg. 1's accept / resample steps run on the real target's and the real draft's
 distributions; a separate check shows the KV-cached generator verifies against exactly the
-distributions of a cache-free forward pass.
+distributions of a cache-free forward pass. The audit (:mod:`.audit`) runs transformers'
+assisted generation with sampling warpers (its defaults, top-k / top-p, temperature) against the
+exact law of the first two tokens after the same warpers, each verdict beside the TV it detects
+at power 0.9.
 
 torch and transformers are imported lazily: the package imports without them, and this
 ``__init__`` and :mod:`.settings` (read by Snakemake at every parse) import nothing heavy.

@@ -20,7 +20,7 @@ falls below it; scikit-learn, which would adapt the threshold, is not installed)
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,15 +155,18 @@ class RoundStreamer:
 
 
 def hf_generate(model: Any, assistant: Any | None, prompt: Sequence[int], n_new: int,
-                seed: int, exact_length: bool = True) -> Run:
+                seed: int, exact_length: bool = True,
+                sampling: Mapping[str, Any] | None = None) -> Run:
     """``model.generate`` (with ``assistant_model=assistant`` unless None) from ``prompt``:
     ``n_new`` new tokens (``exact_length``: EOS suppressed, as specsim's loop ignores it), torch
-    seeded with ``seed``; its rounds counted. The assistant's policy is left as it is set."""
+    seeded with ``seed``; its rounds counted. The assistant's policy is left as it is set.
+    ``sampling``: the sampling arguments of ``generate`` (default :data:`SAMPLING`)."""
     import torch
 
     ids = torch.tensor([list(prompt)])
     streamer = RoundStreamer()
-    kw: dict[str, Any] = {**SAMPLING, "max_new_tokens": n_new, "streamer": streamer,
+    kw: dict[str, Any] = {**(SAMPLING if sampling is None else sampling),
+                          "max_new_tokens": n_new, "streamer": streamer,
                           "attention_mask": torch.ones_like(ids)}
     if exact_length:
         kw["min_new_tokens"] = n_new

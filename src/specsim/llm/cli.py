@@ -57,6 +57,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     step("lossless", "exact law vs Monte Carlo of the first two tokens (Alg. 1 simulated, "
          "transformers' assisted generation); KV-cache check",
          corpus="token corpus .npz", out="lossless table .csv")
+    step("audit", "transformers' assisted generation with sampling warpers against the exact "
+         "law of the first two tokens, with the TV detectable at power 0.9",
+         corpus="token corpus .npz", out="lossless audit table .csv")
     step("figures", "the LLM figures (PDF + PNG) from the tables",
          tables_dir="directory of the tables", out_dir="directory of the figures")
     step("machine", "the run's record: settings, versions, CPU, model, corpus, device",
@@ -161,6 +164,10 @@ def _with_lab(s: Any, args: argparse.Namespace) -> Any:
     elif args.step == "speculative":
         table = experiments.speculative_table(lab, pd.read_csv(args.costs),
                                               pd.read_csv(args.alpha))
+    elif args.step == "audit":
+        from specsim.llm.audit import audit_table
+
+        table = audit_table(lab, significance=args.significance)
     else:
         table = lossless_table(lab, significance=args.significance)
     print(json.dumps({"load_model_seconds": round(lab.load_seconds, 3),

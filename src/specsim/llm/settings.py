@@ -18,7 +18,8 @@ DRAFT_KEYS = ("ngram_orders", "int8", "skip_layers")
 
 #: Tables, each ``results/llm/<name>.csv`` with a ``.md`` twin. Most hold wall-clock timings
 #: (not deterministic), so they stay beside the run's record rather than in results/tables/.
-TABLES = ("kernels", "alpha", "costs", "intensity", "speculative", "assisted", "lossless")
+TABLES = ("kernels", "alpha", "costs", "intensity", "speculative", "assisted", "lossless",
+          "lossless_audit")
 #: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
 FIGURES = ("llm_costs", "llm_alpha", "llm_assisted")
 
@@ -53,6 +54,11 @@ class Settings:
     assisted_drafts: tuple[str, ...] = ("int8",)  # also run in transformers' assisted generation
     lossless_assisted_draft: str = "int8"
     lossless_assisted_trials: int = 200
+    audit_prompt: str = "The function returns a"  # the lossless audit (llm/audit.py)
+    audit_draft: str = "int8"
+    audit_trials: int = 200  # assisted generate calls per sampling setting
+    audit_bins: int = 8
+    audit_power_draws: int = 2000
     matmul_size: int = 2048
     copy_mib: int = 512
 
@@ -87,7 +93,8 @@ class Settings:
                  *(self.assisted_drafts if about("assisted_drafts", *DRAFT_KEYS) else ()),
                  *((self.lossless_draft,) if about("lossless_draft", *DRAFT_KEYS) else ()),
                  *((self.lossless_assisted_draft,)
-                   if about("lossless_assisted_draft", *DRAFT_KEYS) else ())]
+                   if about("lossless_assisted_draft", *DRAFT_KEYS) else ()),
+                 *((self.audit_draft,) if about("audit_draft", *DRAFT_KEYS) else ())]
         bad = [d for d in named if d not in known]
         if bad:
             raise ValueError(f"drafts {bad} are not among the built drafts {sorted(known)}")
@@ -98,6 +105,8 @@ class Settings:
                                                   self.lossless_assisted_draft)):
             raise ValueError("assisted_drafts and lossless_assisted_draft must be model drafts "
                              "(int8 or skip-k): transformers cannot use an n-gram as assistant")
+        if self.audit_draft.startswith("ngram-"):
+            raise ValueError("audit_draft must be a model draft (int8 or skip-k)")
         if any(not 1 <= k <= 3 for k in self.ngram_orders):
             raise ValueError("n-gram orders must lie in 1..3")
         if any(not 1 <= k < N_LAYERS for k in self.skip_layers):
@@ -123,6 +132,8 @@ STEPS: dict[str, tuple[str, ...]] = {
     "lossless": ("threads", "seed", "lossless_prompt", "lossless_draft", "lossless_gamma",
                  "lossless_top", "lossless_trials", "lossless_assisted_draft",
                  "lossless_assisted_trials"),
+    "audit": ("threads", "seed", "audit_prompt", "audit_draft", "audit_trials", "audit_bins",
+              "audit_power_draws"),
     "figures": (),
     "machine": tuple(Settings.__dataclass_fields__),
 }
