@@ -299,7 +299,8 @@ def test_every_table_is_described() -> None:
     from specsim import outputs
 
     own_step = {n for n, t in outputs.TABLES.items() if not t.builder}
-    assert own_step == {"checks", "llm_assisted", "pair_costs", *outputs.REALTEXT_TABLES}
+    assert own_step == {"checks", "llm_assisted", "llm_lossless_audit", "pair_costs",
+                        *outputs.REALTEXT_TABLES}
     for name, d in outputs.TABLES.items():
         assert d.name == name and d.title and d.about.endswith(".") and d.columns, name
         assert all(text and not text.endswith(".") for text in d.columns.values()), name

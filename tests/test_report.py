@@ -205,6 +205,10 @@ def _report_config() -> dict[str, Any]:
                 realtext[section].update({k: v for k, v in values.items()
                                           if k in realtext[section]})
         config["realtext"] = realtext
+        # a recorded pair as a trace model, so the trace tables are in the report too
+        config["models"]["char2"] = {"family": "trace", "pair": "ngram_o2"}
+        config["studies"]["pair_curve"] = {"analysis": "accept_curve", "models": ["char2"],
+                                           "gamma": [1, 2]}
     return config
 
 

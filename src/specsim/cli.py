@@ -282,8 +282,10 @@ def _check_available(parser: _Parser, kind: str, names: list[str], available: li
                      needs: dict[str, str | None]) -> None:
     for name in names:
         if name not in available:
-            parser.error(f"{kind} {name!r} needs a study with analysis {needs[name]!r}, and "
-                         f"--grid has none; available: {', '.join(available)}")
+            analysis, _, family = (needs[name] or "").partition("/")
+            running = f" running a {family!r} model" if family else ""
+            parser.error(f"{kind} {name!r} needs a study with analysis {analysis!r}{running}, "
+                         f"and --grid has none; available: {', '.join(available)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,7 +47,8 @@ class Table:
     """A table: ``results/tables/<name>.csv`` (or ``csv``), with its HTML page and caption.
 
     ``builder`` ``(grid, points) -> DataFrame`` is run by ``specsim tables`` when the config has
-    a study of analysis ``needs`` (``needs`` None: always); a table without a builder is written
+    a study of analysis ``needs`` (``needs`` None: always; ``<analysis>/<family>``: a study of
+    that analysis running a model of that family); a table without a builder is written
     by a step of its own (the checks, the real-text and LLM stages) and only documented here.
     """
 

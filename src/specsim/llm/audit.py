@@ -61,51 +61,6 @@ SAMPLING_KEYS = ("temperature", "top_k", "top_p")
 POWER = 0.9
 MIN_EXPECTED = 5.0
 
-#: The table's columns (``results/llm/lossless_audit.csv``).
-COLUMNS = {
-    "setting": "the sampling setting (WARPERS): what was passed to generate beside do_sample",
-    "warpers": "temperature, top_k, top_p in force (passed, else the generation config's, else "
-               "transformers' defaults)",
-    "prompt": "the prompt whose first two emitted tokens are tested (audit_prompt)",
-    "draft": "the assistant model (audit_draft)",
-    "policy": "the assistant's draft-length policy (transformers' default; with two new "
-              "tokens the first round drafts one)",
-    "trials": "assisted generate calls of two new tokens, each with its own torch seed",
-    "bins": "cells of the G-test: named pairs, one 'other x2' cell per likely x1, the rest",
-    "mass_named_bins": "exact probability of every cell but the last (the rest)",
-    "g_statistic": "G = 2 Σ O ln(O/E) over the bins",
-    "df": "degrees of freedom (bins - 1)",
-    "p_value": "chi-square tail of G",
-    "verdict": "lossless if p_value >= significance, else biased",
-    "tv_observed": "TV between the observed bin frequencies and the exact binned law",
-    "tv_ci_low": "lower end of its 95% parametric-bootstrap interval",
-    "tv_ci_high": "upper end of that interval",
-    "tv_floor": "expected tv_observed of trials draws from the exact law itself",
-    "tv_detectable_at_power_0.9": "binned TV every alternative at or beyond which the G-test "
-                                  "detects with probability >= 0.9 (noncentral χ², Pinsker)",
-    "power_simulated": "simulated power of the test at that TV against the worst alternative "
-                       "(a balanced tilt of the bins)",
-    "power_ci_low": "lower end of its 95% Wilson interval",
-    "power_ci_high": "upper end of that interval",
-    "tv_implemented": "TV between the first-token law transformers implements (draft sampled "
-                      "from and divided by q warped twice) and the target's warped law",
-    "tv_mismatch": "the same for a #47932-style bug: sampling from q warped twice, dividing by "
-                   "q warped once",
-    "tv_mismatch_binned": "that TV on the test's bins (compare with the detectable TV)",
-    "rejections_fraction": "trials whose first drafted token was rejected (residual drawn)",
-    "rejections_ci_low": "lower end of its 95% Wilson interval",
-    "rejections_ci_high": "upper end of that interval",
-    "rejection_q_twice": "exact rejection probability 1 - Σ min(p_w, q) with q warped twice "
-                         "(what transformers' assistant does)",
-    "rejection_q_once": "the same with q warped once",
-    "q_twice_covered": "the Wilson interval covers rejection_q_twice",
-    "q_once_covered": "the Wilson interval covers rejection_q_once",
-    "seconds_per_trial": "wall time per generate call",
-    "significance": "the test's level (the config's significance)",
-    "threads": "torch threads",
-}
-
-
 # --- the laws (numpy) -------------------------------------------------------------------------
 def warp(logits: NDArray[np.floating[Any]], temperature: float = 1.0, top_k: int = 0,
          top_p: float = 1.0, times: int = 1) -> FloatArray:

@@ -65,9 +65,18 @@ def figure(name: str) -> Figure:
 
 
 def _analyses(grid_or_studies: Any) -> set[str]:
+    """The config's analyses, and ``<analysis>/<family>`` for each model family a study of
+    that analysis runs (a declaration's ``needs`` may name either: ``accept_curve/trace``)."""
     studies: Mapping[str, Mapping[str, Any]] = getattr(grid_or_studies, "studies",
                                                        grid_or_studies)
-    return {s["analysis"] for s in studies.values()}
+    out = {s["analysis"] for s in studies.values()}
+    config = getattr(grid_or_studies, "config", None)
+    if config is not None:
+        models = config.get("models", {})
+        for study in config.get("studies", {}).values():
+            out |= {f"{study['analysis']}/{models[m]['family']}"
+                    for m in study.get("models", ()) if m in models}
+    return out
 
 
 def _available(needs: dict[str, str | None], analyses: Iterable[str]) -> list[str]:

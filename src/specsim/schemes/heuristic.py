@@ -33,6 +33,9 @@ __all__ = ["KNOBS", "check", "decode", "law", "next_length", "play", "start_stat
 KNOBS: Mapping[str, Any] = {"cap": 64}
 
 
+#: Most cells (cap S^3: the law of the first two tokens) law() allocates, ~256 MB.
+MAX_CELLS = 2**25
+
 def check(knobs: Mapping[str, Any] | None, gamma: int) -> int:
     """The cap of valid ``knobs`` ({} or {"cap": integer >= γ}), or a ValueError."""
     cap = tokenwise.check_knobs("heuristic", knobs, KNOBS)["cap"]
@@ -74,6 +77,9 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
     cap = check(knobs, check_gamma(gamma))
     size = Pa.shape[0]
     n = size * cap
+    if n * size * size > MAX_CELLS:  # the first-two-tokens array alone: refuse, not exhaust
+        raise ValueError(f"the heuristic's exact law needs cap S^3 = {n * size * size:.3g} "
+                         f"cells (S = {size}, cap = {cap}), more than {MAX_CELLS:.3g}")
     tokens, nxt = np.zeros((n, cap + 2)), np.zeros((n, n))
     drafted, single = np.zeros(n), np.zeros((n, n))
     pair = np.zeros((n, size, size))

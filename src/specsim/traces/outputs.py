@@ -17,13 +17,14 @@ _KEYS = {
 
 TABLES = (
     Table(
-        "trace_positions", needs="accept_curve", builder="specsim.traces.tables:trace_positions",
+        "trace_positions", needs="accept_curve/trace",
+        builder="specsim.traces.tables:trace_positions",
         title="Trace models: acceptance by position within the draft",
         about="For each trace model of an accept_curve study (a real pair's recorded "
               "distributions, under the positional model): the probability that the i-th draft "
               "of a round is accepted given it is tested, averaged over round starts with their "
               "long-run frequency, and the spread of the acceptance at that draft position "
-              "across round starts. Exact; no rows when no study runs a trace model.",
+              "across round starts. Exact.",
         columns={
             **_KEYS,
             "draft_position": "i: the i-th draft token of the round (1..γ)",
@@ -36,7 +37,7 @@ TABLES = (
                                 "beyond a document's end are not tested)",
         }),
     Table(
-        "trace_curve", needs="accept_curve", builder="specsim.traces.tables:trace_curve",
+        "trace_curve", needs="accept_curve/trace", builder="specsim.traces.tables:trace_curve",
         title="Trace models: tokens per target call at every draft length",
         about=f"For each trace model and rule of an accept_curve study, at every γ from 1 to the "
               f"study's largest: tokens per target call, exact under the positional model with a "
