@@ -246,6 +246,10 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
 
     add_realtext_parser(sub)
     add_llm_parser(sub)
+    from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
+
+    record = sub.add_parser("record", help="write a trace file (specsim record KIND --help)")
+    add_record_hf(record.add_subparsers(dest="kind", required=True, metavar="KIND"))
     return parser, dict(sub.choices)
 
 
@@ -290,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     # need the output declarations and the tiers' ~25 sub-parsers, ~45 ms of its start-up).
     parser, steps = _parser(full=argv[:1] != ["point"])
     args = parser.parse_args(argv)
-    if args.cmd in ("realtext", "llm"):
+    if args.cmd in ("realtext", "llm", "record"):
         return int(args.run(args))
     sub = steps[args.cmd]
     t0 = time.perf_counter()

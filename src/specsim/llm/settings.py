@@ -21,6 +21,11 @@ DRAFT_KEYS = ("ngram_orders", "int8", "skip_layers")
 TABLES = ("kernels", "alpha", "costs", "intensity", "speculative", "assisted", "lossless")
 #: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
 FIGURES = ("llm_costs", "llm_alpha", "llm_assisted")
+#: The pairs' tables (``results/llm/<name>.csv``, written by the ``pairs`` step from the traces
+#: ``results/llm/traces/<pair>.parquet`` and the runs ``results/llm/pairs/<pair>.csv``) and
+#: figures (``results/figures/<name>.{pdf,png}``; builders: :data:`.figures.PAIR_FIGURES`).
+PAIR_TABLES = ("pair_accept", "speedup_explained")
+PAIR_FIGURES = ("llm_pair_accept", "llm_speedup_explained")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,11 @@ class Settings:
     lossless_assisted_trials: int = 200
     matmul_size: int = 2048
     copy_mib: int = 512
+    # the pairs traced, predicted and measured (:mod:`.pairs`): one job per pair and step
+    trace_pairs: tuple[str, ...] = ("ngram-3", "int8", "skip-20")
+    trace_documents: int = 16
+    trace_tokens: int = 32
+    trace_top_k: int = 64
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], step: str | None = None) -> Settings:
@@ -86,6 +96,7 @@ class Settings:
         named = [*(self.drafts if about("drafts", *DRAFT_KEYS) else ()),
                  *(self.assisted_drafts if about("assisted_drafts", *DRAFT_KEYS) else ()),
                  *((self.lossless_draft,) if about("lossless_draft", *DRAFT_KEYS) else ()),
+                 *(self.trace_pairs if about("trace_pairs", *DRAFT_KEYS) else ()),
                  *((self.lossless_assisted_draft,)
                    if about("lossless_assisted_draft", *DRAFT_KEYS) else ())]
         bad = [d for d in named if d not in known]
@@ -124,6 +135,11 @@ STEPS: dict[str, tuple[str, ...]] = {
                  "lossless_top", "lossless_trials", "lossless_assisted_draft",
                  "lossless_assisted_trials"),
     "figures": (),
+    # one job per pair (the pair is the job's wildcard, not a setting): trace, then its runs
+    "trace": ("threads", "seed", "prompt_tokens", "trace_documents", "trace_tokens",
+              "trace_top_k"),
+    "pair": ("threads", "seed", "gamma", "prompt_tokens", "trace_documents", "trace_tokens"),
+    "pairs": ("seed", "trace_pairs"),
     "machine": tuple(Settings.__dataclass_fields__),
 }
 
