@@ -166,6 +166,32 @@ def test_pair_tables_predicted_covers_a_measurement_equal_to_it_and_not_a_shifte
         assert row.speedup_measured_q25 <= row.speedup_measured <= row.speedup_measured_q75
 
 
+def test_pair_figures_draw_readably_from_the_tables(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    from specsim.figures.style import MIN_FONTSIZE, STYLE
+    from specsim.llm import figures
+
+    accept, speed, _ = _toy_tables(1.1)
+    for engine in ("specsim", "transformers"):  # two engines, two pairs
+        accept, speed = (pd.concat([t, t.assign(pair="toy2", engine=engine)])
+                         for t in (accept, speed))
+    accept.to_csv(tmp_path / "pair_accept.csv", index=False)
+    speed.to_csv(tmp_path / "speedup_explained.csv", index=False)
+    figures.make_pair_figures(tmp_path, tmp_path)
+    for name in llm_settings.PAIR_FIGURES:
+        assert (tmp_path / f"{name}.pdf").is_file() and (tmp_path / f"{name}.png").is_file()
+        with plt.rc_context(STYLE):
+            fig = figures.PAIR_FIGURES[name](tmp_path)
+            fig.canvas.draw()
+            small = [t.get_text() for t in fig.findobj(Text)
+                     if t.get_visible() and t.get_text().strip()
+                     and t.get_fontsize() < MIN_FONTSIZE]
+            plt.close(fig)
+        assert not small, (name, small)
+
+
 def test_settings_have_the_pairs_and_refuse_unbuilt_ones() -> None:
     s = Settings()
     assert set(s.trace_pairs) <= set(s.draft_names())

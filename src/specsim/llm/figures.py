@@ -188,7 +188,8 @@ def figure_speedup_explained(tables_dir: Path) -> Any:
 
     t = pd.read_csv(tables_dir / "speedup_explained.csv")
     pairs = list(dict.fromkeys(t["pair"]))
-    fig, axes = plt.subplots(2, len(pairs), figsize=(WIDE, 4.6), squeeze=False)
+    fig, axes = plt.subplots(2, len(pairs), figsize=(WIDE, 4.8), squeeze=False,
+                             layout="constrained")
     factors = ("factor_ideal", "factor_alpha", "factor_draft", "factor_verify", "factor_other")
     for k, name in enumerate(pairs):
         top, bottom = axes[0][k], axes[1][k]
@@ -226,7 +227,8 @@ def figure_speedup_explained(tables_dir: Path) -> Any:
     axes[0][0].set_ylabel("speedup over the target alone")
     axes[1][0].set_ylabel("log2 factor")
     axes[0][0].legend(loc="best")
-    axes[1][-1].legend(loc="lower right", fontsize="small")
+    handles, labels = axes[1][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
     return fig
 
 
