@@ -205,6 +205,27 @@ def test_settings_have_the_pairs_and_refuse_unbuilt_ones() -> None:
     assert "trace_pairs" not in llm_settings.STEPS["trace"] + llm_settings.STEPS["pair"]
 
 
+def test_one_trace_job_and_one_runs_job_per_pair(tmp_path: Path) -> None:
+    """The DAG (dry run): a trace and a runs job per pair, each passed only the settings it
+    reads -- no pair list -- so adding a pair schedules only its own two jobs."""
+    import yaml
+    from conftest import ROOT, snakemake
+
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    cfg["llm"] = {"trace_pairs": ["ngram-3", "int8"]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = snakemake(tmp_path, path, "-n", "--cores", "1", "-p",
+                    "results/llm/pair_accept.csv").stdout
+    for rule, files in (("llm_trace", "results/llm/traces/{}.parquet"),
+                        ("llm_pair", "results/llm/pairs/{}.csv")):
+        assert out.count(f"rule {rule}:") == 2, rule
+        for pair in ("ngram-3", "int8"):
+            assert files.format(pair) in out
+    commands = [ln for ln in out.splitlines() if " trace --corpus" in ln or " pair --" in ln]
+    assert len(commands) == 4 and not any("trace_pairs" in c for c in commands)
+
+
 def test_record_hf_needs_transformers_in_one_line(tmp_path: Path) -> None:
     code = ("import importlib.util, sys; real = importlib.util.find_spec; "
             "importlib.util.find_spec = "
