@@ -174,7 +174,11 @@ def figure_pair_accept(tables_dir: Path) -> Any:
         ax.set_xlabel("draft length γ")
         ax.set_xticks(sorted(g["gamma"].unique()))
     axes[0][0].set_ylabel("tokens per target call")
-    axes[0][0].legend(loc="upper left")
+    seen: dict[str, Any] = {}
+    for ax in axes[0]:  # every engine's points, whichever panel has them
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, h)
+    axes[0][0].legend(list(seen.values()), list(seen), loc="upper left")
     return fig
 
 
@@ -226,7 +230,11 @@ def figure_speedup_explained(tables_dir: Path) -> Any:
         bottom.set_title(f"{spec['engine'].iloc[0]}: log2 factors")
     axes[0][0].set_ylabel("speedup over the target alone")
     axes[1][0].set_ylabel("log2 factor")
-    axes[0][0].legend(loc="best")
+    seen: dict[str, Any] = {}
+    for ax in axes[0]:  # every engine's line, whichever panel has it
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, h)
+    axes[0][0].legend(list(seen.values()), list(seen), loc="best")
     handles, labels = axes[1][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
     return fig
