@@ -248,7 +248,9 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
 
     add_realtext_parser(sub)
     add_llm_parser(sub)
-    add_record_parser(sub)
+    from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
+
+    add_record_parser(sub, kinds=(add_record_hf,))
     return parser, dict(sub.choices)
 
 

@@ -31,6 +31,12 @@ LLM_TARGETS = (
             figure=llm_settings.FIGURES,
             ext=["pdf", "png"],
         ),
+        *expand("results/llm/{table}.csv", table=llm_settings.PAIR_TABLES),
+        *expand(
+            "results/figures/{figure}.{ext}",
+            figure=llm_settings.PAIR_FIGURES,
+            ext=["pdf", "png"],
+        ),
     ]
     if LLM_ENABLED
     else []
@@ -286,3 +292,79 @@ rule llm_machine:
     shell:
         "specsim llm --settings {params.settings:q} machine --corpus-meta {input.corpus:q} "
         "--device {input.device:q} --out {output:q} 2> {log:q}"
+
+
+# The pairs the tier runs, traced and measured (issue 22): one trace job and one runs job per
+# pair (the wildcard; an edit to the trace settings reruns each, adding a pair runs only it),
+# then the two tables and their figures. The runs are timed: they ask for every core.
+rule llm_trace:
+    input:
+        corpus="results/llm/corpus.npz",
+    output:
+        "results/llm/traces/{pair}.parquet",
+    log:
+        "logs/llm/trace_{pair}.log",
+    benchmark:
+        "benchmarks/out/llm_trace_{pair}.tsv"
+    wildcard_constraints:
+        pair="|".join(LLM.trace_pairs),
+    threads: LLM.threads
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    params:
+        settings=LLM_SETTINGS["trace"],
+    shell:
+        "specsim llm --settings {params.settings:q} trace --corpus {input.corpus:q} "
+        "--pair {wildcards.pair:q} --out {output:q} 2> {log:q}"
+
+
+rule llm_pair:
+    input:
+        corpus="results/llm/corpus.npz",
+    output:
+        csv="results/llm/pairs/{pair}.csv",
+        md="results/llm/pairs/{pair}.md",
+    log:
+        "logs/llm/pair_{pair}.log",
+    benchmark:
+        "benchmarks/out/llm_pair_{pair}.tsv"
+    wildcard_constraints:
+        pair="|".join(LLM.trace_pairs),
+    threads: all_cores
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        settings=LLM_SETTINGS["pair"],
+    shell:
+        "specsim llm --settings {params.settings:q} pair --corpus {input.corpus:q} "
+        "--pair {wildcards.pair:q} --out {output.csv:q} 2> {log:q}"
+
+
+rule llm_pairs:
+    input:
+        traces=expand("results/llm/traces/{pair}.parquet", pair=LLM.trace_pairs),
+        runs=expand("results/llm/pairs/{pair}.csv", pair=LLM.trace_pairs),
+        costs="results/llm/costs.csv",
+    output:
+        tables=expand("results/llm/{table}.csv", table=llm_settings.PAIR_TABLES),
+        md=expand("results/llm/{table}.md", table=llm_settings.PAIR_TABLES),
+        figures=expand(
+            "results/figures/{figure}.{ext}",
+            figure=llm_settings.PAIR_FIGURES,
+            ext=["pdf", "png"],
+        ),
+    log:
+        "logs/llm/pairs.log",
+    benchmark:
+        "benchmarks/out/llm_pairs.tsv"
+    resources:
+        mem_mb=3000,
+        runtime=10,
+    params:
+        settings=LLM_SETTINGS["pairs"],
+    shell:
+        "specsim llm --settings {params.settings:q} pairs --traces-dir results/llm/traces "
+        "--runs-dir results/llm/pairs --costs {input.costs:q} --tables-dir results/llm "
+        "--figures-dir results/figures 2> {log:q}"

@@ -60,6 +60,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     step("audit", "transformers' assisted generation with sampling warpers against the exact "
          "law of the first two tokens, with the TV detectable at power 0.9",
          corpus="token corpus .npz", out="lossless audit table .csv")
+    step("trace", "a trace of one pair (the target and --pair, a built draft)",
+         corpus="token corpus .npz", pair="the draft", out="trace .parquet")
+    step("pair", "one pair's runs: target calls and seconds per (engine, γ, prompt)",
+         corpus="token corpus .npz", pair="the draft", out="runs .csv")
+    step("pairs", "predicted vs measured tokens per call, and the speedup explained",
+         traces_dir="directory of <pair>.parquet", runs_dir="directory of <pair>.csv",
+         costs="costs table .csv", tables_dir="directory of the two tables",
+         figures_dir="directory of the figures")
     step("figures", "the LLM figures (PDF + PNG) from the tables",
          tables_dir="directory of the tables", out_dir="directory of the figures")
     step("machine", "the run's record: settings, versions, CPU, model, corpus, device",
@@ -95,6 +103,14 @@ def run(args: argparse.Namespace) -> int:
         make_figures(args.tables_dir, args.out_dir)
     elif args.step == "machine":
         write_json(args.out, _machine(s, args.corpus_meta, args.device))
+    elif args.step == "pairs":
+        _pairs(s, args)
+    elif args.step == "trace":
+        from specsim.llm.lab import Lab, load_token_corpus
+        from specsim.llm.pairs import record_tier_pair
+
+        record_tier_pair(Lab(s, load_token_corpus(args.corpus), args.cache_dir), args.pair,
+                         args.out)
     else:
         table = _with_lab(s, args)
         table = write_table(table, args.out)
@@ -161,6 +177,10 @@ def _with_lab(s: Any, args: argparse.Namespace) -> Any:
         from specsim.llm.assisted import assisted_table
 
         table = assisted_table(lab, pd.read_csv(args.costs))
+    elif args.step == "pair":
+        from specsim.llm.pairs import measure_runs
+
+        table = measure_runs(lab, args.pair)
     elif args.step == "speculative":
         table = experiments.speculative_table(lab, pd.read_csv(args.costs),
                                               pd.read_csv(args.alpha))
@@ -173,6 +193,24 @@ def _with_lab(s: Any, args: argparse.Namespace) -> Any:
     print(json.dumps({"load_model_seconds": round(lab.load_seconds, 3),
                       "draft_build_seconds": lab.build_seconds}), file=sys.stderr)
     return table
+
+
+def _pairs(s: Any, args: argparse.Namespace) -> None:
+    """The two pair tables from the traces, the runs and the costs; their figures."""
+    import pandas as pd
+
+    from specsim.io import write_table
+    from specsim.llm.figures import make_pair_figures
+    from specsim.llm.pairs import pair_tables
+    from specsim.llm.settings import PAIR_TABLES
+    from specsim.traces.format import read_trace
+
+    traces = {p: read_trace(Path(args.traces_dir) / f"{p}.parquet") for p in s.trace_pairs}
+    runs = pd.concat([pd.read_csv(Path(args.runs_dir) / f"{p}.csv") for p in s.trace_pairs])
+    tables = pair_tables(s.trace_pairs, traces, runs, pd.read_csv(args.costs), s.seed)
+    for name, table in zip(PAIR_TABLES, tables, strict=True):
+        write_table(table, Path(args.tables_dir) / f"{name}.csv")
+    make_pair_figures(args.tables_dir, args.figures_dir)
 
 
 def _machine(s: Any, corpus_meta: str, device_json: str) -> dict[str, Any]:

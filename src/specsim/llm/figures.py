@@ -144,3 +144,115 @@ def make_figures(tables_dir: str | Path, out_dir: str | Path) -> None:
             fig = FIGURES[name](Path(tables_dir))
             save(fig, str(Path(out_dir) / f"{name}.pdf"))
             plt.close(fig)
+
+
+def figure_pair_accept(tables_dir: Path) -> Any:
+    """Tokens per target call per γ, one panel per pair: the trace's positional prediction
+    (line, 95% band) and the measurement of each engine (points, 95% bars)."""
+    import matplotlib.pyplot as plt
+
+    from specsim.figures.style import WIDE
+
+    t = pd.read_csv(tables_dir / "pair_accept.csv")
+    pairs = list(dict.fromkeys(t["pair"]))
+    fig, axes = plt.subplots(1, len(pairs), figsize=(WIDE, 2.6), squeeze=False)
+    for ax, name in zip(axes[0], pairs, strict=True):
+        g = t[t["pair"] == name]
+        pred = g.drop_duplicates("gamma").sort_values("gamma")
+        ax.plot(pred["gamma"], pred["tokens_predicted"], "-", color="k", label="trace")
+        ax.fill_between(pred["gamma"], pred["tokens_predicted_ci_low"],
+                        pred["tokens_predicted_ci_high"], color="0.8")
+        ax.plot(pred["gamma"], pred["tokens_eq1_mean_alpha"], ":", color="0.4",
+                label="Eq. 1 at mean α")
+        for j, (engine, e) in enumerate(g.groupby("engine", sort=False)):
+            x = e["gamma"] + (j - 0.5) * 0.08
+            ax.errorbar(x, e["tokens_measured"], yerr=[
+                e["tokens_measured"] - e["tokens_measured_ci_low"],
+                e["tokens_measured_ci_high"] - e["tokens_measured"]], fmt="os"[j % 2],
+                color=f"C{j}", ms=3, capsize=2, label=f"measured, {engine}")
+        ax.set_title(f"{name} (mean α {g['alpha_mean'].iloc[0]:.2f})")
+        ax.set_xlabel("draft length γ")
+        ax.set_xticks(sorted(g["gamma"].unique()))
+    axes[0][0].set_ylabel("tokens per target call")
+    seen: dict[str, Any] = {}
+    for ax in axes[0]:  # every engine's points, whichever panel has them
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, h)
+    axes[0][0].legend(list(seen.values()), list(seen), loc="upper left")
+    return fig
+
+
+def figure_speedup_explained(tables_dir: Path) -> Any:
+    """Top: measured speedup (median, quartiles) beside Thm 3.8 and the cost model, per pair.
+    Bottom: the measured speedup of specsim's loop as a product of factors, in log2: the ideal
+    γ+1 up, what α, the draft cost c, the verify cost and the rest take away."""
+    import matplotlib.pyplot as plt
+
+    from specsim.figures.style import WIDE
+
+    t = pd.read_csv(tables_dir / "speedup_explained.csv")
+    pairs = list(dict.fromkeys(t["pair"]))
+    fig, axes = plt.subplots(2, len(pairs), figsize=(WIDE, 4.8), squeeze=False,
+                             layout="constrained")
+    factors = ("factor_ideal", "factor_alpha", "factor_draft", "factor_verify", "factor_other")
+    for k, name in enumerate(pairs):
+        top, bottom = axes[0][k], axes[1][k]
+        g = t[t["pair"] == name]
+        for j, (engine, e) in enumerate(g.groupby("engine", sort=False)):
+            col = f"C{j}"
+            top.errorbar(e["gamma"], e["speedup_measured"], yerr=[
+                e["speedup_measured"] - e["speedup_measured_q25"],
+                e["speedup_measured_q75"] - e["speedup_measured"]], fmt="o-", color=col,
+                ms=3, capsize=2, label=f"measured, {engine}")
+        first = g.drop_duplicates("gamma").sort_values("gamma")
+        top.plot(first["gamma"], first["speedup_thm38"], "--", color="k", lw=0.8,
+                 label="Thm 3.8 (mean α, c)")
+        top.plot(first["gamma"], first["speedup_predicted"], ":", color="k",
+                 label="trace / (γc + T(γ+1)/T(1))")
+        top.axhline(1, color="0.3", lw=0.6)
+        top.set_title(f"{name} (c = {g['c'].iloc[0]:.2f})")
+        top.set_xticks(sorted(g["gamma"].unique()))
+        spec = g[g["engine"] == g["engine"].iloc[0]].sort_values("gamma")
+        xs = np.arange(len(spec))
+        up = np.zeros(len(spec))
+        down = np.zeros(len(spec))
+        for i, f in enumerate(factors):
+            v = np.log2(spec[f].to_numpy())
+            base = np.where(v >= 0, up, down)
+            bottom.bar(xs, v, bottom=base, color=f"C{i + 2}", width=0.6,
+                       label=f.removeprefix("factor_"))
+            up += np.where(v >= 0, v, 0)
+            down += np.where(v < 0, v, 0)
+        bottom.plot(xs, np.log2(spec["speedup_measured"]), "k_", ms=14, mew=2,
+                    label="measured (sum)")
+        bottom.axhline(0, color="0.3", lw=0.6)
+        bottom.set_xticks(xs, [f"γ={int(x)}" for x in spec["gamma"]])
+        bottom.set_title(f"{spec['engine'].iloc[0]}: log2 factors")
+    axes[0][0].set_ylabel("speedup over the target alone")
+    axes[1][0].set_ylabel("log2 factor")
+    seen: dict[str, Any] = {}
+    for ax in axes[0]:  # every engine's line, whichever panel has it
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, h)
+    axes[0][0].legend(list(seen.values()), list(seen), loc="best")
+    handles, labels = axes[1][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
+    return fig
+
+
+#: One builder per name of :data:`specsim.llm.settings.PAIR_FIGURES` (the ``pairs`` step).
+PAIR_FIGURES: dict[str, Callable[[Path], Any]] = {
+    "llm_pair_accept": figure_pair_accept, "llm_speedup_explained": figure_speedup_explained}
+
+
+def make_pair_figures(tables_dir: str | Path, out_dir: str | Path) -> None:
+    """The pairs' figures from ``pair_accept.csv`` and ``speedup_explained.csv``."""
+    import matplotlib.pyplot as plt
+
+    from specsim.figures.style import STYLE, save
+
+    for name in settings.PAIR_FIGURES:
+        with plt.rc_context(STYLE):
+            fig = PAIR_FIGURES[name](Path(tables_dir))
+            save(fig, str(Path(out_dir) / f"{name}.pdf"))
+            plt.close(fig)

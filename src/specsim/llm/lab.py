@@ -52,6 +52,12 @@ def load_token_corpus(path: str | Path) -> TokenCorpus:
                            str(z["sha256"]), int(z["chars"]))
 
 
+def heldout_windows(heldout: IntArray, n: int, length: int) -> IntArray:
+    """``n`` evenly spaced windows of ``length`` tokens of ``heldout``, (n, length)."""
+    starts = np.linspace(0, heldout.size - length - 1, n).astype(np.int64)
+    return heldout[starts[:, None] + np.arange(length)]
+
+
 class Lab:
     """The loaded target, its tokenizer, the token corpus and the drafts (built lazily).
 
@@ -106,8 +112,7 @@ class Lab:
 
     def windows(self, n: int, length: int) -> IntArray:
         """``n`` evenly spaced windows of held-out tokens, (n, length)."""
-        starts = np.linspace(0, self.corpus.heldout.size - length - 1, n).astype(np.int64)
-        return self.corpus.heldout[starts[:, None] + np.arange(length)]
+        return heldout_windows(self.corpus.heldout, n, length)
 
     def prompts(self) -> list[list[int]]:
         w = self.windows(self.s.prompts, self.s.prompt_tokens)

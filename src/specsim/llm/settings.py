@@ -22,6 +22,11 @@ TABLES = ("kernels", "alpha", "costs", "intensity", "speculative", "assisted", "
           "lossless_audit")
 #: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
 FIGURES = ("llm_costs", "llm_alpha", "llm_assisted")
+#: The pairs' tables (``results/llm/<name>.csv``, written by the ``pairs`` step from the traces
+#: ``results/llm/traces/<pair>.parquet`` and the runs ``results/llm/pairs/<pair>.csv``) and
+#: figures (``results/figures/<name>.{pdf,png}``; builders: :data:`.figures.PAIR_FIGURES`).
+PAIR_TABLES = ("pair_accept", "speedup_explained")
+PAIR_FIGURES = ("llm_pair_accept", "llm_speedup_explained")
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,11 @@ class Settings:
     audit_power_draws: int = 2000
     matmul_size: int = 2048
     copy_mib: int = 512
+    # the pairs traced, predicted and measured (:mod:`.pairs`): one job per pair and step
+    trace_pairs: tuple[str, ...] = ("ngram-3", "int8", "skip-20")
+    trace_documents: int = 16
+    trace_tokens: int = 32
+    trace_top_k: int = 64
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], step: str | None = None) -> Settings:
@@ -92,6 +102,7 @@ class Settings:
         named = [*(self.drafts if about("drafts", *DRAFT_KEYS) else ()),
                  *(self.assisted_drafts if about("assisted_drafts", *DRAFT_KEYS) else ()),
                  *((self.lossless_draft,) if about("lossless_draft", *DRAFT_KEYS) else ()),
+                 *(self.trace_pairs if about("trace_pairs", *DRAFT_KEYS) else ()),
                  *((self.lossless_assisted_draft,)
                    if about("lossless_assisted_draft", *DRAFT_KEYS) else ()),
                  *((self.audit_draft,) if about("audit_draft", *DRAFT_KEYS) else ())]
@@ -135,6 +146,11 @@ STEPS: dict[str, tuple[str, ...]] = {
     "audit": ("threads", "seed", "audit_prompt", "audit_draft", "audit_trials", "audit_bins",
               "audit_power_draws"),
     "figures": (),
+    # one job per pair (the pair is the job's wildcard, not a setting): trace, then its runs
+    "trace": ("threads", "seed", "prompt_tokens", "trace_documents", "trace_tokens",
+              "trace_top_k"),
+    "pair": ("threads", "seed", "gamma", "prompt_tokens", "trace_documents", "trace_tokens"),
+    "pairs": ("seed", "trace_pairs"),
     "machine": tuple(Settings.__dataclass_fields__),
 }
 

@@ -15,8 +15,10 @@ import sys
 from typing import Any
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """The ``record`` sub-command of the ``specsim`` command line (:mod:`specsim.cli`)."""
+def add_parser(sub: Any, kinds: Any = ()) -> argparse.ArgumentParser:
+    """The ``record`` sub-command of the ``specsim`` command line (:mod:`specsim.cli`);
+    ``kinds``: functions adding more sub-commands to it (``hf``, from the LLM tier, sets its own
+    ``run``)."""
     from specsim.realtext.cli import add_record_arguments
 
     parser = sub.add_parser("record", help="write traces of a pair; check trace files",
@@ -32,6 +34,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     add_record_arguments(n)
     c = steps.add_parser("check", help="check trace files whole; print what each holds")
     c.add_argument("files", nargs="+", metavar="FILE", help="trace files (.parquet)")
+    for add in kinds:
+        add(steps)
     return parser
 
 

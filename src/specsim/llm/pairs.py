@@ -1,0 +1,203 @@
+"""The LLM tier's pairs traced, predicted and measured (issue 22, items 4 and 5).
+
+For each pair (the target with one draft of :data:`.settings.Settings.trace_pairs`):
+
+* ``trace``: a trace of the pair (:mod:`.record`) over ``trace_documents`` held-out prompts,
+  each document the target's continuation of ``trace_tokens`` tokens;
+* ``pair``: speculative generation with the same models from the same prompts, ``trace_tokens``
+  new tokens each -- specsim's loop (:func:`.generation.speculative_generate`) for every draft,
+  transformers' assisted generation at a fixed γ (:func:`.assisted.set_policy`) for the model
+  drafts -- beside plain target sampling by the same library, configurations of one prompt
+  back to back (rotated): per prompt its target calls and wall time (one row per run);
+* ``pairs``: two tables from the traces and the runs. ``pair_accept``: tokens per target call
+  per (pair, engine, γ), predicted by the positional law of the trace (Σ T / Σ E[calls], with a
+  bootstrap CI over documents) and measured (Σ T / Σ calls to emit T tokens, a bootstrap CI
+  over prompts); *covered* when the paired bootstrap over prompts (document d is prompt d's
+  continuation) of predicted minus measured contains 0. ``speedup_explained``: the measured
+  wall-clock speedup (median over prompts, each prompt a repeat interleaved with plain
+  sampling, with its quartiles) beside Thm 3.8 at the trace's mean α and the draft cost c, and
+  the cost model tokens / (γ c + T(γ+1)/T(1)), as a product of factors:
+  (γ+1) x f_α x f_draft x f_verify x f_other = measured, where f_α = tokens predicted / (γ+1),
+  f_draft = 1 / (1 + γ c), f_verify = (1 + γ c) / (γ c + T(γ+1)/T(1)) and f_other = measured /
+  cost model (what the three do not explain: loop overheads, sampling, timing noise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from specsim import exact
+from specsim.llm.drafts import ModelDraft
+from specsim.llm.lab import Lab
+from specsim.precision import covers
+from specsim.realtext.rounds import seed_for
+from specsim.traces.format import Trace
+from specsim.traces.positional import BOOTSTRAP, LEVEL, acceptance, bootstrap_ratio, positional_law
+
+#: Engines: specsim's loop (every draft) and transformers' assisted generation (model drafts).
+ENGINES = ("specsim", "transformers")
+
+
+def trace_prompts(lab: Lab) -> list[list[int]]:
+    """The prompts of the traces and of the runs: ``trace_documents`` held-out windows."""
+    return [w.tolist() for w in lab.windows(lab.s.trace_documents, lab.s.prompt_tokens)]
+
+
+def record_tier_pair(lab: Lab, name: str, out: str | Path) -> Trace:
+    """The trace of (target, draft ``name``): the tier's own draft object, asked position by
+    position as Alg. 1 asks it (:class:`.record.StepRows`)."""
+    from specsim.llm.loading import GGUF_FILE, VOCAB
+    from specsim.llm.record import StepRows, record_pair
+
+    s = lab.s
+    return record_pair(out, lab.model, StepRows(lab.draft(name)), trace_prompts(lab),
+                       length=s.trace_tokens, top_k=s.trace_top_k, temperature=1.0,
+                       seed=s.seed, meta={"pair": f"smollm2-135m/{name}", "vocab": VOCAB,
+                                          "target": GGUF_FILE, "draft": name,
+                                          "text": "target continuations of held-out prompts",
+                                          "source": "specsim llm trace"})
+
+
+def measure_runs(lab: Lab, name: str) -> pd.DataFrame:
+    """Every configuration on every prompt (module docstring): one row per run with
+    ``engine, gamma, prompt, tokens, calls, seconds`` (γ 0: the target alone). ``calls`` are
+    the target calls until ``trace_tokens`` tokens were emitted."""
+    from specsim.llm.assisted import hf_generate, set_policy, torch_seed
+    from specsim.llm.generation import plain_generate, speculative_generate
+
+    s = lab.s
+    n = s.trace_tokens
+    draft = lab.draft(name)
+    engines = ENGINES if isinstance(draft, ModelDraft) else ENGINES[:1]
+    configs = [(e, g) for e in engines for g in (0, *s.gamma)]
+
+    def one(engine: str, g: int, prompt: list[int], i: int, n_new: int) -> tuple[int, int,
+                                                                                 float]:
+        seed = seed_for(s.seed, "llm-pair", name, engine, g, i)
+        if engine == "specsim":
+            rng = np.random.default_rng(seed)
+            gen = (plain_generate(lab.target, prompt, n_new, rng) if g == 0 else
+                   speculative_generate(lab.target, draft, prompt, g, n_new, rng))
+            return len(gen.tokens), gen.target_calls, gen.seconds
+        assistant = None
+        if g:
+            assert isinstance(draft, ModelDraft)
+            assistant = draft.lm.model
+            set_policy(assistant, g)
+        run = hf_generate(lab.model, assistant, prompt, n_new, torch_seed(seed))
+        return len(run.tokens), len(run.candidates), run.seconds
+
+    prompts = trace_prompts(lab)
+    for engine, g in configs:  # warm-up: first calls pay for allocation and kernel selection
+        one(engine, g, prompts[0], -1, min(4, n))
+    rows = []
+    for i, prompt in enumerate(prompts):
+        k = i % len(configs)
+        for engine, g in configs[k:] + configs[:k]:
+            tokens, calls, secs = one(engine, g, prompt, i, n)
+            rows.append({"pair": name, "engine": engine, "gamma": g, "prompt": i,
+                         "tokens": tokens, "calls": calls, "seconds": secs,
+                         "threads": s.threads})
+    return pd.DataFrame(rows)
+
+
+def paired_difference_ci(num: Any, den_a: Any, den_b: Any, seed: int,
+                         resamples: int = BOOTSTRAP, level: float = LEVEL
+                         ) -> tuple[float, float]:
+    """Percentile bootstrap CI of Σ num / Σ den_a - Σ num / Σ den_b, the units (prompts)
+    resampled together for both ratios (as :func:`specsim.traces.positional.bootstrap_ratio`)."""
+    num, a, b = (np.asarray(x, dtype=np.float64) for x in (num, den_a, den_b))
+    d = num.size
+    if d < 2:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    diffs = np.empty(resamples)
+    for lo in range(0, resamples, 256):
+        hi = min(resamples, lo + 256)
+        counts = np.stack([np.bincount(rng.integers(0, d, d), minlength=d)
+                           for _ in range(hi - lo)]).astype(np.float64)
+        tot = (counts * num).sum(axis=1)
+        diffs[lo:hi] = tot / (counts * a).sum(axis=1) - tot / (counts * b).sum(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(diffs, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def _costs(costs: pd.DataFrame, name: str) -> tuple[float, pd.Series]:
+    """(c of draft ``name``, T(k)/T(1) of the target by k)."""
+    tk = costs[costs["model"] == "target"].set_index("positions")["seconds"].sort_index()
+    steps = costs[costs["measure"] == "draft_step"].set_index("model")["seconds"]
+    return float(steps[name] / tk.iloc[0]), tk / tk.iloc[0]
+
+
+def pair_tables(pairs: Sequence[str], traces: dict[str, Trace], runs: pd.DataFrame,
+                costs: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(``pair_accept``, ``speedup_explained``) from each pair's trace, its runs and the costs
+    table (module docstring)."""
+    accept_rows, speed_rows = [], []
+    for name in pairs:
+        trace = traces[name]
+        beta = acceptance(trace, "correct")
+        alpha_mean = float(trace.alpha.mean())
+        c, ratio = _costs(costs, name)
+        pr = runs[runs["pair"] == name]
+        for engine, er in pr.groupby("engine", sort=False):
+            plain = er[er["gamma"] == 0].set_index("prompt").sort_index()
+            for g, gr in er[er["gamma"] > 0].groupby("gamma"):
+                gr = gr.set_index("prompt").sort_index()
+                g = int(g)
+                law = positional_law(beta, trace.doc_start, g)
+                key = seed_for(seed, "llm-pair-ci", name, str(engine), g)
+                s_pred, s_meas, s_diff = (int(x.generate_state(1)[0])
+                                          for x in key.spawn(3))
+                if not np.array_equal(gr.index, np.arange(trace.n_docs)):
+                    raise ValueError(f"pair {name}: runs on prompts {list(gr.index)} but the "
+                                     f"trace has {trace.n_docs} documents")
+                length = trace.doc_lengths.astype(np.float64)
+                calls = gr["calls"].to_numpy(np.float64)
+                pred = law.tokens_per_call
+                meas = float(length.sum() / calls.sum())
+                lo_p, hi_p = law.tokens_ci(s_pred)
+                lo_m, hi_m = bootstrap_ratio(length, calls, s_meas)
+                lo_d, hi_d = paired_difference_ci(length, law.calls, calls, s_diff)
+                accept_rows.append({
+                    "pair": name, "engine": engine, "gamma": g, "prompts": int(calls.size),
+                    "tokens_per_document": int(length[0]) if np.all(length == length[0])
+                    else float(length.mean()),
+                    "alpha_mean": alpha_mean,
+                    "tokens_eq1_mean_alpha": float(exact.expected_tokens(
+                        min(alpha_mean, 1 - 1e-12), g)),
+                    "tokens_predicted": pred, "tokens_predicted_ci_low": lo_p,
+                    "tokens_predicted_ci_high": hi_p,
+                    "tokens_measured": meas, "tokens_measured_ci_low": lo_m,
+                    "tokens_measured_ci_high": hi_m,
+                    "difference": pred - meas, "difference_ci_low": lo_d,
+                    "difference_ci_high": hi_d,
+                    "covered": bool(covers(lo_d, hi_d, 0.0)),
+                })
+                # speedup: per prompt, plain seconds per token over speculative seconds per token
+                per_prompt = (plain["seconds"] / plain["tokens"]) / (gr["seconds"] / gr["tokens"])
+                q25, med, q75 = np.quantile(per_prompt.to_numpy(), [0.25, 0.5, 0.75])
+                verify = float(np.interp(g + 1, ratio.index.to_numpy(float), ratio.to_numpy()))
+                cost_model = pred / (g * c + verify)
+                f_alpha, f_draft = pred / (g + 1), 1.0 / (1.0 + g * c)
+                f_verify = (1.0 + g * c) / (g * c + verify)
+                speed_rows.append({
+                    "pair": name, "engine": engine, "gamma": g, "repeats": int(per_prompt.size),
+                    "speedup_measured": float(med), "speedup_measured_q25": float(q25),
+                    "speedup_measured_q75": float(q75),
+                    "speedup_thm38": float(exact.walltime_improvement(
+                        min(alpha_mean, 1 - 1e-12), g, c)),
+                    "speedup_predicted": cost_model,
+                    "alpha_mean": alpha_mean, "c": c, "verify_ratio": verify,
+                    "tokens_predicted": pred, "tokens_measured": meas,
+                    "factor_ideal": float(g + 1), "factor_alpha": f_alpha,
+                    "factor_draft": f_draft, "factor_verify": f_verify,
+                    "factor_other": float(med) / cost_model,
+                })
+    return pd.DataFrame(accept_rows), pd.DataFrame(speed_rows)
