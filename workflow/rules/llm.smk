@@ -350,11 +350,8 @@ rule llm_pairs:
     output:
         tables=expand("results/llm/{table}.csv", table=llm_settings.PAIR_TABLES),
         md=expand("results/llm/{table}.md", table=llm_settings.PAIR_TABLES),
-        figures=expand(
-            "results/figures/{figure}.{ext}",
-            figure=llm_settings.PAIR_FIGURES,
-            ext=["pdf", "png"],
-        ),
+        pdf=report_figures(llm_settings.PAIR_FIGURES, "pdf", "LLM on this CPU"),
+        png=report_figures(llm_settings.PAIR_FIGURES, "png", "LLM on this CPU"),
     log:
         "logs/llm/pairs.log",
     benchmark:
