@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Same bytes on every machine (README, "Reproducibility"): the fast tests pass, and the tiny
-# config's DAG writes byte-identical tables, with numpy's dispatched SIMD kernels switched off
+# config's DAG and a real pair's trace DAG write byte-identical tables, with numpy's dispatched SIMD kernels switched off
 # (NPY_DISABLE_CPU_FEATURES naming every dispatch target this CPU has), OpenBLAS on one thread
 # and on its most basic x86 kernels (OPENBLAS_CORETYPE=Prescott) -- the last bits of exp, log,
 # power and of every BLAS product then differ from the default run's, as on another CPU.
@@ -21,12 +21,20 @@ echo "portability: [1/3] fast tests with ${off[*]:1}"
 "${off[@]}" "$PY" -m pytest -q -m "not slow" -p no:cacheprovider
 work=$(mktemp -d "${TMPDIR:-/tmp}/specsim-portability.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-for run in default off; do
-  echo "portability: [2/3] tiny DAG, $run dispatch -> $work/$run"
-  mkdir -p "$work/$run"
-  cmd=("$SNAKEMAKE" -s Snakefile -d "$work/$run" --configfile tests/data/tiny.yaml --cores 2 -q)
-  if [ "$run" = off ]; then cmd=("${off[@]}" "${cmd[@]}"); fi
-  "${cmd[@]}" > "$work/$run.log" 2>&1 || { tail -n 40 "$work/$run.log"; exit 1; }
+# The tiny config (every analysis on tables), and a real pair's recorded trace through the
+# trace analyses (tests/data/pair.yaml: the real-text stage at small budgets).
+for config in tiny pair; do
+  for run in default off; do
+    echo "portability: [2/3] $config DAG, $run dispatch -> $work/$config-$run"
+    mkdir -p "$work/$config-$run"
+    cmd=("$SNAKEMAKE" -s Snakefile -d "$work/$config-$run" --configfile "tests/data/$config.yaml"
+         --cores 2 -q)
+    if [ "$run" = off ]; then cmd=("${off[@]}" "${cmd[@]}"); fi
+    "${cmd[@]}" > "$work/$config-$run.log" 2>&1 || { tail -n 40 "$work/$config-$run.log"; exit 1; }
+  done
 done
 echo "portability: [3/3] comparing the tables byte for byte"
-"$PY" -m specsim.tablediff "$work/default/results/tables" "$work/off/results/tables"
+for config in tiny pair; do
+  "$PY" -m specsim.tablediff "$work/$config-default/results/tables" \
+    "$work/$config-off/results/tables"
+done

@@ -65,13 +65,21 @@ def round_printed(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 
 def printable(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` with every float column rounded by :func:`round_printed`."""
+    """A copy of ``df`` with every float rounded by :func:`round_printed`: float columns, and
+    the floats of object columns (a column mixing numbers with None, e.g. an α that trace
+    models do not have, is object-typed and would otherwise print all 17 digits)."""
     import pandas as pd
 
     out = df.copy()
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]):
             out[col] = round_printed(out[col].to_numpy())
+        elif out[col].dtype == object:
+            values = out[col].to_numpy().copy()
+            floats = np.array([isinstance(v, float) for v in values], dtype=bool)
+            if floats.any():
+                values[floats] = list(round_printed(values[floats].astype(np.float64)))
+                out[col] = values
     return out
 
 
