@@ -68,7 +68,7 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 # The LLM tier's Snakemake rules (workflow/rules/llm.smk), switched on by the `llm:` section of
 # workflow/llm.yaml on top of config.yaml, and only they (the `llm` target, named first:
 # --configfile takes every word after it); then its tests.
-llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, ~4 min)
+llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, tens of minutes: the audit and the pair runs are real generations)
 	$(SNAKEMAKE) llm --cores $(CORES) --configfile config.yaml workflow/llm.yaml
 	$(PY) -m pytest tests/test_llm.py
 

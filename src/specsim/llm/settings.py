@@ -68,8 +68,8 @@ class Settings:
     copy_mib: int = 512
     # the pairs traced, predicted and measured (:mod:`.pairs`): one job per pair and step
     trace_pairs: tuple[str, ...] = ("ngram-3", "int8", "skip-20")
-    trace_documents: int = 16
-    trace_tokens: int = 32
+    trace_documents: int = 10
+    trace_tokens: int = 16
     trace_top_k: int = 64
 
     @classmethod
