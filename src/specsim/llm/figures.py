@@ -133,15 +133,18 @@ FIGURES: dict[str, Callable[[Path], Any]] = {"llm_costs": figure_costs, "llm_alp
                                              "llm_assisted": figure_assisted}
 
 
-def make_figures(tables_dir: str | Path, out_dir: str | Path) -> None:
-    """Every LLM figure from the tables in ``tables_dir`` into ``out_dir``."""
+def make_figures(tables_dir: str | Path, out_dir: str | Path,
+                 names: tuple[str, ...] = settings.FIGURES,
+                 builders: dict[str, Callable[[Path], Any]] = FIGURES) -> None:
+    """The figures ``names`` (default: the tier's, :data:`specsim.llm.settings.FIGURES`), each
+    by its builder, from the tables in ``tables_dir`` into ``out_dir``."""
     import matplotlib.pyplot as plt
 
     from specsim.figures.style import STYLE, save
 
-    for name in settings.FIGURES:
+    for name in names:
         with plt.rc_context(STYLE):
-            fig = FIGURES[name](Path(tables_dir))
+            fig = builders[name](Path(tables_dir))
             save(fig, str(Path(out_dir) / f"{name}.pdf"))
             plt.close(fig)
 
@@ -247,12 +250,4 @@ PAIR_FIGURES: dict[str, Callable[[Path], Any]] = {
 
 def make_pair_figures(tables_dir: str | Path, out_dir: str | Path) -> None:
     """The pairs' figures from ``pair_accept.csv`` and ``speedup_explained.csv``."""
-    import matplotlib.pyplot as plt
-
-    from specsim.figures.style import STYLE, save
-
-    for name in settings.PAIR_FIGURES:
-        with plt.rc_context(STYLE):
-            fig = PAIR_FIGURES[name](Path(tables_dir))
-            save(fig, str(Path(out_dir) / f"{name}.pdf"))
-            plt.close(fig)
+    make_figures(tables_dir, out_dir, settings.PAIR_FIGURES, PAIR_FIGURES)

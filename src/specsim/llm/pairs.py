@@ -37,7 +37,14 @@ from specsim.llm.lab import Lab
 from specsim.precision import covers
 from specsim.realtext.rounds import seed_for
 from specsim.traces.format import Trace
-from specsim.traces.positional import BOOTSTRAP, LEVEL, acceptance, bootstrap_ratio, positional_law
+from specsim.traces.positional import (
+    BOOTSTRAP,
+    LEVEL,
+    acceptance,
+    bootstrap_ratio,
+    paired_difference,
+    positional_law,
+)
 
 #: Engines: specsim's loop (every draft) and transformers' assisted generation (model drafts).
 ENGINES = ("specsim", "transformers")
@@ -110,22 +117,11 @@ def paired_difference_ci(num: Any, den_a: Any, den_b: Any, seed: int,
                          resamples: int = BOOTSTRAP, level: float = LEVEL
                          ) -> tuple[float, float]:
     """Percentile bootstrap CI of Σ num / Σ den_a - Σ num / Σ den_b, the units (prompts)
-    resampled together for both ratios (as :func:`specsim.traces.positional.bootstrap_ratio`)."""
-    num, a, b = (np.asarray(x, dtype=np.float64) for x in (num, den_a, den_b))
-    d = num.size
-    if d < 2:
+    resampled together for both ratios (:func:`specsim.traces.positional.paired_difference`)."""
+    if np.asarray(num).size < 2:
         return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    diffs = np.empty(resamples)
-    for lo in range(0, resamples, 256):
-        hi = min(resamples, lo + 256)
-        counts = np.stack([np.bincount(rng.integers(0, d, d), minlength=d)
-                           for _ in range(hi - lo)]).astype(np.float64)
-        tot = (counts * num).sum(axis=1)
-        diffs[lo:hi] = tot / (counts * a).sum(axis=1) - tot / (counts * b).sum(axis=1)
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(diffs, [tail, 1.0 - tail])
-    return float(low), float(high)
+    low, high, _ = paired_difference(num, den_a, num, den_b, seed, resamples, level)
+    return low, high
 
 
 def _costs(costs: pd.DataFrame, name: str) -> tuple[float, pd.Series]:

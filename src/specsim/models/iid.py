@@ -57,19 +57,26 @@ def iid_frozen_markov(
     state) turns it into an ordinary Markov table, so the Markov engine and the exact enumeration
     apply unchanged. Returns (P, Q, start_state); tokens map back with ``state % V``.
     """
-    v = spec.vocab
     rng = np.random.default_rng(spec.seed)
     p, q = iid_pairs(spec, temperature, alpha, rng, (positions,))
-    n_states = positions * v + 1
-    start = positions * v
+    return chain_of_rows(p, q)
+
+
+def chain_of_rows(p: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatArray, int]:
+    """(P, Q, start state) of the position-indexed chain of frozen rows p, q (length, V):
+    state ``t*V + x`` is token x emitted at position t, plus a start state ``length*V``. From the
+    start state the next token is at position 0, from (t, x) at position t+1; the last position
+    is absorbing (it reuses its pair). Tokens map back with ``state % V``."""
+    length, v = p.shape
+    n_states = length * v + 1
+    first = length * v
     big_p = np.zeros((n_states, n_states))
     big_q = np.zeros((n_states, n_states))
-    # From the start state the next token is at position 0; from (t, x) it is at position t+1.
-    big_p[start, 0:v], big_q[start, 0:v] = p[0], q[0]
-    for t in range(positions - 1):
+    big_p[first, 0:v], big_q[first, 0:v] = p[0], q[0]
+    for t in range(length - 1):
         rows = slice(t * v, (t + 1) * v)
         cols = slice((t + 1) * v, (t + 2) * v)
         big_p[rows, cols], big_q[rows, cols] = p[t + 1], q[t + 1]
-    last = slice((positions - 1) * v, positions * v)  # absorbing tail: reuse the last pair
+    last = slice((length - 1) * v, length * v)
     big_p[last, last], big_q[last, last] = p[-1], q[-1]
-    return big_p, big_q, start
+    return big_p, big_q, first

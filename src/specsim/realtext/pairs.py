@@ -28,11 +28,10 @@ from specsim.realtext.rounds import NGramPair, seed_for, spec_round
 from specsim.realtext.settings import Settings
 from specsim.traces.format import Trace
 from specsim.traces.positional import (
-    BOOTSTRAP,
-    LEVEL,
     PositionalLaw,
     acceptance,
     bootstrap_ratio,
+    paired_difference,
     positional_law,
 )
 
@@ -73,26 +72,6 @@ def measure(pair: NGramPair, start: np.ndarray, length: int, replicas: int, gamm
     out = {k: np.bincount(prompt, weights=v, minlength=d) for k, v in sums.items()}
     out["calls"] = np.bincount(prompt, weights=calls, minlength=d)
     return out
-
-
-def paired_difference(num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray,
-                      den_b: np.ndarray, seed: np.random.SeedSequence,
-                      resamples: int = BOOTSTRAP) -> tuple[float, float, float]:
-    """Percentile CI (level :data:`LEVEL`) and standard error of Σa/Σa' − Σb/Σb' under one
-    bootstrap of the shared units (prompts): ``(low, high, se)``."""
-    d = num_a.size
-    rng = np.random.default_rng(seed)
-    diffs = np.empty(resamples)
-    for lo in range(0, resamples, 256):
-        hi = min(resamples, lo + 256)
-        c = np.stack([np.bincount(rng.integers(0, d, d), minlength=d)
-                      for _ in range(hi - lo)]).astype(np.float64)
-        # sums in a fixed order on integer counts, as bootstrap_ratio's (no BLAS)
-        diffs[lo:hi] = ((c * num_a).sum(axis=1) / (c * den_a).sum(axis=1)
-                        - (c * num_b).sum(axis=1) / (c * den_b).sum(axis=1))
-    tail = (1.0 - LEVEL) / 2.0
-    low, high = np.quantile(diffs, [tail, 1.0 - tail])
-    return float(low), float(high), float(diffs.std(ddof=1))
 
 
 def _predicted_alpha(law: PositionalLaw) -> tuple[float, float]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specsim.models.iid import chain_of_rows
 from specsim.sampling import FloatArray, IntArray
 from specsim.traces.format import Trace
 
@@ -44,23 +45,6 @@ def window_chain(trace: Trace, start: int, length: int) -> tuple[FloatArray, Flo
     position 0; from (j, x) at position j+1; the last position is absorbing (repeats itself)."""
     p, q = dense_rows(trace, window_positions(trace, start, length))
     return chain_of_rows(p, q)
-
-
-def chain_of_rows(p: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatArray, int]:
-    """(P, Q, start state) of the position-indexed chain of rows p, q (length, V)."""
-    length, v = p.shape
-    n_states = length * v + 1
-    first = length * v
-    big_p = np.zeros((n_states, n_states))
-    big_q = np.zeros((n_states, n_states))
-    big_p[first, 0:v], big_q[first, 0:v] = p[0], q[0]
-    for j in range(length - 1):
-        rows = slice(j * v, (j + 1) * v)
-        cols = slice((j + 1) * v, (j + 2) * v)
-        big_p[rows, cols], big_q[rows, cols] = p[j + 1], q[j + 1]
-    last = slice((length - 1) * v, length * v)
-    big_p[last, last], big_q[last, last] = p[-1], q[-1]
-    return big_p, big_q, first
 
 
 def slot_ranks(trace: Trace, positions: IntArray, tokens: int) -> IntArray:

@@ -45,7 +45,10 @@ __all__ = [
     "PositionalLaw",
     "acceptance",
     "bootstrap_ratio",
+    "paired_difference",
+    "percentile_interval",
     "positional_law",
+    "resampled_sums",
     "simulate",
     "tokenwise_rounds",
     "traverse",
@@ -220,27 +223,51 @@ def positional_law(beta: FloatArray, doc_start: IntArray, gamma: int) -> Positio
     return PositionalLaw(gamma, doc_start, emitted, calls, visits, beta)
 
 
-def bootstrap_ratio(num: FloatArray, den: FloatArray, seed: int, resamples: int = BOOTSTRAP,
-                    level: float = LEVEL) -> tuple[float, float]:
-    """Percentile bootstrap CI of Σ num / Σ den over documents (resampled with replacement).
+def resampled_sums(columns: list[FloatArray], seed: int | np.random.SeedSequence,
+                   resamples: int = BOOTSTRAP) -> FloatArray:
+    """(resamples, k): the sums of each of k per-document columns over the documents resampled
+    with replacement, the same resample for every column.
 
-    Sums are taken in a fixed order on integer resample counts, so the interval depends only on
+    Sums are taken in a fixed order on integer resample counts (no BLAS), so they depend only on
     the seed and the data."""
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    d = num.size
-    if d < 2:
-        return (float("nan"), float("nan"))
+    cols = [np.asarray(c, dtype=np.float64) for c in columns]
+    d = cols[0].size
     rng = np.random.default_rng(seed)
-    ratios = np.empty(resamples)
+    out = np.empty((resamples, len(cols)))
     for lo in range(0, resamples, 256):
         hi = min(resamples, lo + 256)
         counts = np.stack([np.bincount(rng.integers(0, d, d), minlength=d)
                            for _ in range(hi - lo)]).astype(np.float64)
-        ratios[lo:hi] = (counts * num).sum(axis=1) / (counts * den).sum(axis=1)
+        for k, c in enumerate(cols):
+            out[lo:hi, k] = (counts * c).sum(axis=1)
+    return out
+
+
+def percentile_interval(values: FloatArray, level: float = LEVEL) -> tuple[float, float]:
+    """The central ``level`` percentile interval of bootstrap ``values``."""
     tail = (1.0 - level) / 2.0
-    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    low, high = np.quantile(values, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def bootstrap_ratio(num: FloatArray, den: FloatArray, seed: int | np.random.SeedSequence,
+                    resamples: int = BOOTSTRAP, level: float = LEVEL) -> tuple[float, float]:
+    """Percentile bootstrap CI of Σ num / Σ den over documents (resampled with replacement)."""
+    if np.asarray(num).size < 2:
+        return (float("nan"), float("nan"))
+    s = resampled_sums([num, den], seed, resamples)
+    return percentile_interval(s[:, 0] / s[:, 1], level)
+
+
+def paired_difference(num_a: FloatArray, den_a: FloatArray, num_b: FloatArray,
+                      den_b: FloatArray, seed: int | np.random.SeedSequence,
+                      resamples: int = BOOTSTRAP, level: float = LEVEL
+                      ) -> tuple[float, float, float]:
+    """Percentile CI and standard error of Σa/Σa' − Σb/Σb' under one bootstrap of the shared
+    units (prompts: a trace's document and its measured runs): ``(low, high, se)``."""
+    s = resampled_sums([num_a, den_a, num_b, den_b], seed, resamples)
+    diffs = s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3]
+    return (*percentile_interval(diffs, level), float(diffs.std(ddof=1)))
 
 
 def simulate(law: PositionalLaw, rng: np.random.Generator, chains: int, rounds: int,
