@@ -28,9 +28,14 @@ $(STAMP): $(SOURCES)
 	@echo "setup: done -- next: make run (every table and figure) or make test"
 
 # No --workflow-profile: Snakemake reads profiles/default/config.yaml by itself, so this is exactly
-# the README's `.venv/bin/snakemake --cores 8`.
+# the README's `.venv/bin/snakemake --cores 8` (`make run CONFIG=my.yaml`: `--configfile my.yaml`).
+# First `specsim check-config`: where Snakemake cannot load a config file it says only "not valid
+# JSON or YAML" (and a --configfile is loaded before any workflow code can look at it); this
+# names the file, the line and the problem, and runs every other check of the config.
+CONFIG ?=
 run: setup  ## fresh machine -> every table and figure under results/
-	$(SNAKEMAKE) --cores $(CORES)
+	$(VENV)/bin/specsim check-config $(or $(CONFIG),config.yaml)
+	$(SNAKEMAKE) --cores $(CORES)$(if $(CONFIG), --configfile $(CONFIG))
 
 test: setup  ## unit, property and end-to-end tests, lint
 	$(PY) -m pytest

@@ -251,6 +251,9 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
 
     add_record_parser(sub, kinds=(add_record_hf,))
+    from specsim.configcheck import add_parser as add_check_config_parser
+
+    add_check_config_parser(sub)
     return parser, dict(sub.choices)
 
 
@@ -297,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     # need the output declarations and the tiers' ~25 sub-parsers, ~45 ms of its start-up).
     parser, steps = _parser(full=argv[:1] != ["point"])
     args = parser.parse_args(argv)
-    if args.cmd in ("realtext", "llm", "record"):
+    if args.cmd in ("realtext", "llm", "record", "check-config"):
         return int(args.run(args))
     sub = steps[args.cmd]
     t0 = time.perf_counter()

@@ -5,12 +5,8 @@ import sys
 from snakemake.io import report as report_flag
 
 from specsim.process import put_on_path
-from specsim.config import (
-    check_config_files,
-    load_grid,
-    stale_provenance,
-    study_sources,
-)
+from specsim.config import load_grid, stale_provenance, study_sources
+from specsim.configfile import check_config_files
 from specsim.work import summary
 from specsim.errors import ConfigError
 from specsim.grid import POINT_REGEX
