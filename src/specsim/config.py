@@ -37,7 +37,13 @@ def _with_defaults(cls: Any) -> Any:
     return jsonschema.validators.extend(cls, {"properties": set_defaults})
 
 
-_Validator = _with_defaults(jsonschema.Draft7Validator)
+# JSON Schema counts 512.0 as an integer; specsim does not (it would reach numpy as a float
+# size, or name a grid point "gamma~2.0"): an integer key takes an integer, written as one.
+_Validator = jsonschema.validators.extend(
+    _with_defaults(jsonschema.Draft7Validator),
+    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int)
+        and not isinstance(value, bool)))
 
 
 def _path_order(path: Any) -> list[tuple[int, Any]]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from specsim.errors import ConfigError
+from specsim.errors import ConfigError, shown
 
 MAX_CONFIG_BYTES = 1 << 20  # config.yaml is ~8 KB
 MAX_DEPTH = 32  # config.yaml nests 5 levels deep
@@ -124,18 +124,9 @@ class _StrictLoader(yaml.SafeLoader):
             if key in seen:
                 where = (f"twice on line {line}" if seen[key] == line
                          else f"at lines {seen[key]} and {line}")
-                raise _BadFileError(f"duplicate key {_short(key)} {where} (YAML keeps only the "
+                raise _BadFileError(f"duplicate key {shown(key)} {where} (YAML keeps only the "
                                     f"last; remove one)")
             seen[key] = line
-
-
-def _short(value: Any) -> str:
-    """``repr`` of a value, cut to 60 characters (a message stays one readable line)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
-        digits = int(value.bit_length() * math.log10(2)) + 1
-        return f"{'a negative' if value < 0 else 'an'} integer of ~{digits} digits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _yaml_problem(err: yaml.YAMLError, text: str) -> str:
@@ -163,7 +154,7 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _BadFileError(f"duplicate key {_short(key)} in one JSON object (JSON keeps "
+            raise _BadFileError(f"duplicate key {shown(key)} in one JSON object (JSON keeps "
                                 f"only the last; remove one)")
         out[key] = value
     return out
@@ -246,7 +237,7 @@ def _key_path(path: str, key: str) -> str:
 def _refuse_key(key: Any, where: str) -> None:
     what = {"config.models": "model names", "config.studies": "study names"}.get(
         where.rpartition(": ")[2], "config keys")
-    raise ConfigError(f"{where}: key {_short(key)} is not a string; {what} must be strings "
+    raise ConfigError(f"{where}: key {shown(key)} is not a string; {what} must be strings "
                       f"(use a name such as 'm1')")
 
 
@@ -280,7 +271,7 @@ def check_values(obj: Any, where: str = "config") -> None:
         elif isinstance(node, float) and not math.isfinite(node):
             raise ConfigError(f"{path}: {node!r} is not a finite number")
         elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INTEGER:
-            raise ConfigError(f"{path}: {_short(node)} is beyond ±2^53 = {MAX_INTEGER}, the "
+            raise ConfigError(f"{path}: {shown(node)} is beyond ±2^53 = {MAX_INTEGER}, the "
                               f"largest integer a config may hold")
 
 
