@@ -11,7 +11,7 @@ from specsim.config import (
     stale_provenance,
     study_sources,
 )
-from specsim.work import summary
+from specsim.work import declared_mb, summary
 from specsim.errors import ConfigError
 from specsim.grid import POINT_REGEX
 from specsim.job import describe, to_arg
@@ -61,6 +61,12 @@ def point_files(wildcards=None):
 def point_job(wildcards):
     """The point job's description (JSON): its identity, budget, seed, numbers version."""
     return to_arg(describe(GRID, GRID.point_at(wildcards.point)))
+
+
+def point_mem_mb(wildcards):
+    """The memory (MB) the point job declares: its estimated peak, at least 500 MB
+    (specsim.work.declared_mb)."""
+    return declared_mb(GRID, GRID.point_at(wildcards.point))
 
 
 def point_inputs(wildcards):
