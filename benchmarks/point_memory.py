@@ -2,21 +2,19 @@
 :mod:`specsim.resources` and of every family's, measure's and scheme's footprint.
 
 Each case is a one-study config; every point of it runs alone in a fresh interpreter
-(``specsim.job.run``), whose peak resident set (``ru_maxrss``) and time are printed beside
-:func:`specsim.work.footprint`. Run from a directory holding any trace file the cases need:
+(:func:`specsim.resources.measure_job`), whose peak resident set (``ru_maxrss``) and CPU time
+are printed beside :func:`specsim.work.footprint`:
 
     nice .venv/bin/python benchmarks/point_memory.py [case ...]
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from specsim.resources import measure_job
 
 SCHEMA = str(Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml")
 BUDGET = {"chains": 4096, "rounds": 16, "burn_in": 4, "batches": 16,
@@ -37,6 +35,7 @@ CASES: dict[str, dict[str, Any]] = {
     "long_run_v1024": study(1024, analysis="accept_curve", gamma=[8]),
     "equivalence_v64": study(64, analysis="equivalence", rule=["correct", "continue"]),
     "tokenwise_v160": study(160, analysis="schemes", rule=["correct"]),
+    "tokenwise_v320": study(320, analysis="schemes", rule=["correct"]),
     "block_v12_g4": study(12, analysis="schemes", rule=["block"]),
     "multi_draft_v256_k4": study(256, analysis="schemes", rule=["multi_draft"],
                                  knobs={"drafts": [4]}),
@@ -53,25 +52,6 @@ CASES: dict[str, dict[str, Any]] = {
                                        "gamma": [4]}}},
 }
 
-CHILD = """
-import json, resource, sys, time
-from specsim import job
-desc = json.loads(sys.argv[1])
-t0 = time.process_time()
-job.run(desc, sys.argv[2], sys.argv[3], open("/dev/null", "w"))
-print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "cpu": time.process_time() - t0}))
-"""
-
-
-def measure(desc: dict[str, Any]) -> dict[str, float]:
-    """Peak RSS (bytes) and CPU seconds of one point job in a fresh interpreter."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(desc), f"{tmp}/s.parquet",
-                              f"{tmp}/e.parquet"], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def run(config: dict[str, Any]) -> list[tuple[str, float, float, float, float]]:
     """(point, estimated bytes, measured bytes, estimated s, measured CPU s) per point."""
     from specsim import job, work
@@ -81,8 +61,8 @@ def run(config: dict[str, Any]) -> list[tuple[str, float, float, float, float]]:
     rows = []
     for point in grid.points:
         fp = work.footprint(grid, point)
-        got = measure(job.describe(grid, point))
-        rows.append((point.path, fp.bytes, got["rss"], fp.seconds, got["cpu"]))
+        rss, cpu = measure_job(job.describe(grid, point))
+        rows.append((point.path, fp.bytes, rss, fp.seconds, cpu))
     return rows
 
 
@@ -90,13 +70,11 @@ def main(names: list[str]) -> None:
     print(f"{'case':<22} {'point':<40} {'est MB':>8} {'RSS MB':>8} {'ratio':>6} "
           f"{'est s':>7} {'cpu s':>7}")
     for name in names or list(CASES):
-        t0 = time.perf_counter()
         for path, est, got, est_s, cpu in run(CASES[name]):
             short = "/".join(seg for seg in path.split("/") if not seg.startswith(
                 ("draft~", "alpha~", "temperature~")))[:40]
             print(f"{name:<22} {short:<40} {est / 1e6:8.0f} {got / 1e6:8.0f} "
                   f"{est / got:6.2f} {est_s:7.2f} {cpu:7.2f}", flush=True)
-        del t0
 
 
 if __name__ == "__main__":

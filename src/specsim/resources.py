@@ -17,10 +17,15 @@ bound within a factor on small cases).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["BASE_BYTES", "BASE_SECONDS", "FLOPS_PER_CORE_SECOND", "ROUNDS_PER_CORE_SECOND",
-           "Footprint", "human_bytes"]
+           "Footprint", "human_bytes", "measure_job"]
 
 CELL = 8  # bytes of a float64 (and of an intp)
 # Peak RSS of a point job whose arrays are negligible: the interpreter, numpy, pyarrow and the
@@ -84,3 +89,26 @@ class Footprint:
     def repeated(self, times: float) -> Footprint:
         """This step run ``times`` times over the same arrays: the work multiplies."""
         return Footprint(self.cells, self.flops * times, self.rounds * times, self.what)
+
+
+_CHILD = """
+import json, resource, sys, time
+from specsim import job
+t0 = time.process_time()
+with open(sys.argv[4], "w") as log:
+    job.run(json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], log)
+print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "cpu": time.process_time() - t0}))
+"""
+
+
+def measure_job(desc: dict[str, Any]) -> tuple[float, float]:
+    """(peak resident bytes, CPU seconds) of one point job (:func:`specsim.job.run` on its
+    description) run alone in a fresh interpreter: what its :class:`Footprint` estimates
+    (Linux ``ru_maxrss``; calibration and tests only, never in a run)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(desc), f"{tmp}/s.parquet",
+                              f"{tmp}/e.parquet", f"{tmp}/log"], capture_output=True, text=True,
+                             check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(got["rss"]), float(got["cpu"])
