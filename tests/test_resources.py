@@ -128,3 +128,18 @@ def test_the_exact_stage_counts_against_max_work(tiny_config: dict[str, Any]) ->
     with pytest.raises(ConfigError, match=r"^max_work: .* exact stage's arithmetic, about "
                                           r"[0-9.]+ core-(minutes|hours)"):
         load_grid(cfg, SCHEMA)
+
+
+def test_every_point_of_every_family_measure_and_rule_has_an_estimate(
+        tiny_config: dict[str, Any]) -> None:
+    grid = load_grid(tiny_config, SCHEMA)
+    kinds = {(p.spec.family, p.measure, p.rule, p.policy) for p in grid.points}
+    assert {"markov", "iid"} <= {k[0] for k in kinds}
+    assert {"correct", "greedy", "no_resample", "continue"} <= {k[2] for k in kinds}
+    for point in grid.points:
+        fp = work.footprint(grid, point)
+        assert fp.cells > 0 and fp.seconds > 0 and fp.what, point.path
+    # the classic rules' DP: `continue` carries γ more (S, S) tables than `correct`
+    from specsim.exact.footprints import round_dp_footprint
+    assert round_dp_footprint(64, 8, keep_drafts=True).cells == \
+        round_dp_footprint(64, 8).cells + 8 * 64**2

@@ -335,8 +335,8 @@ class TraceFamily(Family):
         assert point.scheme is not None
         n, w = trace_size(point.spec)
         chains, rounds = int(budget["chains"]), int(budget["rounds"])
-        cap = int(dict(point.scheme.policy_knobs).get("cap", point.gamma))
-        lengths = range(1, cap + 1) if cap != point.gamma else (point.gamma,)
+        cap = int(dict(point.scheme.policy_knobs).get("cap", 0))  # as schedule_laws reads it
+        lengths = range(1, cap + 1) if cap else (point.gamma,)
         laws = Footprint(3.0 * n * (w + 1) + sum(n * (g + 3.0) for g in lengths),
                          20.0 * n * (w + 1) * len(lengths), chains * rounds,
                          what=f"per-start laws ({n} positions)")
