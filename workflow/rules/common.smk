@@ -7,7 +7,7 @@ from snakemake.io import report as report_flag
 from specsim.process import put_on_path
 from specsim.config import load_grid, stale_provenance, study_sources
 from specsim.configfile import check_config_files
-from specsim.work import summary
+from specsim.work import declared_mb, summary
 from specsim.errors import ConfigError
 from specsim.grid import POINT_REGEX
 from specsim.job import describe, to_arg
@@ -57,6 +57,12 @@ def point_files(wildcards=None):
 def point_job(wildcards):
     """The point job's description (JSON): its identity, budget, seed, numbers version."""
     return to_arg(describe(GRID, GRID.point_at(wildcards.point)))
+
+
+def point_mem_mb(wildcards):
+    """The memory (MB) the point job declares: its estimated peak, at least 500 MB
+    (specsim.work.declared_mb)."""
+    return declared_mb(GRID, GRID.point_at(wildcards.point))
 
 
 def point_inputs(wildcards):
