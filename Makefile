@@ -8,7 +8,7 @@ CORES ?= 8
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run test test-fast test-explore test-portability test-report test-cluster llm lint bench report readme-figures clean
+.PHONY: setup run verify test test-fast test-explore test-portability test-report test-cluster llm lint bench report readme-figures clean
 
 setup: $(STAMP)
 
@@ -29,8 +29,18 @@ $(STAMP): $(SOURCES)
 
 # No --workflow-profile: Snakemake reads profiles/default/config.yaml by itself, so this is exactly
 # the README's `.venv/bin/snakemake --cores 8`.
+# A run killed with kill -9 leaves Snakemake's lock behind ("Directory cannot be locked");
+# specsim.resume says whether it is stale (no snakemake or specsim process runs here), and only
+# then is it unlocked. Then every file under results/ is re-checked (make verify).
 run: setup  ## fresh machine -> every table and figure under results/
+	@if $(PY) -m specsim.resume .; then $(SNAKEMAKE) --unlock; fi
 	$(SNAKEMAKE) --cores $(CORES)
+	$(VENV)/bin/specsim verify --results-dir results
+
+# Every file under results/ against its .sha256 sidecar (bit rot included), the grid and every
+# point file through their own readers: names each damaged file and the command rebuilding it.
+verify: setup  ## re-check every file under results/ (the gate runs this too)
+	$(VENV)/bin/specsim verify --results-dir results
 
 test: setup  ## unit, property and end-to-end tests, lint
 	$(PY) -m pytest
@@ -95,6 +105,7 @@ lint: setup
 
 report: run  ## browsable HTML report of every figure, with captions
 	$(SNAKEMAKE) --report results/report.html
+	$(PY) -c "from specsim.io import seal; seal('results/report.html')"
 
 bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; then the DAG's timings
 	$(PY) benchmarks/bench_engine.py
