@@ -245,9 +245,9 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
                    help="tables to render (names declared in specsim.outputs)")
 
     # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
+    from specsim.integrity import add_parser as add_verify_parser
     from specsim.llm.cli import add_parser as add_llm_parser
     from specsim.realtext.cli import add_parser as add_realtext_parser
-    from specsim.integrity import add_parser as add_verify_parser
     from specsim.traces.cli import add_parser as add_record_parser
 
     add_realtext_parser(sub)

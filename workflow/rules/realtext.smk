@@ -35,7 +35,11 @@ RT_TARGETS = (
         "results/realtext/corpus.npz",  # and every intermediate: a deleted one is rebuilt
         "results/realtext/model.npz",
         *RT_TRACES,
-        *expand("results/realtext/{name}.{ext}", name=["costs", "pair_costs"], ext=["csv", "md"]),
+        *expand(
+            "results/realtext/{name}.{ext}",
+            name=["costs", "pair_costs"],
+            ext=["csv", "md"],
+        ),
         *RT_TABLES,
         *[table.removesuffix(".csv") + ".md" for table in RT_TABLES],
         *expand(
