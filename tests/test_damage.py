@@ -76,6 +76,21 @@ def test_missing_files_sidecars_and_strays_are_named(results: Path) -> None:
     assert "missing" in problems["a.png"] and "sha256 is missing" in problems["p.parquet"]
 
 
+def test_what_is_not_a_regular_file_is_named_never_opened(results: Path) -> None:
+    os.mkfifo(results / "sim" / "fifo.parquet")  # opening it would block: a hang
+    target = results / "figures" / "a.png"
+    target.unlink()
+    target.mkdir()  # a directory where a sealed file was
+    (results / "figures" / "gone.png").symlink_to(results / "nowhere")
+    side = checksum_path(results / "sim" / "p.parquet")
+    side.unlink()
+    os.mkfifo(side)
+    problems = {Path(d.path).name: d.problem for d in damaged_files(results)}
+    assert problems == {"fifo.parquet": "not a regular file", "gone.png": "not a regular file",
+                        "a.png": "missing (its .sha256 sidecar is still there)",
+                        "p.parquet": "p.parquet.sha256 is not a regular file"}
+
+
 def test_the_report_is_checked_once_sealed(results: Path) -> None:
     report = results / "report.html"
     report.write_text("<html></html>")  # Snakemake's --report writes it, outside the DAG
@@ -167,7 +182,7 @@ def test_bit_rot_anywhere_is_named_fails_the_gate_and_the_named_command_repairs_
     gate_log = (work / "logs/gate.log").read_text()
     assert all(name in gate_log for name in named)
     # the command verify names rebuilds every one of them
-    targets = command.split("--forcerun ", 1)[1].split(" (")[0].split()
+    targets = command.split("--forcerun ", 1)[1].split()
     snakemake(work, TINY, "--cores", "2", "--forcerun", *targets)
     assert verify(work / "results").returncode == 0
     assert tables(work) == tables(tiny_run)

@@ -49,9 +49,11 @@ def _problem(err: Exception, path: Path) -> str:
     return text.split("; delete it", 1)[0].split("; rerun snakemake", 1)[0]
 
 
-def _files(base: Path) -> list[Path]:
+def _files(base: Path, unreadable: list[Path]) -> list[Path]:
+    """Every non-directory under ``base``, sorted; directories that cannot be listed go to
+    ``unreadable`` (their files would otherwise go unchecked)."""
     out = []
-    for root, dirs, names in os.walk(base):
+    for root, dirs, names in os.walk(base, onerror=lambda e: unreadable.append(Path(e.filename))):
         dirs.sort()
         out += [Path(root) / n for n in sorted(names)]
     return out
@@ -70,14 +72,18 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
         rel = path.relative_to(base)
         found.setdefault(path, Damage(str(path), str(workdir_name / rel), problem))
 
-    for path in _files(base):
+    unreadable: list[Path] = []
+    for path in _files(base, unreadable):
         rel = path.relative_to(base)
         if is_temporary(path) or rel.parts[0] in OUTSIDE_DAG or path.resolve() in skipped:
             continue
         if is_sidecar(path):
             data = Path(str(path).removesuffix(checksum_path("").name))
-            if not data.exists() and data.resolve() not in skipped:
+            if not data.is_file() and not data.is_symlink() and data.resolve() not in skipped:
                 damage(data, "missing (its .sha256 sidecar is still there)")
+            continue
+        if not path.is_file():  # a FIFO, device or dangling link: never opened (it may block)
+            damage(path, "not a regular file")
             continue
         if rel.parts[0] in SEALED_IF_PRESENT and not checksum_path(path).exists():
             continue
@@ -85,20 +91,24 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
             check_sidecar(path)
         except IntegrityError as err:
             damage(path, _problem(err, path))
-    for path, problem in _self_verifying(base).items():
+    for folder in unreadable:
+        found.setdefault(folder, Damage(str(folder), str(workdir_name / folder.relative_to(base)),
+                                        "directory cannot be listed: its files are unchecked"))
+    for path, problem in _self_verifying(base, set(found)).items():
         damage(path, problem)
     return sorted(found.values(), key=lambda d: d.path)
 
 
-def _self_verifying(base: Path) -> dict[Path, str]:
-    """grid.json and every point file of its grid, each through its own reader."""
+def _self_verifying(base: Path, known: set[Path]) -> dict[Path, str]:
+    """grid.json and every point file of its grid, each through its own reader (``known``:
+    files already found damaged, not read again)."""
     from specsim.config import read_grid_file
     from specsim.io import read_point_file
     from specsim.job import describe
     from specsim.measures import measure_of
 
     grid_path = base / "grid.json"
-    if not grid_path.exists():
+    if not grid_path.exists() or grid_path in known:
         return {}
     try:
         grid = read_grid_file(grid_path)
@@ -112,6 +122,8 @@ def _self_verifying(base: Path) -> dict[Path, str]:
         measure = measure_of(point.measure)
         for folder, kind in (("sim", measure.sim_schema), ("exact", measure.exact_schema)):
             path = base / folder / f"{point.path}.parquet"
+            if path in known:
+                continue
             if not path.exists():
                 out[path] = f"missing (grid point {point.point_id})"
                 continue
@@ -125,14 +137,17 @@ def _self_verifying(base: Path) -> dict[Path, str]:
     return out
 
 
-def report(damage: list[Damage], snakemake: str = ".venv/bin/snakemake --cores 8") -> str:
-    """Each damaged file on a line of its own, then the one command that rebuilds them all
-    (``--forcerun`` reruns the jobs that write them, and everything downstream)."""
+def report(damage: list[Damage], note: str = "",
+           snakemake: str = ".venv/bin/snakemake --cores 8") -> str:
+    """Each damaged file on a line of its own, then, on the last line, the one command that
+    rebuilds them all (``--forcerun`` reruns the jobs that write them and what reads them)."""
     lines = [f"DAMAGED {d.path}: {d.problem}" for d in damage]
     targets = " ".join(sorted({d.target for d in damage}))
-    lines.append(f"{len(damage)} damaged file(s) under results/; rebuild them (from the "
-                 f"directory holding results/, with the -s/--configfile options of the run "
-                 f"that wrote them): {snakemake} --forcerun {targets}")
+    lines.append(f"{len(damage)} damaged file(s){note}. Rebuild them from the directory holding "
+                 f"results/, with the -s/--configfile options of the run that wrote them (a file "
+                 f"the config no longer builds, which Snakemake refuses as not in the DAG, can "
+                 f"be deleted instead):")
+    lines.append(f"{snakemake} --forcerun {targets}")
     return "\n".join(lines)
 
 
@@ -148,8 +163,8 @@ def verify(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = ()) -> i
     if ok.exists():
         ok.unlink()
         checksum_path(ok).unlink(missing_ok=True)
-        withdrawn = f" ({ok} removed)"
-    print(report(damage) + withdrawn, file=sys.stderr)
+        withdrawn = f"; {ok} removed"
+    print(report(damage, withdrawn), file=sys.stderr)
     return 1
 
 

@@ -125,16 +125,21 @@ def check_sidecar(path: str | os.PathLike[str], data: bytes | None = None) -> No
     which of the two changed cannot be told, and rebuilding the file rewrites both."""
     fix = "delete it and rerun snakemake to rebuild it"
     side = checksum_path(path)
+    for each in ((side,) if data is not None else (Path(path), side)):
+        if each.exists() and not each.is_file():  # a FIFO would block the read: never open it
+            raise IntegrityError(f"{path}: {each.name} is not a regular file; {fix}")
     try:
         digest = hashlib.sha256(data).hexdigest() if data is not None else _file_sha256(path)
-        recorded = side.read_bytes()
+        want = sidecar_text(path, digest).encode()
+        with open(side, "rb") as fh:  # never more than a sidecar's length (+1: too long)
+            recorded = fh.read(len(want) + 1)
     except FileNotFoundError as err:
         gone = "it" if Path(err.filename) == Path(path) else side.name
         raise IntegrityError(f"{path}: {gone} is missing; {fix}") from None
     except OSError as err:
         raise IntegrityError(f"{path}: cannot read it or its checksum ({type(err).__name__}); "
                              f"{fix}") from None
-    if recorded != sidecar_text(path, digest).encode():
+    if recorded != want:
         raise IntegrityError(f"{path}: content does not match {side.name} (corrupt or edited "
                              f"file or checksum); {fix}")
 
