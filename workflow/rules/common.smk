@@ -59,8 +59,8 @@ def point_files(wildcards=None):
 
 
 def point_outputs():
-    """Both files of every grid point. `rule all` lists them: Snakemake rebuilds a missing
-    file only for a job that runs, and `rule all` runs when one of its inputs is missing, so a
+    """Both files of every grid point. The `all` target lists them. Snakemake rebuilds a
+    missing file only for a job that runs, and `all` runs when one of its inputs is missing, so a
     deleted sim or exact file is regenerated (and what reads it rerun)."""
     return [
         f"results/{kind}/{p.path}.parquet"
@@ -134,7 +134,7 @@ def all_targets():
 
 
 def gated_files(wildcards):
-    """What the gate verifies before it writes results/checks.ok: everything `rule all` asks
+    """What the gate verifies before it writes results/checks.ok: everything the `all` target asks
     for but the gate's own output, so that it runs last."""
     return [
         f
