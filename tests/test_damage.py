@@ -233,3 +233,14 @@ def test_kill_9_then_the_readme_resume_completes_with_identical_tables(copy_of_t
     assert re.search(r"\d+ of \d+ steps \(100%\) done", res.stdout + res.stderr)
     assert verify(work / "results").returncode == 0
     assert tables(work) == tables(tiny_run)
+
+
+def test_make_run_unlocks_only_a_stale_lock_then_verifies() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    lines = subprocess.run(["make", "--no-print-directory", "-n", "run", "STAMP="], cwd=ROOT,
+                           env=env, capture_output=True, text=True, check=True).stdout.splitlines()
+    order = [next(i for i, ln in enumerate(lines) if word in ln)
+             for word in ("-m specsim.resume .; then", "--unlock", "snakemake --cores",
+                          "specsim verify")]
+    assert order == sorted(order)
+    assert re.search(r"if .*-m specsim\.resume \.; then .*snakemake --unlock; fi", lines[order[0]])
