@@ -190,8 +190,11 @@ def test_bit_rot_anywhere_is_named_fails_the_gate_and_the_named_command_repairs_
 
 
 @pytest.mark.slow
-def test_deleted_point_files_are_rebuilt_by_the_readme_command(copy_of_tiny: Path,
-                                                             tiny_run: Path) -> None:
+def test_deleted_point_files_are_rebuilt_through_a_kill_9_and_the_readme_resume(
+        copy_of_tiny: Path, tiny_run: Path) -> None:
+    """One DAG run for two claims: the README's command rebuilds deleted sim and exact files,
+    and after `kill -9` of that run its resume (--unlock once nothing of it is left, then the
+    same command) completes to identical tables."""
     work = copy_of_tiny
     gone = [one(work, "results/sim/**/*.parquet", 2), one(work, "results/exact/**/*.parquet", 7)]
     for path in gone:
@@ -199,18 +202,6 @@ def test_deleted_point_files_are_rebuilt_by_the_readme_command(copy_of_tiny: Pat
         checksum_path(path).unlink()
     res = verify(work / "results")
     assert res.returncode == 1 and all(f"{p}: missing" in res.stderr for p in gone)
-    snakemake(work, TINY, "--cores", "2")
-    assert all(p.is_file() for p in gone)
-    assert verify(work / "results").returncode == 0
-    assert tables(work) == tables(tiny_run)
-
-
-@pytest.mark.slow
-def test_kill_9_then_the_readme_resume_completes_with_identical_tables(copy_of_tiny: Path,
-                                                                       tiny_run: Path) -> None:
-    work = copy_of_tiny
-    for path in sorted(work.glob("results/sim/**/*.parquet"))[:4]:
-        path.unlink()  # four point jobs, collect, tables, figures, checks, gate to redo
     cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(work), "--configfile", str(TINY),
            "--cores", "2"]
     run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -231,6 +222,7 @@ def test_kill_9_then_the_readme_resume_completes_with_identical_tables(copy_of_t
     snakemake(work, TINY, "--unlock")
     res = snakemake(work, TINY, "--cores", "2")
     assert re.search(r"\d+ of \d+ steps \(100%\) done", res.stdout + res.stderr)
+    assert all(p.is_file() for p in gone)
     assert verify(work / "results").returncode == 0
     assert tables(work) == tables(tiny_run)
 
