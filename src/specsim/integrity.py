@@ -146,7 +146,9 @@ def report(damage: list[Damage], note: str = "",
     lines.append(f"{len(damage)} damaged file(s){note}. Rebuild them from the directory holding "
                  f"results/, with the -s/--configfile options of the run that wrote them (a file "
                  f"the config no longer builds, which Snakemake refuses as not in the DAG, can "
-                 f"be deleted instead):")
+                 f"be deleted instead)"
+                 + (f"; so many that rebuilding everything may be simpler: {snakemake} --forceall"
+                    if len(damage) > 20 else "") + ":")
     lines.append(f"{snakemake} --forcerun {targets}")
     return "\n".join(lines)
 
