@@ -91,6 +91,16 @@ def test_what_is_not_a_regular_file_is_named_never_opened(results: Path) -> None
                         "p.parquet": "p.parquet.sha256 is not a regular file"}
 
 
+def test_symlinked_directories_are_walked_once(results: Path, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    write_text(scratch / "x.parquet", "data")
+    (results / "exact").symlink_to(scratch)  # results/exact on other storage: still checked
+    (results / "sim" / "loop").symlink_to(results)  # a loop must end
+    assert damaged_files(results) == []
+    flip(scratch / "x.parquet")
+    assert [Path(d.path).name for d in damaged_files(results)] == ["x.parquet"]
+
+
 def test_the_report_is_checked_once_sealed(results: Path) -> None:
     report = results / "report.html"
     report.write_text("<html></html>")  # Snakemake's --report writes it, outside the DAG

@@ -50,11 +50,15 @@ def _problem(err: Exception, path: Path) -> str:
 
 
 def _files(base: Path, unreadable: list[Path]) -> list[Path]:
-    """Every non-directory under ``base``, sorted; directories that cannot be listed go to
-    ``unreadable`` (their files would otherwise go unchecked)."""
-    out = []
-    for root, dirs, names in os.walk(base, onerror=lambda e: unreadable.append(Path(e.filename))):
-        dirs.sort()
+    """Every non-directory under ``base``, sorted, through symlinked directories (results/sim
+    on scratch space) but each directory once (a link loop ends); directories that cannot be
+    listed go to ``unreadable`` (their files would otherwise go unchecked)."""
+    out, seen = [], set()
+    for root, dirs, names in os.walk(base, followlinks=True,
+                                     onerror=lambda e: unreadable.append(Path(e.filename))):
+        seen.add(os.path.realpath(root))
+        dirs[:] = sorted(d for d in dirs if os.path.realpath(os.path.join(root, d)) not in seen)
+        seen.update(os.path.realpath(os.path.join(root, d)) for d in dirs)
         out += [Path(root) / n for n in sorted(names)]
     return out
 
