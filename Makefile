@@ -30,8 +30,9 @@ $(STAMP): $(SOURCES)
 # No --workflow-profile: Snakemake reads profiles/default/config.yaml by itself, so this is exactly
 # the README's `.venv/bin/snakemake --cores 8`.
 # A run killed with kill -9 leaves Snakemake's lock behind ("Directory cannot be locked");
-# specsim.resume says whether it is stale (no snakemake or specsim process runs here), and only
-# then is it unlocked. Then every file under results/ is re-checked (make verify).
+# specsim.resume waits for the jobs the killed run left, and says the lock is stale only when no
+# snakemake or specsim process runs here: only then is it unlocked. Then every file under
+# results/ is re-checked (make verify).
 run: setup  ## fresh machine -> every table and figure under results/
 	@if $(PY) -m specsim.resume .; then $(SNAKEMAKE) --unlock; fi
 	$(SNAKEMAKE) --cores $(CORES)

@@ -20,6 +20,7 @@ from conftest import ROOT, SNAKEMAKE, TINY, snakemake, tables
 from specsim.cli import main
 from specsim.integrity import damaged_files
 from specsim.io import atomic_path, checksum_path, seal, write_table, write_text
+from specsim.resume import main as resume_main
 from specsim.resume import runs_in, stale_lock
 
 SPECSIM = str(Path(sys.executable).with_name("specsim"))
@@ -141,6 +142,7 @@ def test_a_lock_is_stale_only_when_no_run_is_alive_there(tmp_path: Path) -> None
             time.sleep(0.05)
         stale, why = stale_lock(tmp_path)
         assert not stale and f"pid {live.pid}" in why
+        assert resume_main([str(tmp_path)]) == 1  # a live Snakemake is never waited for
     finally:
         live.kill()
         live.wait()
@@ -148,6 +150,18 @@ def test_a_lock_is_stale_only_when_no_run_is_alive_there(tmp_path: Path) -> None
     res = subprocess.run([sys.executable, "-m", "specsim.resume", str(tmp_path)],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0 and "killed run" in res.stderr
+    # a job the killed run left (no Snakemake there) is waited for, then the lock is stale
+    orphan = subprocess.Popen(["bash", "-c", "exec -a specsim sleep 1.5"], cwd=tmp_path)
+    try:
+        for _ in range(100):
+            if runs_in(tmp_path):
+                break
+            time.sleep(0.05)
+        assert resume_main([str(tmp_path)], poll=0.1) == 0
+        assert orphan.poll() is not None  # it had finished
+    finally:
+        orphan.kill()
+        orphan.wait()
 
 
 # --- the tiny DAG ---------------------------------------------------------------------------------

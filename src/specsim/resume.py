@@ -10,8 +10,9 @@ the profiles) redoes the jobs the killed run left unfinished.
 
 ``python -m specsim.resume [DIR]`` (``make run`` calls it first) exits 0 -- "unlock" -- only
 when DIR holds lock files and no process of this user on this machine runs Snakemake or a
-specsim job there (a killed Snakemake's jobs may outlive it; they are waited for). Otherwise it
-exits 1: no lock, or a run that is alive (named, with its pid). It sees this machine's
+specsim job there. A killed Snakemake's jobs outlive it: when they are all that runs there, it
+waits for them to finish. Otherwise it exits 1: no lock, or a Snakemake that is alive (named,
+with its pid). It sees this machine's
 processes only: where runs start from several hosts on a shared filesystem, unlock by hand.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 _PROC = Path("/proc")
@@ -79,10 +81,26 @@ def stale_lock(workdir: str | os.PathLike[str]) -> tuple[bool, str]:
                   f"snakemake or specsim process runs there): unlocking")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    stale, why = stale_lock(args[0] if args else ".")
-    if stale or lock_files(args[0] if args else "."):
+def _snakemake_runs(workdir: str | os.PathLike[str]) -> list[tuple[int, str]]:
+    return [(pid, cmd) for pid, cmd in runs_in(workdir)
+            if any(w.startswith("snakemake") for w in cmd.split())]
+
+
+def main(argv: list[str] | None = None, poll: float = 1.0) -> int:
+    """Exit 0 when the lock is stale (unlock), else 1. Jobs of a killed run with no Snakemake
+    left in the directory are waited for (they finish on their own, writing outputs a resumed
+    run must not race); a live Snakemake is never waited for: it is named and 1 returned."""
+    workdir = (sys.argv[1:] if argv is None else argv or ["."])[0]
+    said = False
+    while lock_files(workdir) and runs_in(workdir) and not _snakemake_runs(workdir):
+        if not said:
+            pid, cmd = runs_in(workdir)[0]
+            print(f"specsim: {workdir}: waiting for the jobs a killed run left (pid {pid}: "
+                  f"{cmd}) to finish before unlocking", file=sys.stderr)
+            said = True
+        time.sleep(poll)
+    stale, why = stale_lock(workdir)
+    if stale or lock_files(workdir):
         print(f"specsim: {why}", file=sys.stderr)
     return 0 if stale else 1
 
