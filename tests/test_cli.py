@@ -24,7 +24,7 @@ from specsim.io import versions, write_json_verified, write_table
 from specsim.job import describe, to_arg
 from specsim.outputs import FIGURE_NEEDS, TABLE_NEEDS
 
-STEPS = ["point", "collect", "tables", "figures", "checks", "gate", "html"]
+STEPS = ["point", "collect", "tables", "figures", "checks", "gate", "html", "verify"]
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

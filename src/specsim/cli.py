@@ -7,7 +7,9 @@ The pipeline (Snakefile) runs these steps, in this order:
   tables   the analysis tables: CSV, Markdown and HTML            -> results/tables/
   figures  the figures: PDF and PNG                               -> results/figures/
   checks   re-test every claim of the seeds                       -> results/tables/checks.csv
-  gate     fail, naming them, when claims in checks.csv failed    -> results/checks.ok
+  gate     fail, naming them, when claims in checks.csv failed or  -> results/checks.ok
+           a file under results/ is damaged (as verify checks)
+  verify   re-check every file under results/; name each damaged one and how to rebuild it
   html     the HTML rendering of tables another step wrote (the real-text tables)
   record   write traces of a draft/target pair (ngram), check trace files (check)
 
@@ -231,7 +233,8 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     g.add_argument("--checks", required=True, type=_checks_csv, metavar="CSV",
                    help="the checks table 'specsim checks' wrote (results/tables/checks.csv)")
     g.add_argument("--out", required=True, metavar="FILE",
-                   help="output, written only when every check passed (results/checks.ok)")
+                   help="output, written only when every check passed and every file under "
+                        "its directory verifies, as 'specsim verify' checks (results/checks.ok)")
 
     h = sub.add_parser("html", help="HTML renderings of tables another step wrote",
                        description="Write <name>.html beside <name>.csv in --tables-dir, for "
@@ -242,12 +245,14 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
                    help="tables to render (names declared in specsim.outputs)")
 
     # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
+    from specsim.integrity import add_parser as add_verify_parser
     from specsim.llm.cli import add_parser as add_llm_parser
     from specsim.realtext.cli import add_parser as add_realtext_parser
     from specsim.traces.cli import add_parser as add_record_parser
 
     add_realtext_parser(sub)
     add_llm_parser(sub)
+    add_verify_parser(sub)
     from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
 
     add_record_parser(sub, kinds=(add_record_hf,))
@@ -300,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     # need the output declarations and the tiers' ~25 sub-parsers, ~45 ms of its start-up).
     parser, steps = _parser(full=argv[:1] != ["point"])
     args = parser.parse_args(argv)
-    if args.cmd in ("realtext", "llm", "record", "check-config"):
+    if args.cmd in ("realtext", "llm", "record", "check-config", "verify"):
         return int(args.run(args))
     sub = steps[args.cmd]
     t0 = time.perf_counter()
@@ -375,8 +380,8 @@ def _run(args: argparse.Namespace, sub: _Parser, t0: float) -> int:
         if status == 0:
             _say(f"done: gate, all {len(rows)} checks passed -> {args.out} in {took()}")
         else:
-            _say(f"failed: gate, {failed} of {len(rows)} checks failed (listed above); "
-                 f"{args.out} not written, in {took()}")
+            what = f"{failed} of {len(rows)} checks failed" if failed else "damaged results"
+            _say(f"failed: gate, {what} (listed above); {args.out} not written, in {took()}")
         return status
     if args.cmd == "html":
         import pandas as pd

@@ -208,7 +208,9 @@ def build_corpus(holdout_every: int = 10, max_files: int | None = None) -> Corpu
 
 
 def save_corpus(corpus: Corpus, path: str | Path) -> None:
-    with open(path, "wb") as fh:
+    from specsim.io import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, train=corpus.train, heldout=corpus.heldout,
                  sha256=np.array(corpus.sha256))
 
@@ -378,7 +380,9 @@ class NGramModel:
         arrays: dict[str, NDArray[Any]] = {"unigram": self.unigram_counts}
         for k, lev in self.levels.items():
             arrays |= lev.to_arrays(f"order{k}")
-        with open(path, "wb") as fh:
+        from specsim.io import atomic_path
+
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
 
     @classmethod

@@ -54,6 +54,17 @@ def point_files(wildcards=None):
     return [f"results/sim/{p.path}.parquet" for p in GRID.points]
 
 
+def point_outputs():
+    """Both files of every grid point. The `all` target lists them. Snakemake rebuilds a
+    missing file only for a job that runs, and `all` runs when one of its inputs is missing, so a
+    deleted sim or exact file is regenerated (and what reads it rerun)."""
+    return [
+        f"results/{kind}/{p.path}.parquet"
+        for p in GRID.points
+        for kind in ("sim", "exact")
+    ]
+
+
 def point_job(wildcards):
     """The point job's description (JSON): its identity, budget, seed, numbers version."""
     return to_arg(describe(GRID, GRID.point_at(wildcards.point)))
@@ -109,13 +120,28 @@ def html_files():
 
 
 def all_targets():
+    """Every file the grid's part of the DAG writes (a deleted one is rebuilt: point_outputs)."""
     return [
+        "results/grid.json",
+        *point_outputs(),
+        "results/points.parquet",
         *table_files(),
+        *expand("results/tables/{table}.{ext}", table=TABLES, ext=["md", "csv.sha256"]),
         *html_files(),
         *expand("results/figures/{figure}.pdf", figure=FIGURES),
         *expand("results/figures/{figure}.png", figure=FIGURES),
-        "results/tables/checks.csv",
+        *expand("results/tables/checks.{ext}", ext=["csv", "md", "csv.sha256"]),
         "results/checks.ok",
+    ]
+
+
+def gated_files(wildcards):
+    """What the gate verifies before it writes results/checks.ok: everything the `all` target asks
+    for but the gate's own output, so that it runs last."""
+    return [
+        f
+        for f in [*all_targets(), *RT_TARGETS, *LLM_TARGETS]
+        if f != "results/checks.ok"
     ]
 
 

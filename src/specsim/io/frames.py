@@ -15,7 +15,6 @@ from specsim.io.atomic import (
     atomic_path,
     payload_digest,
     read_verified,
-    write_checksum,
     write_text,
 )
 from specsim.io.render import to_markdown
@@ -32,9 +31,8 @@ def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str]) -> pd.DataFr
 
     out = printable(df)
     data = out.to_csv(index=False, lineterminator="\n").encode()
-    with atomic_path(csv_path) as tmp:
+    with atomic_path(csv_path) as tmp:  # and its .sha256 sidecar
         tmp.write_bytes(data)
-    write_checksum(csv_path, data)
     md = Path(csv_path).with_suffix(".md")
     write_text(md, to_markdown(out))
     return out

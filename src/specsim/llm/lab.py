@@ -41,7 +41,9 @@ def token_corpus(tok: Any, holdout_every: int = 10) -> TokenCorpus:
 
 
 def save_token_corpus(corpus: TokenCorpus, path: str | Path) -> None:
-    with open(path, "wb") as fh:
+    from specsim.io import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, train=corpus.train, heldout=corpus.heldout,
                  sha256=np.array(corpus.sha256), chars=np.array(corpus.chars))
 
