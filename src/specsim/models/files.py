@@ -54,6 +54,7 @@ def file_digest(path: str | Path) -> str:
     """sha256 of a table file. Every point's identity includes it, so a grid asks for it once
     per point; the content is hashed once per (file, size, mtime) and a stat answers the rest."""
     st = Path(path).stat()
+    _check_size(st.st_size, repr(str(path)))  # never hash (or read) an unbounded file
     return _content_digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
