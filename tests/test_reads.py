@@ -399,3 +399,33 @@ def test_every_writer_follows_the_umask_of_its_run(tmp_path: Path, umask: int) -
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
     for d in (tmp_path / "new", tmp_path / "new" / "deeper"):
         assert d.stat().st_mode & 0o777 == 0o777 & ~umask, d
+
+
+def test_no_room_names_the_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from specsim.io import no_room
+
+    assert no_room(tmp_path, need=1) is None
+    monkeypatch.setattr(os, "statvfs", lambda _: os.statvfs_result((4096, 4096, 10, 0, 0, 0, 0,
+                                                                   0, 0, 255)))
+    assert no_room(tmp_path) == (f"disk full: {tmp_path} has 0 bytes free (a run needs at "
+                                 f"least 4,194,304 for its locks, logs and results); free "
+                                 f"some space and rerun")
+
+
+def test_a_run_on_a_full_disk_stops_with_one_line(small_disk: Path) -> None:
+    """Snakemake's own locks and logs fail first on a full disk, each with a traceback; the
+    workflow stops before them, naming the directory."""
+    from conftest import TINY, snakemake
+
+    fd = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    done = snakemake(small_disk, TINY, "--cores", "1", check=False)
+    err = done.stderr
+    assert done.returncode != 0 and "Traceback" not in err and "Logging error" not in err, err
+    assert f"specsim: disk full: {small_disk} has 0 bytes free" in err

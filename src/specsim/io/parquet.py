@@ -70,7 +70,11 @@ def parquet_from(data: bytes, path: str | os.PathLike[str], fix: str = REBUILD,
         raise error(f"{path}: not a readable {what} (no {SEAL_KEY.decode()} entry: truncated, "
                     f"damaged, or written by an older specsim or another program); {fix}")
     recorded = bytes(data[at:at + 64])
-    digest = hashlib.sha256(data[:at] + _ZEROS + data[at + 64:]).hexdigest().encode()
+    view = memoryview(data)  # hashed in place: no second copy of a large file
+    h = hashlib.sha256(view[:at])
+    h.update(_ZEROS)
+    h.update(view[at + 64:])
+    digest = h.hexdigest().encode()
     if digest != recorded:
         raise error(f"{path}: content does not match its recorded file checksum (corrupt or "
                     f"edited); {fix}")
