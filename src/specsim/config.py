@@ -126,9 +126,11 @@ def stale_provenance(grid_json: str | Path, config_digest: str, triggers: set[st
     """
     if "params" in triggers:
         return None
-    try:
-        recorded = json.loads(Path(grid_json).read_text(encoding="utf-8")).get("config_digest")
-    except (OSError, ValueError, AttributeError):
+    from specsim.io import IntegrityError, read_json_verified
+
+    try:  # verified whole before it is trusted; bounded
+        recorded = read_json_verified(grid_json).get("config_digest")
+    except (OSError, IntegrityError):
         return None  # absent (fresh run) or corrupt: its reader will name it
     if recorded == config_digest:
         return None

@@ -1,4 +1,5 @@
 # Everything that is not a rule: validation, the grid, target lists, wildcard constraints.
+import logging
 import os
 import sys
 
@@ -9,9 +10,18 @@ from specsim.config import load_grid, stale_provenance, study_sources
 from specsim.configfile import check_config_files
 from specsim.work import declared_mb, summary
 from specsim.errors import ConfigError
+from specsim.io import no_room
 from specsim.grid import POINT_REGEX
 from specsim.job import describe, to_arg
 from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
+
+# A full disk stops the run here with one line: Snakemake's own locks and logs would fail
+# first, each with a traceback ("--- Logging error ---"). A disk that fills during the run ends
+# the job writing with one line naming the file (specsim's CLI); Snakemake's log handler then
+# drops what it cannot write instead of printing tracebacks.
+if no_room("."):
+    sys.exit(f"specsim: {no_room('.')}")
+logging.raiseExceptions = False
 
 # The JSON schema (defaults filled in) plus cross-field checks, before any job runs.
 try:
