@@ -114,6 +114,9 @@ def test_a_point_job_declares_its_estimate_at_least_the_floor(
     assert declared["seed_good"] == work.POINT_MB  # tiny points: the floor
     (big,) = [p for p in grid.points if p.model == "mid"]
     assert declared["mid"] == -(-int(work.footprint(grid, big).bytes) // 10**6) > 2000
+    minutes = {p.model: work.declared_minutes(grid, p) for p in grid.points}
+    assert minutes["seed_good"] == work.POINT_MINUTES  # and the runtime, the same way
+    assert minutes["mid"] >= 2 * work.footprint(grid, big).seconds / 60 > work.POINT_MINUTES
 
 
 def test_the_exact_stage_counts_against_max_work(tiny_config: dict[str, Any]) -> None:

@@ -8,7 +8,8 @@
   ``max_work`` is the deliberate way to confirm a large run.
 * **Each point job's memory**: its estimated peak (:meth:`~specsim.measures.Measure.footprint`:
   every family, measure, rule, scheme and policy states what it allocates) is what the job
-  declares to Snakemake (``mem_mb``, at least :data:`POINT_MB`); a point needing more than
+  declares to Snakemake (``mem_mb``, at least :data:`POINT_MB`; its ``runtime`` follows the
+  work estimate the same way, :func:`declared_minutes`); a point needing more than
   :data:`MAX_POINT_MB` is refused naming its study, model, rule, policy, knobs and estimate.
 * **Studies whose answer cannot exist**: an ``optimal_k`` or ``break_even`` study at α = 1 (every
   draft accepted) -- tokens per call grow without bound in γ, so there is no optimal γ and no
@@ -33,6 +34,9 @@ from specsim.resources import ROUNDS_PER_CORE_SECOND, Footprint, human_bytes
 # estimated 7.7 GB) and is refused before any job runs.
 POINT_MB = 500
 MAX_POINT_MB = 16000
+# Wall-clock minutes a point job declares (Snakemake's runtime; sbatch -t on SLURM): twice its
+# estimated core-seconds (a loaded node), at least POINT_MINUTES (a default point takes ~1-60 s).
+POINT_MINUTES = 2
 # The i.i.d. quadrature reference draws all its (p, q) pairs at once (one stream, so the numbers
 # do not depend on a chunk size): pairs x vocab float64 cells, ~6 arrays of them alive at once.
 # 2^23 cells keeps a point job under ~450 MB, inside the 500 MB the SLURM profile declares
@@ -62,6 +66,12 @@ def declared_mb(grid: Grid, point: Point) -> int:
     """The memory the point job declares (Snakemake's ``mem_mb``): its estimate, at least
     :data:`POINT_MB` (refused by :func:`check` above :data:`MAX_POINT_MB`)."""
     return max(POINT_MB, math.ceil(footprint(grid, point).bytes / 1e6))
+
+
+def declared_minutes(grid: Grid, point: Point) -> int:
+    """The wall-clock minutes the point job declares (Snakemake's ``runtime``): twice its
+    estimated core-seconds, at least :data:`POINT_MINUTES`."""
+    return max(POINT_MINUTES, math.ceil(2 * footprint(grid, point).seconds / 60))
 
 
 def core_seconds(grid: Grid) -> float:

@@ -8,7 +8,7 @@ from snakemake.io import report as report_flag
 from specsim.process import put_on_path
 from specsim.config import load_grid, stale_provenance, study_sources
 from specsim.configfile import check_config_files
-from specsim.work import declared_mb, summary
+from specsim.work import declared_mb, declared_minutes, summary
 from specsim.errors import ConfigError
 from specsim.io import no_room
 from specsim.grid import POINT_REGEX
@@ -84,6 +84,12 @@ def point_mem_mb(wildcards):
     """The memory (MB) the point job declares: its estimated peak, at least 500 MB
     (specsim.work.declared_mb)."""
     return declared_mb(GRID, GRID.point_at(wildcards.point))
+
+
+def point_runtime(wildcards):
+    """The wall-clock minutes the point job declares: twice its estimated core-seconds, at
+    least 2 (specsim.work.declared_minutes)."""
+    return declared_minutes(GRID, GRID.point_at(wildcards.point))
 
 
 def point_inputs(wildcards):

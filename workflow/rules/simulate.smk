@@ -24,8 +24,8 @@ rule grid:
 # policy~confidence+threshold=0.4): every job costs Snakemake a few ms per wildcard and resource to plan, and grids run
 # to 10^4 points. A point job declares the memory its estimate says it peaks at
 # (specsim.work.declared_mb: at least 500 MB; a config needing more than the most a point may
-# declare is refused before any job). Runtime for schedulers is set per profile
-# (workflow/profiles/slurm).
+# declare is refused before any job), and the runtime twice its estimated core-seconds
+# (specsim.work.declared_minutes: at least 2 minutes).
 rule point:
     input:
         point_inputs,  # files another job writes that the point reads (a recorded trace)
@@ -37,6 +37,7 @@ rule point:
     threads: 1
     resources:
         mem_mb=point_mem_mb,
+        runtime=point_runtime,
     params:
         job=point_job,
     shell:
