@@ -36,7 +36,7 @@ def test_work_above_the_ceiling_is_refused_with_the_estimate(
         load_grid(cfg, SCHEMA)
     msg = str(err.value)
     assert msg.startswith("max_work:") and "simulated rounds" in msg and "core-days" in msg
-    cfg["max_work"] = 1e20  # raising the ceiling is the deliberate confirmation
+    cfg["max_work"] = 1e18  # raising the ceiling (to its largest) is the deliberate confirmation
     load_grid(cfg, SCHEMA)
 
 
