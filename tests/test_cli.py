@@ -224,7 +224,7 @@ def test_checks_gate_html_bad_arguments(tmp_path: Path, grid_file: Path,
     usage_error(["gate", "--checks", str(not_checks), "--out", str(tmp_path / "ok")], capsys,
                 "--checks", "not a checks table", "passed")
     usage_error(["gate", "--checks", str(grid_file), "--out", str(tmp_path / "ok")], capsys,
-                "--checks", str(grid_file), "grid.json.sha256 is missing")
+                "--checks", str(grid_file), "not a readable table")
     usage_error(["html", "--tables-dir", str(tmp_path), "no_such_table"], capsys,
                 "unknown table 'no_such_table'")
     usage_error(["html", "--tables-dir", str(tmp_path), "realtext_models"], capsys,

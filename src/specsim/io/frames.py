@@ -51,8 +51,10 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     try:
         return pd.read_csv(_io.BytesIO(data))
     except Exception as err:
-        raise IntegrityError(f"{path}: not a readable table ({type(err).__name__}: {err}); "
+        reason = " ".join(str(err).split())  # one line: pandas' messages end in newlines
+        raise IntegrityError(f"{path}: not a readable table ({type(err).__name__}: {reason}); "
                              f"delete it and rerun snakemake") from None
+
 
 def _table_digest(table: pa.Table) -> str:
     """sha256 of the table's values as canonical JSON, column by column (types that Parquet
