@@ -9,6 +9,8 @@ implementations given the same uniforms can be compared draw for draw.
 
 * :func:`normalised_cdf` / :func:`inverse_cdf_rows` / :func:`sample_rows` -- one draw per row of
   an explicit (..., V) array of rows;
+* :func:`inverse_cdf_blocked` -- the same draw for long rows (V in the tens of thousands) without
+  a full-length cumulative sum: block sums first, then one block's cumulative sum;
 * :class:`TableSampler` -- many draws from the rows of one fixed table (guide tables, O(1) per
   draw); the Markov engine's sampler;
 * :class:`StackedRowSampler` -- many draws from the rows of one table when V is large (the
@@ -28,6 +30,7 @@ IntArray = NDArray[np.intp]
 __all__ = [
     "StackedRowSampler",
     "TableSampler",
+    "inverse_cdf_blocked",
     "inverse_cdf_rows",
     "normalised_cdf",
     "sample_rows",
@@ -53,6 +56,39 @@ def inverse_cdf_rows(cdf: FloatArray, u: FloatArray) -> IntArray:
 def sample_rows(probs: FloatArray, u: FloatArray) -> IntArray:
     """One inverse-CDF draw per row of ``probs`` (..., V) (rows need not be normalised)."""
     return inverse_cdf_rows(normalised_cdf(probs), u)
+
+
+def inverse_cdf_blocked(probs: FloatArray, u: FloatArray, block: int
+                        ) -> tuple[IntArray, FloatArray]:
+    """One inverse-CDF draw per row of unnormalised ``probs`` (..., V), by blocks of ``block``.
+
+    The token is the one whose cell of [0, T) holds ``u T`` (T the row's total), as for
+    :func:`sample_rows`, but found in two steps: the float64 sums of the blocks of ``block``
+    tokens locate the block, then that block's cumulative sum the token. A long row costs one
+    vectorised pass (``add.reduceat``) instead of a sequential cumulative sum over V. The law
+    is the same; the cells' edges differ from :func:`sample_rows`' in the last bits (a draw can
+    differ only when ``u`` lies within rounding of an edge). A zero-probability token is never
+    returned: the result is clamped to the last token of positive mass. Returns (tokens (...,),
+    totals T (...,)); a row with T = 0 (or NaN) gets some token in 0..V-1, for the caller to
+    replace.
+    """
+    v = probs.shape[-1]
+    starts = np.arange(0, v, block)
+    sums = np.add.reduceat(probs, starts, axis=-1, dtype=np.float64)  # (..., blocks)
+    csum = np.cumsum(sums, axis=-1)
+    total = csum[..., -1]
+    target = u * total
+    nb = starts.size
+    last = nb - 1 - np.argmax(sums[..., ::-1] > 0, axis=-1)  # last block with mass
+    k = np.minimum((csum <= target[..., None]).sum(axis=-1), last)
+    base = np.where(k > 0, np.take_along_axis(csum, np.maximum(k - 1, 0)[..., None],
+                                              axis=-1)[..., 0], 0.0)
+    idx = np.asarray(starts[k])[..., None] + np.arange(block)
+    cells = np.where(idx < v, np.take_along_axis(probs, np.minimum(idx, v - 1), axis=-1), 0)
+    local = base[..., None] + np.cumsum(cells, axis=-1, dtype=np.float64)
+    in_block = np.argmax(cells[..., ::-1] > 0, axis=-1)  # trailing zero cells of the block
+    j = np.minimum((local <= target[..., None]).sum(axis=-1), block - 1 - in_block)
+    return np.minimum(np.take_along_axis(idx, j[..., None], axis=-1)[..., 0], v - 1), total
 
 
 class TableSampler:
