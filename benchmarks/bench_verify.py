@@ -80,7 +80,7 @@ def contenders(p: np.ndarray, q: np.ndarray, x: np.ndarray) -> dict[str, Callabl
 
     def transformers_rows() -> None:  # assisted generation verifies one sequence per call
         for b in range(batch):
-            _speculative_sampling(candidates[b], lq[b : b + 1], gamma, lp[b : b + 1], False)
+            _speculative_sampling(candidates[b], lq[b : b + 1], gamma, lp[b : b + 1])
 
     out["transformers"] = transformers_rows
     out["vLLM"] = lambda: rejection_sample(tp, tq, tx)

@@ -78,17 +78,28 @@ def inverse_cdf_blocked(probs: FloatArray, u: FloatArray, block: int
     csum = np.cumsum(sums, axis=-1)
     total = csum[..., -1]
     target = u * total
-    nb = starts.size
-    last = nb - 1 - np.argmax(sums[..., ::-1] > 0, axis=-1)  # last block with mass
-    k = np.minimum((csum <= target[..., None]).sum(axis=-1), last)
-    base = np.where(k > 0, np.take_along_axis(csum, np.maximum(k - 1, 0)[..., None],
-                                              axis=-1)[..., 0], 0.0)
-    idx = np.asarray(starts[k])[..., None] + np.arange(block)
-    cells = np.where(idx < v, np.take_along_axis(probs, np.minimum(idx, v - 1), axis=-1), 0)
+    k = np.minimum((csum <= target[..., None]).sum(axis=-1), starts.size - 1)
+    k = _clamp_to_mass(sums, k)  # u T rounded up to T: the last block with mass
+    base = np.take_along_axis(csum, k[..., None] - 1, axis=-1)[..., 0] * (k > 0)
+    raw = starts[k][..., None] + np.arange(block)
+    idx = np.minimum(raw, v - 1)
+    cells = np.take_along_axis(probs, idx, axis=-1)
+    if starts[-1] + block > v:  # the last block is short: its padding has no mass
+        cells = np.where(raw < v, cells, 0)
     local = base[..., None] + np.cumsum(cells, axis=-1, dtype=np.float64)
-    in_block = np.argmax(cells[..., ::-1] > 0, axis=-1)  # trailing zero cells of the block
-    j = np.minimum((local <= target[..., None]).sum(axis=-1), block - 1 - in_block)
-    return np.minimum(np.take_along_axis(idx, j[..., None], axis=-1)[..., 0], v - 1), total
+    j = np.minimum((local <= target[..., None]).sum(axis=-1), block - 1)
+    j = _clamp_to_mass(cells, j)
+    return np.take_along_axis(idx, j[..., None], axis=-1)[..., 0], total
+
+
+def _clamp_to_mass(mass: FloatArray, k: IntArray) -> IntArray:
+    """``k`` (...,), or where ``mass[..., k]`` is not > 0, the last index with mass > 0 (0 if
+    none): inverse CDF never returns a cell of zero width, even when rounding points there."""
+    bad = ~(np.take_along_axis(mass, k[..., None], axis=-1)[..., 0] > 0)
+    if bad.any():
+        last = mass.shape[-1] - 1 - np.argmax(mass[..., ::-1] > 0, axis=-1)
+        k = np.where(bad, np.where(mass.max(axis=-1, initial=0) > 0, last, 0), k)
+    return k
 
 
 class TableSampler:

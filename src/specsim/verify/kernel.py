@@ -69,8 +69,8 @@ def _draw(prow: Rows, ps: FloatArray | None, qrow: Rows | None,
 
     ``ps``/``qs`` are the rows' sums (None: the rows are used as given). Rows up to :data:`BLOCK`
     long are normalised and drawn exactly as :func:`residual` and :func:`sample_rows` do; longer
-    rows draw from the unnormalised residual ``max(p - (sum p / sum q) q, 0)`` (the same law:
-    sum(p) times norm(p) - norm(q)) with :func:`inverse_cdf_blocked`, in float64.
+    rows draw with :func:`inverse_cdf_blocked`, in float64: p's row as it is, the residual as
+    ``max(p - (sum p / sum q) q, 0)`` -- sum(p) times max(norm(p) - norm(q), 0), the same law.
     """
     if prow.shape[-1] <= BLOCK:
         pn = prow if ps is None else prow / ps[:, None]
@@ -80,8 +80,8 @@ def _draw(prow: Rows, ps: FloatArray | None, qrow: Rows | None,
         return sample_rows(np.where(rejected[:, None], residual(pn, qn), pn), u)
     if qrow is None:
         return inverse_cdf_blocked(prow, u, BLOCK)[0]
-    weight = np.where(rejected, 1.0 if ps is None or qs is None else ps / qs, 0.0)
-    dist = np.multiply(qrow, -weight[:, None], dtype=np.float64)  # 0 on bonus rows: p itself
+    weight = 1.0 if ps is None or qs is None else ps / qs
+    dist = np.multiply(qrow, -np.reshape(weight, (-1, 1)), dtype=np.float64)
     dist += prow
     np.maximum(dist, 0.0, out=dist)
     tokens, mass = inverse_cdf_blocked(dist, u, BLOCK)
@@ -93,30 +93,42 @@ def _draw(prow: Rows, ps: FloatArray | None, qrow: Rows | None,
 
 def _final_tokens(p: Rows, q: Rows, sums: Sums | None,
                   n_acc: IntArray, residual_rows: bool, u: FloatArray) -> IntArray:
-    """The token each round draws at its stop row ``n_acc`` (...,): one row of p (and of q) per
-    round is read, in groups of about ``_GROUP`` entries so the work stays in cache."""
+    """The token each round draws at its stop row ``n_acc`` (...,).
+
+    Only that row of p (and of q) is read, for groups of rounds of about ``_GROUP`` entries so
+    the float64 work stays in cache: rows of V <= :data:`BLOCK` all together, longer ones the
+    bonus rows (p only) apart from the rejected ones (the residual), one row at a time at
+    V >= ``_GROUP`` (views, no copy).
+    """
     if n_acc.ndim == 0:
         one = None if sums is None else (sums[0][None], sums[1][None])
         return _final_tokens(p[None], q[None], one, n_acc[None], residual_rows,
                              np.asarray(u)[None])[0]
     gamma, v = q.shape[-2], p.shape[-1]
-    k_all = n_acc.ravel()
-    u_all = np.broadcast_to(u, n_acc.shape).ravel()
+    k_all = n_acc.reshape(-1)
+    u_all = np.broadcast_to(u, n_acc.shape).reshape(-1)
     where = np.unravel_index(np.arange(k_all.size), n_acc.shape)
+    rejected = k_all < gamma if residual_rows else np.zeros(k_all.size, dtype=bool)
     out = np.empty(k_all.size, dtype=np.intp)
     step = max(1, _GROUP // v)
-    for g in range(0, k_all.size, step):
-        rows = slice(g, g + step)
-        at, k = tuple(i[rows] for i in where), k_all[rows]
-        qrow = ps = qs = None
-        prow = p[(*at, k)]
-        kq = np.minimum(k, gamma - 1)
-        if sums is not None:
-            ps = sums[0][(*at, k)]
-            qs = sums[1][(*at, kq)] if gamma else None
-        if residual_rows:
-            qrow = q[(*at, kq)]
-        out[rows] = _draw(prow, ps, qrow, qs, k < gamma, u_all[rows])
+    sets = ([np.arange(k_all.size)] if v <= BLOCK else
+            [np.flatnonzero(~rejected), np.flatnonzero(rejected)])
+    for rows in sets:
+        for g in range(0, rows.size, step):
+            r = rows[g : g + step]
+            k = k_all[r]
+            at = (*(i[r] for i in where), k)
+            if step == 1:  # one row: basic indexing, a view
+                at = tuple(int(i[0]) for i in at)
+            kq = (*at[:-1], np.minimum(k, gamma - 1) if step > 1 else min(at[-1], gamma - 1))
+            rej = rejected[r]
+            qrow = ps = qs = None
+            if sums is not None:
+                ps = np.reshape(sums[0][at], -1)
+                qs = np.reshape(sums[1][kq], -1) if gamma else None
+            if rej.any():
+                qrow = q[kq].reshape(len(r), v)
+            out[r] = _draw(p[at].reshape(len(r), v), ps, qrow, qs, rej, u_all[r])
     return out.reshape(n_acc.shape)
 
 
@@ -190,15 +202,16 @@ def _row_sums(arr: Rows, name: str, row_tol: float, check: bool = True
               ) -> FloatArray:
     """The float64 sums of rows ``arr`` (..., V), validated when ``check``, without a copy.
 
-    One read of the rows per check: their sums (accumulated in float64) and their minima (in
-    the input's dtype), slice by slice so the second read hits the cache. A row is valid iff
+    One read of the rows per check, in the input's dtype: their sums (numpy's pairwise sum:
+    relative rounding ~1e-7 in float32, ~1e-16 in float64) and their minima, slice by slice
+    so the second read hits the cache. A row is valid iff
     its minimum is >= 0 and its sum within ``row_tol`` of 1 -- this also refuses NaN and
     infinities (a NaN fails both tests, +inf makes the sum infinite, -inf the minimum
     negative); only then are the entries searched for the first culprit (:func:`_refuse`).
     """
     if not 0.0 <= row_tol < 1.0:
         raise ValueError(f"row_tol must lie in [0, 1), got {row_tol!r}")
-    total = np.empty(arr.shape[:-1])
+    total = np.empty(arr.shape[:-1], dtype=arr.dtype)
     low = np.empty(arr.shape[:-1], dtype=arr.dtype)
     v = arr.shape[-1]
     parts = [(arr, total, low)]
@@ -208,9 +221,10 @@ def _row_sums(arr: Rows, name: str, row_tol: float, check: bool = True
         parts = [(rows[i:i + step], t[i:i + step], lo[i:i + step])
                  for i in range(0, len(rows), step)]
     for part, t, lo in parts:
-        np.add.reduce(part, axis=-1, dtype=np.float64, out=t)
+        np.add.reduce(part, axis=-1, out=t)
         if check:
             np.minimum.reduce(part, axis=-1, out=lo)
+    total = np.asarray(total, dtype=np.float64)
     if check and not ((low >= 0).all() and (np.abs(total - 1.0) <= row_tol).all()):
         _refuse(arr, total, name, row_tol)
     return total
