@@ -22,8 +22,8 @@ from specsim.verify.steps import accept, first_rejection, residual
 PLACEHOLDER: Final = -1  # the padding of VerifyResult.tokens after the last emitted token
 ROW_TOL: Final = 1e-4  # how far from 1 a row of verify()'s inputs may sum before it is refused
 BLOCK: Final = 2048  # longer rows are drawn from by blocks (sampling.inverse_cdf_blocked)
-_GROUP: Final = 1 << 17  # stop rows drawn from together: about this many entries (1 MB float64)
-_CHUNK: Final = 1 << 16  # entries per slice of the input checks (two reads, the second cached)
+_GROUP: Final = 1 << 13  # stop rows drawn from together: about this many entries (64 kB float64)
+_CHUNK: Final = 1 << 17  # entries per slice of the input checks (two reads, the second cached)
 
 Rows = NDArray[np.floating]  # probability rows as given: float32 or float64, any strides
 Sums = tuple[FloatArray, FloatArray]  # float64 row sums of p (..., γ+1) and q (..., γ)
@@ -136,12 +136,11 @@ def _round(p: Rows, q: Rows, x: IntArray, spec: RuleSpec,
            u_accept: FloatArray, u_final: FloatArray, sums: Sums | None = None) -> VerifyResult:
     """One round on rows used as given (``sums`` None) or divided by their ``sums`` (sp, sq)."""
     gamma = x.shape[-1]
-    p_draft = p[..., :gamma, :]
     if spec.accept == "argmax":  # the argmax of p is that of p / sum(p)
-        ok = x == p_draft.argmax(axis=-1)
+        ok = x == p[..., :gamma, :].argmax(axis=-1)
     else:
-        p_x = np.take_along_axis(p_draft, x[..., None], axis=-1)[..., 0]
-        q_x = np.take_along_axis(q, x[..., None], axis=-1)[..., 0]
+        at = (*np.indices(x.shape, sparse=True), x)  # entry x[..., i] of row i
+        p_x, q_x = p[at], q[at]
         if sums is not None:  # exactly the entries of the renormalised rows
             p_x, q_x = p_x / sums[0][..., :gamma], q_x / sums[1]
         ok = accept(u_accept, p_x, q_x)
