@@ -24,6 +24,7 @@ the ratios specsim/transformers, specsim/vLLM and floor/specsim (the issue asks 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -87,8 +88,8 @@ def contenders(p: np.ndarray, q: np.ndarray, x: np.ndarray) -> dict[str, Callabl
     return out
 
 
-def measure(v: int, gamma: int, batch: int, dtype: type, repeats: int
-            ) -> dict[str, tuple[float, float]]:
+def measure(v: int, gamma: int, batch: int, dtype: type, repeats: int,
+            clock: Callable[[], float] = time.perf_counter) -> dict[str, tuple[float, float]]:
     """Per contender: (median rounds/s, spread = (max - min) / median of the repeats)."""
     fns = contenders(*inputs(v, gamma, batch, dtype))
     names = list(fns)
@@ -97,9 +98,9 @@ def measure(v: int, gamma: int, batch: int, dtype: type, repeats: int
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(repeats):
         for n in names[r % len(names):] + names[: r % len(names)]:
-            t = time.perf_counter()
+            t = clock()
             fns[n]()
-            times[n].append(time.perf_counter() - t)
+            times[n].append(max(clock() - t, 1e-9))
     out = {}
     for n, ts in times.items():
         rate = batch / np.array(ts)
@@ -113,6 +114,9 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2, help="torch threads")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="wall-clock (default) or this process's CPU time (all its threads: "
+                    "less sensitive to other jobs on a busy machine)")
     ap.add_argument("--quick", action="store_true",
                     help="a small grid (V 1k and 32k, γ 1 and 4, float32), 3 repeats")
     args = ap.parse_args()
@@ -126,8 +130,11 @@ def main() -> None:
     else:
         torch.set_num_threads(args.threads)
         cols = ["specsim", "nocheck", "transformers", "vLLM", "floor"]
-    print(f"rounds/s (batch rows verified per second), median of {args.repeats} interleaved "
-          f"repeats (±spread: max-min over median); torch threads {args.threads}")
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    print(f"rounds/s by {args.clock} time (batch rows verified per second), median of "
+          f"{args.repeats} interleaved "
+          f"repeats (±spread: max-min over median); torch threads {args.threads}; "
+          f"load average before: {os.getloadavg()[0]:.1f}")
     head = f"{'dtype':>7} {'V':>7} {'γ':>2} {'batch':>5} " + " ".join(f"{c:>15}" for c in cols)
     ratios = ["spec/tf", "spec/vLLM"] if torch is not None else []
     print(head + " " + " ".join(f"{r:>9}" for r in [*ratios, "floor/spec"]))
@@ -135,13 +142,15 @@ def main() -> None:
         for v in vocabs:
             for gamma in gammas:
                 for batch in (1, 64):
-                    m = measure(v, gamma, batch, dtype, args.repeats)
+                    m = measure(v, gamma, batch, dtype, args.repeats, clock)
                     cells = " ".join(f"{m[c][0]:>9,.0f} ±{m[c][1]:>3.0%}" for c in cols)
                     spec = m["specsim"][0]
                     rs = [spec / m[c][0] for c in ("transformers", "vLLM") if c in m]
                     rs.append(m["floor"][0] / spec)
                     print(f"{np.dtype(dtype).name:>7} {v:>7} {gamma:>2} {batch:>5} {cells} "
                           + " ".join(f"{r:>9.2f}" for r in rs), flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f} (2 cores: above 2, every column is "
+          "slowed by other jobs, torch's threads the most)")
 
 
 if __name__ == "__main__":

@@ -197,20 +197,21 @@ def _refuse(arr: Rows, total: FloatArray, name: str, row_tol: float) -> NoReturn
                      f"pass probabilities, e.g. softmax(logits)")
 
 
-def _row_sums(arr: Rows, name: str, row_tol: float, check: bool = True
-              ) -> FloatArray:
+def _row_sums(arr: Rows, name: str, row_tol: float, check: bool = True,
+              exact: bool = False) -> FloatArray:
     """The float64 sums of rows ``arr`` (..., V), validated when ``check``, without a copy.
 
     One read of the rows per check, in the input's dtype: their sums (numpy's pairwise sum:
-    relative rounding ~1e-7 in float32, ~1e-16 in float64) and their minima, slice by slice
-    so the second read hits the cache. A row is valid iff
-    its minimum is >= 0 and its sum within ``row_tol`` of 1 -- this also refuses NaN and
+    relative rounding ~1e-7 in float32, ~1e-16 in float64; ``exact`` accumulates float32 in
+    float64, for the renormalised copies :func:`check_rows` returns) and their minima, slice
+    by slice so the second read hits the cache. A row is valid iff its minimum is >= 0 and
+    its sum within ``row_tol`` of 1 -- this also refuses NaN and
     infinities (a NaN fails both tests, +inf makes the sum infinite, -inf the minimum
     negative); only then are the entries searched for the first culprit (:func:`_refuse`).
     """
     if not 0.0 <= row_tol < 1.0:
         raise ValueError(f"row_tol must lie in [0, 1), got {row_tol!r}")
-    total = np.empty(arr.shape[:-1], dtype=arr.dtype)
+    total = np.empty(arr.shape[:-1], dtype=np.float64 if exact else arr.dtype)
     low = np.empty(arr.shape[:-1], dtype=arr.dtype)
     v = arr.shape[-1]
     parts = [(arr, total, low)]
@@ -220,7 +221,7 @@ def _row_sums(arr: Rows, name: str, row_tol: float, check: bool = True
         parts = [(rows[i:i + step], t[i:i + step], lo[i:i + step])
                  for i in range(0, len(rows), step)]
     for part, t, lo in parts:
-        np.add.reduce(part, axis=-1, out=t)
+        np.add.reduce(part, axis=-1, out=t, dtype=t.dtype)
         if check:
             np.minimum.reduce(part, axis=-1, out=lo)
     total = np.asarray(total, dtype=np.float64)
@@ -238,12 +239,12 @@ def check_rows(a: ArrayLike, name: str, row_tol: float = ROW_TOL) -> FloatArray:
     ValueError with a one-line message naming ``name`` and the first offending index.
     """
     arr = _float_rows(a, name)
-    total = _row_sums(arr, name, row_tol)
+    total = _row_sums(arr, name, row_tol, exact=True)
     return np.asarray(arr / total[..., None], dtype=np.float64)
 
 
-def _round_rows(p: ArrayLike, q: ArrayLike, row_tol: float, check: bool = True
-                ) -> tuple[Rows, Rows, Sums]:
+def _round_rows(p: ArrayLike, q: ArrayLike, row_tol: float, check: bool = True,
+                exact: bool = False) -> tuple[Rows, Rows, Sums]:
     """One round's rows as float32/float64 arrays (not copied) and their sums (sp, sq), the
     shapes always checked, the values when ``check`` (:func:`_row_sums`)."""
     shapes = []
@@ -260,16 +261,16 @@ def _round_rows(p: ArrayLike, q: ArrayLike, row_tol: float, check: bool = True
         raise ValueError(f"p must be (..., γ+1, V) and q (..., γ, V) with the same leading "
                          f"axes: got p {sp}, q {sq}")
     pa = _float_rows(p, "p")
-    p_sums = _row_sums(pa, "p", row_tol, check)
+    p_sums = _row_sums(pa, "p", row_tol, check, exact)
     qa = _float_rows(q, "q")
-    return pa, qa, (p_sums, _row_sums(qa, "q", row_tol, check))
+    return pa, qa, (p_sums, _row_sums(qa, "q", row_tol, check, exact))
 
 
 def check_round(p: ArrayLike, q: ArrayLike, row_tol: float = ROW_TOL
                 ) -> tuple[FloatArray, FloatArray]:
     """Validate one round's rows (:func:`check_rows`) and their shapes: p (..., γ+1, V) and
     q (..., γ, V) with the same leading axes and V. Returns both renormalised, float64."""
-    pa, qa, (sp, sq) = _round_rows(p, q, row_tol)
+    pa, qa, (sp, sq) = _round_rows(p, q, row_tol, exact=True)
     return (np.asarray(pa / sp[..., None], dtype=np.float64),
             np.asarray(qa / sq[..., None], dtype=np.float64))
 
@@ -329,13 +330,16 @@ def verify(
     emitted token -- and nothing else (``greedy`` draws them too, unused). So a batch gives
     exactly the results of a loop over its rows, in C order, with the same Generator.
 
-    Arithmetic: float32 and float64 inputs are read as they are (never copied); row sums are
-    accumulated in float64, and a row is divided by its sum only where it is read -- the
-    drafted tokens' entries and the one stop row of each round. The draft at position i is
-    accepted iff ``u_i q_i(x_i)/sum(q_i) < p_i(x_i)/sum(p_i)``. The emitted token is the
-    inverse-CDF draw of ``u_γ`` from the residual (or p) in float64: for V <= :data:`BLOCK` by
-    one cumulative sum (:func:`~specsim.sampling.sample_rows`), above by block sums then one
-    block's cumulative sum (:func:`~specsim.sampling.inverse_cdf_blocked`, the same law).
+    Arithmetic: float32 and float64 inputs are read as they are (never copied); the checks
+    are one sum and one minimum per row in the input's dtype, and a row is divided by its sum
+    only where it is read -- the drafted tokens' entries and the one stop row of each round.
+    The draft at position i is accepted iff ``u_i q_i(x_i)/sum(q_i) < p_i(x_i)/sum(p_i)``
+    (float64 division). The emitted token is the inverse-CDF draw of ``u_γ`` from the
+    residual (or p) in float64: for V <= :data:`BLOCK` by one cumulative sum
+    (:func:`~specsim.sampling.sample_rows`), above by block sums then one block's cumulative
+    sum (:func:`~specsim.sampling.inverse_cdf_blocked`, the same law, cells' edges equal up to
+    the last bits). float32 rows are divided by their float32 sums (relative rounding ~1e-7,
+    below the rounding of the entries themselves).
     """
     spec = rule_spec(rule)
     if spec.scheme is not None:
