@@ -23,6 +23,7 @@ PLACEHOLDER: Final = -1  # the padding of VerifyResult.tokens after the last emi
 ROW_TOL: Final = 1e-4  # how far from 1 a row of verify()'s inputs may sum before it is refused
 BLOCK: Final = 2048  # longer rows are drawn from by blocks (sampling.inverse_cdf_blocked)
 _GROUP: Final = 1 << 13  # stop rows drawn from together: about this many entries (64 kB float64)
+_LONG_GROUP: Final = 1 << 17  # the same for rows longer than BLOCK (their work buffer is reused)
 _CHUNK: Final = 1 << 17  # entries per slice of the input checks (two reads, the second cached)
 
 Rows = NDArray[np.floating]  # probability rows as given: float32 or float64, any strides
@@ -63,14 +64,16 @@ def _emitted(x: IntArray, n_acc: IntArray, final: IntArray,
     return tokens, n_acc + 1
 
 
-def _draw(prow: Rows, ps: FloatArray | None, qrow: Rows | None,
-          qs: FloatArray | None, rejected: NDArray[np.bool_], u: FloatArray) -> IntArray:
+def _draw(prow: Rows, ps: FloatArray | None, qrow: Rows | None, qs: FloatArray | None,
+          rejected: NDArray[np.bool_], u: FloatArray, work: FloatArray) -> IntArray:
     """The token drawn at each stop row (G, V): from the residual where ``rejected``, else from p.
 
     ``ps``/``qs`` are the rows' sums (None: the rows are used as given). Rows up to :data:`BLOCK`
     long are normalised and drawn exactly as :func:`residual` and :func:`sample_rows` do; longer
     rows draw with :func:`inverse_cdf_blocked`, in float64: p's row as it is, the residual as
-    ``max(p - (sum p / sum q) q, 0)`` -- sum(p) times max(norm(p) - norm(q), 0), the same law.
+    ``max(p - (sum p / sum q) q, 0)`` -- sum(p) times max(norm(p) - norm(q), 0), the same law
+    -- computed in ``work`` (float64, at least (G, V)), reused from group to group so no fresh
+    pages are touched.
     """
     if prow.shape[-1] <= BLOCK:
         pn = prow if ps is None else prow / ps[:, None]
@@ -81,7 +84,8 @@ def _draw(prow: Rows, ps: FloatArray | None, qrow: Rows | None,
     if qrow is None:
         return inverse_cdf_blocked(prow, u, BLOCK)[0]
     weight = 1.0 if ps is None or qs is None else ps / qs
-    dist = np.multiply(qrow, -np.reshape(weight, (-1, 1)), dtype=np.float64)
+    dist = work[: len(prow)]
+    np.multiply(qrow, -np.reshape(weight, (-1, 1)), out=dist)
     dist += prow
     np.maximum(dist, 0.0, out=dist)
     tokens, mass = inverse_cdf_blocked(dist, u, BLOCK)
@@ -95,10 +99,10 @@ def _final_tokens(p: Rows, q: Rows, sums: Sums | None,
                   n_acc: IntArray, residual_rows: bool, u: FloatArray) -> IntArray:
     """The token each round draws at its stop row ``n_acc`` (...,).
 
-    Only that row of p (and of q) is read, for groups of rounds of about ``_GROUP`` entries so
-    the float64 work stays in cache: rows of V <= :data:`BLOCK` all together, longer ones the
-    bonus rows (p only) apart from the rejected ones (the residual), one row at a time at
-    V >= ``_GROUP`` (views, no copy).
+    Only that row of p (and of q) is read, for groups of rounds of about ``_GROUP`` entries
+    (``_LONG_GROUP`` at V > :data:`BLOCK`) so the float64 work stays in cache: short rows all
+    together, long ones the bonus rows (p only) apart from the rejected ones (the residual),
+    one row at a time (views, no copy) at V >= ``_LONG_GROUP``.
     """
     if n_acc.ndim == 0:
         one = None if sums is None else (sums[0][None], sums[1][None])
@@ -110,7 +114,8 @@ def _final_tokens(p: Rows, q: Rows, sums: Sums | None,
     where = np.unravel_index(np.arange(k_all.size), n_acc.shape)
     rejected = k_all < gamma if residual_rows else np.zeros(k_all.size, dtype=bool)
     out = np.empty(k_all.size, dtype=np.intp)
-    step = max(1, _GROUP // v)
+    step = max(1, (_GROUP if v <= BLOCK else _LONG_GROUP) // v)
+    work = np.empty((step, v) if v > BLOCK and rejected.any() else (0, 0))
     sets = ([np.arange(k_all.size)] if v <= BLOCK else
             [np.flatnonzero(~rejected), np.flatnonzero(rejected)])
     for rows in sets:
@@ -128,7 +133,7 @@ def _final_tokens(p: Rows, q: Rows, sums: Sums | None,
                 qs = np.reshape(sums[1][kq], -1) if gamma else None
             if rej.any():
                 qrow = q[kq].reshape(len(r), v)
-            out[r] = _draw(p[at].reshape(len(r), v), ps, qrow, qs, rej, u_all[r])
+            out[r] = _draw(p[at].reshape(len(r), v), ps, qrow, qs, rej, u_all[r], work)
     return out.reshape(n_acc.shape)
 
 
