@@ -110,8 +110,10 @@ def _final_tokens(p: Rows, q: Rows, sums: Sums | None,
                              np.asarray(u)[None])[0]
     gamma, v = q.shape[-2], p.shape[-1]
     k_all = n_acc.reshape(-1)
-    u_all = np.broadcast_to(u, n_acc.shape).reshape(-1)
-    where = np.unravel_index(np.arange(k_all.size), n_acc.shape)
+    u_all = np.reshape(u, -1) if np.size(u) == k_all.size else np.broadcast_to(
+        u, n_acc.shape).reshape(-1)
+    where = ((np.arange(k_all.size),) if n_acc.ndim == 1 else
+             np.unravel_index(np.arange(k_all.size), n_acc.shape))
     rejected = k_all < gamma if residual_rows else np.zeros(k_all.size, dtype=bool)
     out = np.empty(k_all.size, dtype=np.intp)
     step = max(1, (_GROUP if v <= BLOCK else _LONG_GROUP) // v)
@@ -144,7 +146,8 @@ def _round(p: Rows, q: Rows, x: IntArray, spec: RuleSpec,
     if spec.accept == "argmax":  # the argmax of p is that of p / sum(p)
         ok = x == p[..., :gamma, :].argmax(axis=-1)
     else:
-        at = (*np.indices(x.shape, sparse=True), x)  # entry x[..., i] of row i
+        at = ((np.arange(x.shape[0])[:, None], np.arange(gamma), x) if x.ndim == 2 else
+              (*np.indices(x.shape, sparse=True), x))  # entry x[..., i] of row i
         p_x, q_x = p[at], q[at]
         if sums is not None:  # exactly the entries of the renormalised rows
             p_x, q_x = p_x / sums[0][..., :gamma], q_x / sums[1]
