@@ -113,8 +113,9 @@ report: run  ## browsable HTML report of every figure, with captions
 	$(SNAKEMAKE) --report results/report.html
 	$(PY) -c "from specsim.io import seal; seal('results/report.html')"
 
-bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; then the DAG's timings
+bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; verify vs transformers, vLLM and its memory floor; the DAG's timings
 	$(PY) benchmarks/bench_engine.py
+	$(PY) benchmarks/bench_verify.py
 	$(PY) benchmarks/bench_dag.py
 
 readme-figures: run  ## refresh the committed copies of the key figures shown in README.md

@@ -22,8 +22,9 @@ import specsim
 from specsim import engine, exact, stats
 from specsim.exact import round_law, verify_law, verify_law_tree
 from specsim.models.maths import blend, random_table
-from specsim.sampling import sample_rows
+from specsim.sampling import inverse_cdf_blocked, sample_rows
 from specsim.verify import (
+    BLOCK,
     CLASSIC_RULES,
     PLACEHOLDER,
     RULES,
@@ -523,3 +524,101 @@ def test_specsim_exports_verify_and_imports_light() -> None:
                          check=True)
     assert out.stdout.strip() == "[]"
 
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. the fast paths: long rows drawn by blocks, float32 read as it is, check=False
+# ---------------------------------------------------------------------------------------------
+def test_blocked_inverse_cdf_is_sample_rows_draw_for_draw_and_never_returns_a_zero() -> None:
+    rng = np.random.default_rng(15)
+    v = 5 * 64 + 13  # a ragged last block
+    probs = random_rows(rng, (300,), v, zero_frac=0.6)
+    probs[:100, -3 * 64 :] = 0.0  # trailing empty blocks
+    probs[100:200, :2 * 64] = 0.0  # leading empty blocks
+    u = rng.random(300)
+    u[:20] = np.nextafter(1.0, 0.0)  # u T may round up to T: clamped to the last positive token
+    u[20:40] = 0.0
+    for dtype in (np.float64, np.float32):
+        rows = (probs * 3.0).astype(dtype)  # unnormalised rows
+        got, total = inverse_cdf_blocked(rows, u, 64)
+        # identity is the claim: the same cells up to rounding, which these uniforms never hit
+        assert np.array_equal(got, sample_rows(rows.astype(np.float64), u))
+        assert (rows[np.arange(300), got] > 0).all()
+        np.testing.assert_allclose(total, rows.sum(axis=-1, dtype=np.float64), rtol=1e-12)
+
+
+@pytest.mark.parametrize("rule", ALL_RULES)
+def test_long_rows_equal_the_scalar_reference_draw_for_draw(rule: str) -> None:
+    """V above BLOCK: the stop rows are drawn by blocks, from float32 rows read as they are."""
+    rng = np.random.default_rng(16)
+    n, gamma, v = 8, 2, BLOCK + 37
+    p, q, x = mixed_case(rng, n, gamma, v)
+    for dtype in (np.float64, np.float32):
+        pd, qd = p.astype(dtype), q.astype(dtype)
+        res = verify(pd, qd, x, rule, rng=np.random.default_rng(5))
+        u = np.random.default_rng(5).random((n, gamma + 1))
+        for i in range(n):
+            acc, toks = reference_round(pd[i], qd[i], x[i], rule, u[i])
+            assert res.accepted[i] == acc, (dtype, i)
+            assert res.tokens[i].tolist() == toks + [PLACEHOLDER] * (gamma + 1 - len(toks))
+
+
+@pytest.mark.parametrize("v", [7, 2 * BLOCK + 5])
+def test_unchecked_valid_input_gives_the_checked_result(v: int) -> None:
+    rng = np.random.default_rng(17)
+    p, q, x = mixed_case(rng, 60, 3, v)
+    for dtype in (np.float64, np.float32):
+        for rule in ALL_RULES:
+            a = verify(p.astype(dtype), q.astype(dtype), x, rule, rng=3)
+            b = verify(p.astype(dtype), q.astype(dtype), x, rule, rng=3, check=False)
+            # identity is the claim: check=False skips reads of the values, not arithmetic
+            assert all(np.array_equal(getattr(a, f), getattr(b, f))
+                       for f in ("accepted", "tokens", "n_emitted"))
+
+
+def test_unchecked_bad_input_is_undefined_but_does_not_crash_the_process() -> None:
+    """check=False on NaN, infinite, negative, unnormalised or all-zero rows: some tokens in
+    0..V-1 (or -1 padding), no error -- in a child process, so a crash would show here."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np, specsim
+for v in (5, 5000):
+    rng = np.random.default_rng(0)
+    p = rng.random((8, 3, v)); q = rng.random((8, 2, v))
+    bad = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf, "neg": -0.5, "big": 1e300}
+    for name, value in bad.items():
+        for where in ("p", "q"):
+            a, b = p.copy(), q.copy()
+            (a if where == "p" else b)[1, 0, :3] = value
+            for dtype in (np.float64, np.float32):
+                for rule in ("correct", "greedy", "no_resample", "continue"):
+                    r = specsim.verify(a.astype(dtype), b.astype(dtype),
+                                       np.zeros((8, 2), int), rule, rng=1, check=False)
+                    assert ((r.tokens >= -1) & (r.tokens < v)).all(), (name, v)
+    z = specsim.verify(np.zeros((4, 3, v)), np.zeros((4, 2, v)), np.zeros((4, 2), int),
+                       rng=1, check=False)
+    assert ((z.tokens >= -1) & (z.tokens < v)).all()
+print("alive")
+"""
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                         text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "alive"
+
+
+def test_checks_read_float32_as_it_is_and_refuse_like_float64() -> None:
+    p32, q32 = _P.astype(np.float32), _Q.astype(np.float32)
+    assert verify(p32, q32, _X, rng=0).tokens.shape == (2,)
+    for bad, match in ((np.array([[0.5, 0.5], [np.nan, 1.0]]), "non-finite entry nan"),
+                       (np.array([[0.5, 0.5], [-0.25, 1.25]]), "negative entry -0.25"),
+                       (np.array([[0.5, 0.5], [0.3, 0.6]]), r"row \(1,\) of p sums to 0.9")):
+        for dtype in (np.float64, np.float32):
+            with pytest.raises(ValueError, match=match) as err:
+                verify(bad.astype(dtype), q32, _X, rng=0)
+            assert "\n" not in str(err.value)
+    big = np.full((2, 3, 70_000), 1 / 70_000)  # long rows: the checks go slice by slice
+    big[1, 2, 5] = -1e-9
+    with pytest.raises(ValueError, match=r"negative entry .* at index \(1, 2, 5\)"):
+        verify(big, big[:, :2], np.zeros((2, 2), int), rng=0)

@@ -9,6 +9,8 @@ implementations given the same uniforms can be compared draw for draw.
 
 * :func:`normalised_cdf` / :func:`inverse_cdf_rows` / :func:`sample_rows` -- one draw per row of
   an explicit (..., V) array of rows;
+* :func:`inverse_cdf_blocked` -- the same draw for long rows (V in the tens of thousands) without
+  a full-length cumulative sum: block sums first, then one block's cumulative sum;
 * :class:`TableSampler` -- many draws from the rows of one fixed table (guide tables, O(1) per
   draw); the Markov engine's sampler;
 * :class:`StackedRowSampler` -- many draws from the rows of one table when V is large (the
@@ -28,6 +30,7 @@ IntArray = NDArray[np.intp]
 __all__ = [
     "StackedRowSampler",
     "TableSampler",
+    "inverse_cdf_blocked",
     "inverse_cdf_rows",
     "normalised_cdf",
     "sample_rows",
@@ -53,6 +56,52 @@ def inverse_cdf_rows(cdf: FloatArray, u: FloatArray) -> IntArray:
 def sample_rows(probs: FloatArray, u: FloatArray) -> IntArray:
     """One inverse-CDF draw per row of ``probs`` (..., V) (rows need not be normalised)."""
     return inverse_cdf_rows(normalised_cdf(probs), u)
+
+
+def inverse_cdf_blocked(probs: FloatArray, u: FloatArray, block: int
+                        ) -> tuple[IntArray, FloatArray]:
+    """One inverse-CDF draw per row of unnormalised ``probs`` (n, V), by blocks of ``block``.
+
+    The token is the one whose cell of [0, T) holds ``u T`` (T the row's total), as for
+    :func:`sample_rows`, but found in two steps: the float64 sums of the blocks of ``block``
+    tokens locate the block, then that block's cumulative sum the token. A long row costs one
+    vectorised pass (``add.reduceat``) instead of a sequential cumulative sum over V. The law
+    is the same; the cells' edges differ from :func:`sample_rows`' in the last bits (a draw can
+    differ only when ``u`` lies within rounding of an edge). A zero-probability token is never
+    returned: the result is clamped to the last token of positive mass. Returns (tokens (n,),
+    totals T (n,)); a row with T = 0 (or NaN) gets some token in 0..V-1, for the caller to
+    replace.
+    """
+    n, v = probs.shape
+    rows = np.arange(n)
+    starts = np.arange(0, v, block)
+    sums = np.add.reduceat(probs, starts, axis=-1, dtype=np.float64)  # (n, blocks)
+    csum = np.cumsum(sums, axis=-1)
+    total = csum[:, -1]
+    target = u * total
+    k = np.minimum((csum <= target[:, None]).sum(axis=-1), starts.size - 1)
+    k = _clamp_to_mass(sums, k)  # u T rounded up to T: the last block with mass
+    base = csum[rows, k - 1] * (k > 0)
+    raw = starts[k][:, None] + np.arange(block)
+    idx = np.minimum(raw, v - 1)
+    cells = probs[rows[:, None], idx]
+    if starts[-1] + block > v:  # the last block is short: its padding has no mass
+        cells = np.where(raw < v, cells, 0)
+    local = np.cumsum(cells, axis=-1, dtype=np.float64)
+    local += base[:, None]
+    j = np.minimum((local <= target[:, None]).sum(axis=-1), block - 1)
+    j = _clamp_to_mass(cells, j)
+    return idx[rows, j], total
+
+
+def _clamp_to_mass(mass: FloatArray, k: IntArray) -> IntArray:
+    """``k`` (n,), or where ``mass[:, k]`` is not > 0, the last index with mass > 0 (0 if none):
+    inverse CDF never returns a cell of zero width, even when rounding points there."""
+    bad = ~(mass[np.arange(len(k)), k] > 0)
+    if bad.any():
+        last = mass.shape[-1] - 1 - np.argmax(mass[:, ::-1] > 0, axis=-1)
+        k = np.where(bad, np.where(mass.max(axis=-1, initial=0) > 0, last, 0), k)
+    return k
 
 
 class TableSampler:

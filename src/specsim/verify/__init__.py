@@ -34,6 +34,7 @@ this package's other names with ``from specsim.verify import ...``; they live in
 """
 
 from specsim.verify.kernel import (
+    BLOCK,
     PLACEHOLDER,
     ROW_TOL,
     VerifyResult,
@@ -60,6 +61,7 @@ from specsim.verify.steps import (
 )
 
 __all__ = [
+    "BLOCK",
     "CLASSIC_RULES",
     "PLACEHOLDER",
     "ROW_TOL",

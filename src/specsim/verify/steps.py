@@ -69,7 +69,10 @@ def rejection_distribution(p: FloatArray, q: FloatArray, rule: str = "correct") 
 
 def first_rejection(accepted: NDArray[np.bool_], axis: int = -1) -> IntArray:
     """Number of leading accepted positions along ``axis`` (γ when all were accepted)."""
-    a = np.moveaxis(np.asarray(accepted, dtype=bool), axis, 0)
+    a = np.asarray(accepted, dtype=bool)
+    if a.size <= 4096:  # small (verify's batches): two calls; large (the engine's): row by row
+        return np.logical_and.accumulate(a, axis=axis).sum(axis=axis, dtype=np.intp)
+    a = np.moveaxis(a, axis, 0)
     if a.shape[0] == 0:
         return np.zeros(a.shape[1:], dtype=np.intp)
     alive = a[0].copy()
