@@ -122,12 +122,17 @@ class MarkovKernel:
         self.m = m = self.draft_sampler.m
         assert self.final_sampler.m == m
         self.shift = int(np.log2(m))
-        s = self.size
-        self.accept_enc = {}
-        for kind, table in self.accept_prob.items():
-            enc = np.zeros((s, m))
-            enc[:, :s] = table.reshape(s, s)
-            self.accept_enc[kind] = enc.ravel()
+        self._accept_by_bucket: dict[str, FloatArray] = {}
+
+    def accept_by_bucket(self, kind: str) -> FloatArray:
+        """Accept probability of the (context, draft) cell a pure bucket of the draft sampler
+        draws (built once per accept step): with it the accept test needs no cell index."""
+        if kind not in self._accept_by_bucket:
+            token = self.draft_sampler.pure_tokens().reshape(self.size, self.m)
+            cells = self.accept_prob[kind].reshape(self.size, self.size)
+            by_bucket = np.take_along_axis(cells, np.maximum(token, 0), axis=1)
+            self._accept_by_bucket[kind] = np.where(token >= 0, by_bucket, np.nan).ravel()
+        return self._accept_by_bucket[kind]
 
     def encode(self, tokens: IntArray) -> IntArray:
         """Token -> the state :meth:`advance` carries (token * M)."""
@@ -138,15 +143,22 @@ class MarkovKernel:
         """One round on encoded states: (encoded contexts and drafts (γ+1, n), accepted
         drafts, encoded final token)."""
         n = state.shape[0]
-        m = self.m
-        b = np.empty((gamma + 1, n), dtype=np.intp)
+        m, shift, q = self.m, self.shift, self.draft_sampler
+        kind = rule_spec(rule).accept
+        by_bucket, by_cell = self.accept_by_bucket(kind), self.accept_prob[kind]
+        b = np.empty((gamma + 1, n), dtype=np.intp)  # b[0] = context, b[i+1] = draft i
         b[0] = state
-        draw = self.draft_sampler.lookup
+        accepted = np.empty((gamma, n), dtype=bool)
         for i in range(gamma):
-            b[i + 1] = draw(b[i] + (u[i] * m).astype(np.intp), u[i])
-        table = self.accept_enc[rule_spec(rule).accept]
-        n_acc = first_rejection(u[gamma : 2 * gamma] < table[b[:-1] + (b[1:] >> self.shift)],
-                                axis=0)
+            bucket = b[i] + (u[i] * m).astype(np.intp)
+            x = q.direct.take(bucket, mode="clip")
+            p_accept = by_bucket.take(bucket, mode="clip")
+            fixed = q.resolve(x, bucket, u[i])
+            if fixed.size:  # impure buckets: the accept probability of the drawn cell
+                p_accept[fixed] = by_cell[(b[i, fixed] >> shift) * self.size + (x[fixed] >> shift)]
+            b[i + 1] = x
+            np.less(u[gamma + i], p_accept, out=accepted[i])
+        n_acc = first_rejection(accepted, axis=0)
         stop = b.ravel()[n_acc * n + _lanes(n)]  # encoded context of the stopping position
         last = u[2 * gamma]
         row = stop + self._final_offset(gamma, rule)[n_acc]

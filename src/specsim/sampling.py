@@ -73,7 +73,7 @@ class TableSampler:
     """
 
     MAX_ENTRIES = 1 << 22  # guide-table cap (rows * M)
-    IMPURE = 1 / 4096  # M grows while more of the buckets than this are impure
+    IMPURE = 1 / 512  # M grows while more of the buckets than this are impure
 
     def __init__(self, table: FloatArray, m_min: int = 4, scale: int = 1) -> None:
         rows, v = table.shape
@@ -133,11 +133,22 @@ class TableSampler:
 
     def lookup(self, bucket: IntArray, u: FloatArray) -> IntArray:
         """Tokens (times ``scale``) for the buckets ``row * M + floor(u * M)`` of uniforms u."""
-        out = self.direct[bucket]
-        if self.impure and out.min(initial=0) < 0:
-            at = np.flatnonzero(out < 0)
-            out[at] = self._impure(-1 - out[at], bucket[at], u[at])
+        out = self.direct.take(bucket, mode="clip")  # in range: clip only skips the check
+        self.resolve(out, bucket, u)
         return out
+
+    def resolve(self, out: IntArray, bucket: IntArray, u: FloatArray) -> IntArray:
+        """Finish the draws ``out`` (``direct`` at ``bucket``) that fell in impure buckets, in
+        place; returns their positions."""
+        if not self.impure or out.min(initial=0) >= 0:
+            return np.empty(0, dtype=np.intp)
+        at = np.flatnonzero(out < 0)
+        out[at] = self._impure(-1 - out[at], bucket[at], u[at])
+        return at
+
+    def pure_tokens(self) -> IntArray:
+        """Per bucket, the token every uniform in it draws, or -1 where the bucket is impure."""
+        return np.where(self.direct >= 0, self.direct // self.scale, -1)
 
     def _impure(self, ids: IntArray, bucket: IntArray, u: FloatArray) -> IntArray:
         """Draws in impure buckets: one comparison, then bisection where it holds more."""
