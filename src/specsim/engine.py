@@ -151,12 +151,16 @@ class MarkovKernel:
         accepted = np.empty((gamma, n), dtype=bool)
         for i in range(gamma):
             bucket = b[i] + (u[i] * m).astype(np.intp)
-            x = q.direct.take(bucket, mode="clip")
+            if q.direct.dtype == np.intp:
+                x = q.direct.take(bucket, mode="clip", out=b[i + 1])  # in range: no check
+            else:
+                x = q.direct.take(bucket, mode="clip")
             p_accept = by_bucket.take(bucket, mode="clip")
             fixed = q.resolve(x, bucket, u[i])
             if fixed.size:  # impure buckets: the accept probability of the drawn cell
                 p_accept[fixed] = by_cell[(b[i, fixed] >> shift) * self.size + (x[fixed] >> shift)]
-            b[i + 1] = x
+            if x.dtype != np.intp:
+                b[i + 1] = x
             np.less(u[gamma + i], p_accept, out=accepted[i])
         n_acc = first_rejection(accepted, axis=0)
         stop = b.ravel()[n_acc * n + _lanes(n)]  # encoded context of the stopping position

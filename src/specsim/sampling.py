@@ -106,7 +106,9 @@ class TableSampler:
             direct[r, imp] = -1 - (n_imp + np.arange(imp.size))
             n_imp += imp.size
             n_multi += multi.size
-        self.direct = direct.astype(np.int32 if direct.max() < 2**31 else np.int64).ravel()
+        # int32 halves the memory of large tables; small ones stay intp (no cast per draw)
+        small = direct.size <= 1 << 20 or direct.max(initial=0) >= 2**31
+        self.direct = direct.astype(np.intp if small else np.int32).ravel()
         self.thr, self.below, self.above = (np.concatenate(x) for x in (thr, below, above))
         self.lo, self.hi = np.concatenate(lo), np.concatenate(hi)
         span = int((self.hi - self.lo).max(initial=0))
@@ -140,10 +142,11 @@ class TableSampler:
     def resolve(self, out: IntArray, bucket: IntArray, u: FloatArray) -> IntArray:
         """Finish the draws ``out`` (``direct`` at ``bucket``) that fell in impure buckets, in
         place; returns their positions."""
-        if not self.impure or out.min(initial=0) >= 0:
+        if not self.impure:
             return np.empty(0, dtype=np.intp)
         at = np.flatnonzero(out < 0)
-        out[at] = self._impure(-1 - out[at], bucket[at], u[at])
+        if at.size:
+            out[at] = self._impure(-1 - out[at], bucket[at], u[at])
         return at
 
     def pure_tokens(self) -> IntArray:
@@ -153,8 +156,8 @@ class TableSampler:
     def _impure(self, ids: IntArray, bucket: IntArray, u: FloatArray) -> IntArray:
         """Draws in impure buckets: one comparison, then bisection where it holds more."""
         got = np.where(u >= self.thr[ids], self.above[ids], self.below[ids])
-        at = np.flatnonzero(got < 0)
-        if at.size:
+        at = np.flatnonzero(got < 0) if self.lo.size else ()
+        if len(at):
             mid_ids = -1 - got[at]
             lo, hi, uu = self.lo[mid_ids], self.hi[mid_ids], u[at]
             while np.any(lo < hi):
