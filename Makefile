@@ -8,7 +8,7 @@ CORES ?= 8
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run test test-fast test-explore test-portability test-report test-cluster llm lint bench report readme-figures clean
+.PHONY: setup run verify test test-fast test-explore test-portability test-report test-cluster llm lint bench report readme-figures clean
 
 setup: $(STAMP)
 
@@ -28,9 +28,25 @@ $(STAMP): $(SOURCES)
 	@echo "setup: done -- next: make run (every table and figure) or make test"
 
 # No --workflow-profile: Snakemake reads profiles/default/config.yaml by itself, so this is exactly
-# the README's `.venv/bin/snakemake --cores 8`.
+# the README's `.venv/bin/snakemake --cores 8` (`make run CONFIG=my.yaml`: `--configfile my.yaml`).
+# First `specsim check-config`: where Snakemake cannot load a config file it says only "not valid
+# JSON or YAML" (and a --configfile is loaded before any workflow code can look at it); this
+# names the file, the line and the problem, and runs every other check of the config.
+# A run killed with kill -9 leaves Snakemake's lock behind ("Directory cannot be locked");
+# specsim.resume waits for the jobs the killed run left, and says the lock is stale only when no
+# snakemake or specsim process runs here: only then is it unlocked. Then every file under
+# results/ is re-checked (make verify).
+CONFIG ?=
 run: setup  ## fresh machine -> every table and figure under results/
-	$(SNAKEMAKE) --cores $(CORES)
+	$(VENV)/bin/specsim check-config $(or $(CONFIG),config.yaml)
+	@if $(PY) -m specsim.resume .; then $(SNAKEMAKE) --unlock; fi
+	$(SNAKEMAKE) --cores $(CORES)$(if $(CONFIG), --configfile $(CONFIG))
+	$(VENV)/bin/specsim verify --results-dir results
+
+# Every file under results/ against its .sha256 sidecar (bit rot included), the grid and every
+# point file through their own readers: names each damaged file and the command rebuilding it.
+verify: setup  ## re-check every file under results/ (the gate runs this too)
+	$(VENV)/bin/specsim verify --results-dir results
 
 test: setup  ## unit, property and end-to-end tests, lint
 	$(PY) -m pytest
@@ -95,6 +111,7 @@ lint: setup
 
 report: run  ## browsable HTML report of every figure, with captions
 	$(SNAKEMAKE) --report results/report.html
+	$(PY) -c "from specsim.io import seal; seal('results/report.html')"
 
 bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; then the DAG's timings
 	$(PY) benchmarks/bench_engine.py

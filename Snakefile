@@ -3,13 +3,18 @@
 #   -> figures -> checks
 from snakemake.utils import min_version
 
+from specsim.configfile import refuse_bad_config_files
+
 min_version("8.0")
 
 
 # `--configfile other.yaml` replaces config.yaml (it does not extend it), so a config such as
 # tests/data/tiny.yaml runs alone; `--config key=value` still overrides single keys. The run
-# prints the studies it computes and the file each came from.
+# prints the studies it computes and the file each came from. config.yaml is checked before
+# Snakemake loads it (Snakemake's own loader would say only "not valid JSON or YAML"); a
+# --configfile Snakemake loads before this file runs: `specsim check-config FILE` checks it.
 if not workflow.overwrite_configfiles:
+    refuse_bad_config_files(["config.yaml"])
 
     configfile: "config.yaml"
 

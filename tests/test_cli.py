@@ -24,7 +24,7 @@ from specsim.io import versions, write_json_verified, write_table
 from specsim.job import describe, to_arg
 from specsim.outputs import FIGURE_NEEDS, TABLE_NEEDS
 
-STEPS = ["point", "collect", "tables", "figures", "checks", "gate", "html"]
+STEPS = ["point", "collect", "tables", "figures", "checks", "gate", "html", "verify"]
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -217,11 +217,14 @@ def test_checks_gate_html_bad_arguments(tmp_path: Path, grid_file: Path,
     usage_error(["gate", "--checks", str(tmp_path / "c.csv"), "--out", str(tmp_path / "ok")],
                 capsys, "--checks", "no such file")
     not_checks = tmp_path / "other.csv"
-    not_checks.write_text("a,b\n1,2\n")
+    not_checks.write_text("a,b\n1,2\n")  # no checksum: refused before it is parsed
+    usage_error(["gate", "--checks", str(not_checks), "--out", str(tmp_path / "ok")], capsys,
+                "--checks", "other.csv.sha256 is missing")
+    write_table(pd.DataFrame({"a": [1], "b": [2]}), not_checks)
     usage_error(["gate", "--checks", str(not_checks), "--out", str(tmp_path / "ok")], capsys,
                 "--checks", "not a checks table", "passed")
     usage_error(["gate", "--checks", str(grid_file), "--out", str(tmp_path / "ok")], capsys,
-                "--checks", "not a checks table")
+                "--checks", str(grid_file), "grid.json.sha256 is missing")
     usage_error(["html", "--tables-dir", str(tmp_path), "no_such_table"], capsys,
                 "unknown table 'no_such_table'")
     usage_error(["html", "--tables-dir", str(tmp_path), "realtext_models"], capsys,
@@ -280,8 +283,11 @@ def test_a_corrupt_point_file_is_one_line(pipeline: dict[str, Any],
 def test_html_renders_a_table_written_elsewhere(pipeline: dict[str, Any],
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     res = pipeline["res"]
-    pd.DataFrame({"order": [1, 5], "role": ["draft", "target"]}).to_csv(
-        res / "tables" / "realtext_models.csv", index=False)
+    table = res / "tables" / "realtext_models.csv"
+    pd.DataFrame({"order": [1, 5], "role": ["draft", "target"]}).to_csv(table, index=False)
+    code, _, err = run(["html", "--tables-dir", str(res / "tables"), "realtext_models"], capsys)
+    assert code == 1 and "realtext_models.csv.sha256 is missing" in err  # unverifiable: refused
+    write_table(pd.DataFrame({"order": [1, 5], "role": ["draft", "target"]}), table)
     code, _, err = run(["html", "--tables-dir", str(res / "tables"), "realtext_models"], capsys)
     assert code == 0 and err.startswith("done: html, 1 tables rendered")
     page = (res / "tables" / "realtext_models.html").read_text()

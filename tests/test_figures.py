@@ -237,6 +237,8 @@ def write_llm_tables(d: Path) -> None:
     pd.DataFrame({"draft": names, "alpha_heldout": held, "alpha_median": held,
                   "alpha_p10": held * 0.5, "alpha_p90": np.minimum(1, held * 1.3)}
                  ).to_csv(d / "alpha.csv", index=False)
+    for csv in d.glob("*.csv"):  # readers verify each table against its checksum sidecar
+        write_checksum(csv, csv.read_bytes())
 
 
 def _assert_pdf_png(pdf: Path) -> None:

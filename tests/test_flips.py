@@ -130,7 +130,7 @@ def test_cli_names_the_file_and_withdraws_the_gate(tmp_path: Path, monkeypatch: 
 
 
 def test_templated_config_is_refused(tmp_path: Path) -> None:
-    from specsim.config import check_config_files
+    from specsim.configfile import check_config_files
     from specsim.errors import ConfigError
 
     path = tmp_path / "yte.yaml"

@@ -23,13 +23,8 @@ import yaml
 from conftest import SCHEMA, TINY
 
 import specsim.io
-from specsim.config import (
-    _path_order,
-    check_config_files,
-    load_grid,
-    read_config,
-    validate_config,
-)
+from specsim.config import _path_order, load_grid, validate_config
+from specsim.configfile import check_config_files, read_config
 from specsim.errors import ConfigError
 from specsim.io import atomic_path, write_table, write_text
 from specsim.models.files import TableFileError, check_table, load_table
@@ -123,10 +118,11 @@ def test_merged_anchor_with_its_own_override_is_not_a_duplicate(tmp_path: Path) 
 
 @pytest.mark.parametrize(("content", "fragment"), [
     (b"a: 1\n  b: [\n", "not valid YAML (mapping values are not allowed here at line 2"),
-    (b"a: 1\nb: \xff\n", "not UTF-8 text (byte 8 cannot be decoded); save the config as UTF-8"),
+    (b"a: 1\nb: \xff\n", "not UTF-8 text (byte 8, line 2, cannot be decoded); save the config "
+                       "as UTF-8"),
     (b"a: [1, 2\n", "not valid YAML"),
-    (b"a: 1\n---\nb: 2\n", "not valid YAML"),
-    (b"? [1, 2]\n: x\n", "not valid YAML"),
+    (b"a: 1\n---\nb: 2\n", "a second YAML document starts at line 2"),
+    (b"? [1, 2]\n: x\n", "a list used as a key at line 1 (a complex key)"),
 ], ids=["bad_indent", "not_utf8", "unclosed_list", "two_documents", "list_key"])
 def test_bad_yaml_is_one_line_naming_the_file(tmp_path: Path, content: bytes,
                                               fragment: str) -> None:

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from specsim import exact
-from specsim.config import read_config
+from specsim.configfile import read_config
 from specsim.exact import RoundLaw, first_two_law, stationary_rates
 from specsim.families import family_of
 from specsim.models.iid import iid_frozen_markov

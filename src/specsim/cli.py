@@ -7,7 +7,9 @@ The pipeline (Snakefile) runs these steps, in this order:
   tables   the analysis tables: CSV, Markdown and HTML            -> results/tables/
   figures  the figures: PDF and PNG                               -> results/figures/
   checks   re-test every claim of the seeds                       -> results/tables/checks.csv
-  gate     fail, naming them, when claims in checks.csv failed    -> results/checks.ok
+  gate     fail, naming them, when claims in checks.csv failed or  -> results/checks.ok
+           a file under results/ is damaged (as verify checks)
+  verify   re-check every file under results/; name each damaged one and how to rebuild it
   html     the HTML rendering of tables another step wrote (the real-text tables)
   record   write traces of a draft/target pair (ngram), check trace files (check)
 
@@ -21,7 +23,6 @@ how many, and how long it took.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -101,25 +102,25 @@ def _grid(path: str) -> Any:
 
 
 def _parquet(path: str) -> str:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    """A file with Parquet's magic at both ends; its reader verifies it whole before decoding."""
     _file(path)
-    try:
-        pq.read_schema(path)
-    except (OSError, pa.ArrowException) as err:
-        raise argparse.ArgumentTypeError(f"{path} is not a Parquet file ({err})") from None
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+        fh.seek(max(os.fstat(fh.fileno()).st_size - 4, 0))
+        if head != b"PAR1" or fh.read(4) != b"PAR1":
+            raise argparse.ArgumentTypeError(f"{path} is not a Parquet file (no PAR1 magic)")
     return path
 
 
 def _checks_csv(path: str) -> str:
+    from specsim.io import IntegrityError, read_table
+
     _file(path)
     want = ("check", "passed", "observed", "expected")
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            header = next(csv.reader(fh), [])
-    except (UnicodeDecodeError, csv.Error) as err:
-        raise argparse.ArgumentTypeError(f"{path} is not a CSV file ({err})") from None
+        header = list(read_table(path).columns)  # verified against its sidecar, then parsed
+    except IntegrityError as err:
+        raise argparse.ArgumentTypeError(f"{err}{_withdraw_gate()}") from None
     missing = [c for c in want if c not in header]
     if missing:
         raise argparse.ArgumentTypeError(
@@ -231,7 +232,8 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     g.add_argument("--checks", required=True, type=_checks_csv, metavar="CSV",
                    help="the checks table 'specsim checks' wrote (results/tables/checks.csv)")
     g.add_argument("--out", required=True, metavar="FILE",
-                   help="output, written only when every check passed (results/checks.ok)")
+                   help="output, written only when every check passed and every file under "
+                        "its directory verifies, as 'specsim verify' checks (results/checks.ok)")
 
     h = sub.add_parser("html", help="HTML renderings of tables another step wrote",
                        description="Write <name>.html beside <name>.csv in --tables-dir, for "
@@ -242,15 +244,20 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
                    help="tables to render (names declared in specsim.outputs)")
 
     # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
+    from specsim.integrity import add_parser as add_verify_parser
     from specsim.llm.cli import add_parser as add_llm_parser
     from specsim.realtext.cli import add_parser as add_realtext_parser
     from specsim.traces.cli import add_parser as add_record_parser
 
     add_realtext_parser(sub)
     add_llm_parser(sub)
+    add_verify_parser(sub)
     from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
 
     add_record_parser(sub, kinds=(add_record_hf,))
+    from specsim.configcheck import add_parser as add_check_config_parser
+
+    add_check_config_parser(sub)
     return parser, dict(sub.choices)
 
 
@@ -297,14 +304,19 @@ def main(argv: list[str] | None = None) -> int:
     # need the output declarations and the tiers' ~25 sub-parsers, ~45 ms of its start-up).
     parser, steps = _parser(full=argv[:1] != ["point"])
     args = parser.parse_args(argv)
-    if args.cmd in ("realtext", "llm", "record"):
-        return int(args.run(args))
-    sub = steps[args.cmd]
-    t0 = time.perf_counter()
-    from specsim.io import IntegrityError
+    from specsim.io import IntegrityError, disk_full
 
+    sub = steps[args.cmd]
     try:
-        return _run(args, sub, t0)
+        if args.cmd in ("realtext", "llm", "record", "check-config", "verify"):
+            return int(args.run(args))
+        return _run(args, sub, time.perf_counter())
+    except OSError as err:
+        if not disk_full(err):
+            raise
+        where = f"writing {err.filename}" if err.filename else "(no file named)"
+        print(f"specsim: disk full {where}", file=sys.stderr)  # its temporary is gone: room
+        return 1
     except _InputError as err:
         print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)
         return 1
@@ -350,13 +362,12 @@ def _run(args: argparse.Namespace, sub: _Parser, t0: float) -> int:
              f"in {took()}")
         return 0
     if args.cmd == "checks":
-        import pandas as pd
-
         from specsim.checks import run_checks
+        from specsim.io import read_table
         from specsim.report import write_html
 
         run_checks(args.grid, args.tables_dir, args.out)
-        df = pd.read_csv(args.out)
+        df = read_table(args.out)
         write_html(df, "checks", Path(args.out).with_suffix(".html"))
         failed = int((~df["passed"].astype(bool)).sum())
         _say(f"done: checks, {len(df)} claims re-tested, {len(df) - failed} passed, {failed} "
@@ -364,27 +375,26 @@ def _run(args: argparse.Namespace, sub: _Parser, t0: float) -> int:
         return 0
     if args.cmd == "gate":
         from specsim.checks import gate
+        from specsim.io import read_table
 
-        with open(args.checks, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = read_table(args.checks)  # verified whole before it is parsed
         status = gate(args.checks, args.out)
-        failed = sum(r["passed"] != "True" for r in rows)
+        failed = int((~rows["passed"].astype(bool)).sum())
         if status == 0:
             _say(f"done: gate, all {len(rows)} checks passed -> {args.out} in {took()}")
         else:
-            _say(f"failed: gate, {failed} of {len(rows)} checks failed (listed above); "
-                 f"{args.out} not written, in {took()}")
+            what = f"{failed} of {len(rows)} checks failed" if failed else "damaged results"
+            _say(f"failed: gate, {what} (listed above); {args.out} not written, in {took()}")
         return status
     if args.cmd == "html":
-        import pandas as pd
-
+        from specsim.io import read_table
         from specsim.report import write_html
 
         for name in args.names:
             path = Path(args.tables_dir) / f"{name}.csv"
             if not path.is_file():
                 sub.error(f"table {name!r}: no such file: {path}")
-            write_html(pd.read_csv(path), name, path.with_suffix(".html"))
+            write_html(read_table(path), name, path.with_suffix(".html"))
         _say(f"done: html, {len(args.names)} tables rendered in {args.tables_dir} in {took()}")
         return 0
     raise AssertionError(args.cmd)  # argparse refuses any other step

@@ -2,14 +2,14 @@
 
 One code path for Snakemake (``workflow/rules/common.smk``) and for the tests: a bad config
 raises :class:`specsim.errors.ConfigError` naming the key, the value and what is allowed.
-Config files are read strictly: a key written twice in one mapping is an error, because YAML
-would silently keep only the last value.
+Config files are read strictly and in bounded work by :mod:`specsim.configfile`.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import reprlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from specsim.configfile import check_values, read_config
 from specsim.errors import ConfigError
-from specsim.grid import Grid, build_grid, check_finite
+from specsim.grid import Grid, build_grid
 
 
 def _with_defaults(cls: Any) -> Any:
@@ -36,7 +37,13 @@ def _with_defaults(cls: Any) -> Any:
     return jsonschema.validators.extend(cls, {"properties": set_defaults})
 
 
-_Validator = _with_defaults(jsonschema.Draft7Validator)
+# JSON Schema counts 512.0 as an integer; specsim does not (it would reach numpy as a float
+# size, or name a grid point "gamma~2.0"): an integer key takes an integer, written as one.
+_Validator = jsonschema.validators.extend(
+    _with_defaults(jsonschema.Draft7Validator),
+    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int)
+        and not isinstance(value, bool)))
 
 
 def _path_order(path: Any) -> list[tuple[int, Any]]:
@@ -48,21 +55,6 @@ def _path_order(path: Any) -> list[tuple[int, Any]]:
     return [(0, part) if isinstance(part, int) else (1, str(part)) for part in path]
 
 
-def _check_keys(obj: Any, where: str) -> None:
-    """Refuse mapping keys that are not strings (YAML reads ``1:``, ``yes:`` or ``null:`` so)."""
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if not isinstance(key, str):
-                what = {"config.models": "model names", "config.studies": "study names"}.get(
-                    where, "config keys")
-                raise ConfigError(f"{where}: key {key!r} is not a string; {what} must be strings "
-                                  f"(use a name such as 'm1')")
-            _check_keys(value, f"{where}.{key}")
-    elif isinstance(obj, list):
-        for i, item in enumerate(obj):
-            _check_keys(item, f"{where}[{i}]")
-
-
 def _where(path: Any) -> str:
     out = "config"
     for part in path:
@@ -72,11 +64,10 @@ def _where(path: Any) -> str:
 
 def validate_config(config: Any, schema_path: str | Path) -> dict[str, Any]:
     """Validate ``config`` in place (defaults filled in) and return it; raise ConfigError."""
+    check_values(config, "config")  # bounded, before anything else walks it
     if not isinstance(config, dict):
         raise ConfigError(f"the config must be a YAML mapping of keys to values, got "
-                          f"{type(config).__name__}: {config!r:.80}")
-    _check_keys(config, "config")
-    check_finite(config, "config")
+                          f"{type(config).__name__}: {reprlib.repr(config)}")
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     errors = sorted(_Validator(schema).iter_errors(config),
                     key=lambda e: _path_order(e.absolute_path))
@@ -85,8 +76,11 @@ def validate_config(config: Any, schema_path: str | Path) -> dict[str, Any]:
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         detail = err.message
         if err.validator == "oneOf":  # name what is allowed rather than jsonschema's summary
-            detail = f"{err.instance!r} is not a valid {err.schema.get('description', 'value')}"
-        raise ConfigError(f"{_where(err.absolute_path)}: {detail}{more}")
+            detail = (f"{reprlib.repr(err.instance)} is not a valid "
+                      f"{err.schema.get('description', 'value')}")
+        if len(detail) > 300:  # jsonschema quotes the whole value: one readable line
+            detail = detail[:297] + "..."
+        raise ConfigError(f"{_where(err.absolute_path)}: {' '.join(detail.split())}{more}")
     return config
 
 
@@ -132,93 +126,14 @@ def stale_provenance(grid_json: str | Path, config_digest: str, triggers: set[st
     """
     if "params" in triggers:
         return None
-    try:
-        recorded = json.loads(Path(grid_json).read_text(encoding="utf-8")).get("config_digest")
-    except (OSError, ValueError, AttributeError):
+    from specsim.io import IntegrityError, read_json_verified
+
+    try:  # verified whole before it is trusted; bounded
+        recorded = read_json_verified(grid_json).get("config_digest")
+    except (OSError, IntegrityError):
         return None  # absent (fresh run) or corrupt: its reader will name it
     if recorded == config_digest:
         return None
     return (f"{grid_json} was built from another config (digest {recorded}, this config "
             f"{config_digest}) and --rerun-triggers excludes 'params', so nothing would be "
             f"recomputed; rerun with the default triggers, or delete {grid_json}")
-
-
-class _DuplicateKeyError(yaml.YAMLError):
-    """A mapping that names the same key twice (the message says which key and where)."""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses a key written twice in one mapping, at any depth.
-
-    The check hooks ``flatten_mapping``, which ``SafeConstructor.construct_mapping`` calls for
-    every mapping before constructing it and which also flattens the mappings pulled in by
-    merge keys (``<<: *anchor``): it is the one place that sees a mapping's own keys before
-    merged keys are spliced in. Keys taken from a merge may be overridden (that is what merge
-    keys are for); only the keys written in the mapping itself must be unique.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._flattened: set[int] = set()
-
-    def flatten_mapping(self, node: yaml.MappingNode) -> None:
-        if id(node) in self._flattened:  # already flattened as the source of a merge key
-            return
-        own = [key for key, _ in node.value if key.tag != "tag:yaml.org,2002:merge"]
-        super().flatten_mapping(node)
-        self._flattened.add(id(node))
-        seen: dict[Any, int] = {}
-        for key_node in own:
-            if not isinstance(key_node, yaml.ScalarNode):
-                continue  # a list/mapping key is unhashable; construct_mapping refuses it
-            key = self.construct_object(key_node)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                where = (f"twice on line {line}" if seen[key] == line
-                         else f"at lines {seen[key]} and {line}")
-                raise _DuplicateKeyError(f"duplicate key {key!r} {where} (YAML keeps only the "
-                                         f"last; remove one)")
-            seen[key] = line
-
-
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    """PyYAML's multi-line message as one line: the problem and where it is."""
-    if isinstance(err, yaml.MarkedYAMLError) and err.problem and err.problem_mark:
-        mark = err.problem_mark
-        return f"{err.problem} at line {mark.line + 1}, column {mark.column + 1}"
-    return " ".join(str(err).split())
-
-
-def read_config(path: str | Path) -> Any:
-    """Load a YAML config file strictly; raise ConfigError with a one-line message naming it.
-
-    Refused: an unreadable file, bytes that are not UTF-8, invalid YAML and a mapping that
-    names the same key twice (YAML itself would keep only the last value, silently).
-    """
-    try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read the config file ({err.strerror})") from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {err.start} cannot be decoded); save "
-                          f"the config as UTF-8") from None
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except _DuplicateKeyError as err:
-        raise ConfigError(f"{path}: {err}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(err)})") from None
-
-
-def check_config_files(paths: list[str]) -> None:
-    """Read each config file strictly (see :func:`read_config`); ConfigError on the first bad one.
-
-    Snakemake's own loader keeps the last of two equal keys without a word; the Snakefile
-    passes ``workflow.configfiles`` here so such a file stops the run before any job starts.
-    """
-    for path in paths:
-        data = read_config(path)
-        if isinstance(data, dict) and data.get("__use_yte__"):
-            raise ConfigError(f"{path}: __use_yte__: Snakemake has already run this config's "
-                              f"YTE template code while loading it; specsim refuses templated "
-                              f"configs -- render it yourself (yte) and pass the result")

@@ -8,3 +8,13 @@ it sits below all of them and imports nothing.
 
 class ConfigError(ValueError):
     """A config value that cannot be used; the message names the key, the value and the fix."""
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr`` of a value for a one-line message: cut to ``limit`` characters, and an integer
+    too long to print (repr of one over 4300 digits raises) by its length."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"{'a negative' if value < 0 else 'an'} integer of ~{digits} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from specsim.configfile import check_values
 from specsim.errors import ConfigError
 from specsim.families import Family, family_of, model_identity
 from specsim.measures import for_analysis
@@ -187,18 +188,6 @@ class Grid:
         return build_grid(data["config"])
 
 
-def check_finite(obj: Any, path: str) -> None:
-    """Refuse NaN and infinities anywhere in ``obj``, naming the key path of the first."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        raise ConfigError(f"{path}: {obj!r} is not a finite number")
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            check_finite(v, f"{path}.{k}")
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            check_finite(v, f"{path}[{i}]")
-
-
 def _model_specs(config: dict[str, Any]) -> dict[str, ModelSpec]:
     """Each entry read and cross-checked by its family (:meth:`Family.parse`)."""
     specs = {}
@@ -232,7 +221,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
     """
     if not isinstance(config, dict):
         raise ConfigError(f"the config must be a mapping, got {type(config).__name__}")
-    check_finite(config, "config")
+    check_values(config, "config")
     if "shard_size" in config:
         raise ConfigError("shard_size: removed -- every grid point is now its own job under "
                           "results/sim/; delete the key (on a cluster, bundle points with "

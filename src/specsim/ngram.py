@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from specsim.io import read_npz, write_npz
 from specsim.sampling import sample_rows as sample  # noqa: F401  (the old name, for callers)
 
 FloatArray = NDArray[np.float64]
@@ -208,14 +209,13 @@ def build_corpus(holdout_every: int = 10, max_files: int | None = None) -> Corpu
 
 
 def save_corpus(corpus: Corpus, path: str | Path) -> None:
-    with open(path, "wb") as fh:
-        np.savez(fh, train=corpus.train, heldout=corpus.heldout,
-                 sha256=np.array(corpus.sha256))
+    write_npz(path, {"train": corpus.train, "heldout": corpus.heldout,
+                     "sha256": np.array(corpus.sha256)})
 
 
 def load_corpus(path: str | Path) -> Corpus:
-    with np.load(path) as z:
-        return Corpus(z["train"], z["heldout"], str(z["sha256"]))
+    z = read_npz(path)
+    return Corpus(z["train"], z["heldout"], str(z["sha256"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,17 +378,16 @@ class NGramModel:
         arrays: dict[str, NDArray[Any]] = {"unigram": self.unigram_counts}
         for k, lev in self.levels.items():
             arrays |= lev.to_arrays(f"order{k}")
-        with open(path, "wb") as fh:
-            np.savez(fh, **arrays)
+        write_npz(path, arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> NGramModel:
-        with np.load(path) as z:
-            orders = sorted(int(n[5:].split("_")[0]) for n in z.files if n.endswith("_keys"))
-            vocab = int(z["unigram"].size)
-            levels = {k: Level.from_arrays(z[f"order{k}_keys"], z[f"order{k}_counts"], vocab)
-                      for k in orders}
-            return cls(z["unigram"], levels)
+        z = read_npz(path)  # verified against its sidecar before numpy reads it
+        orders = sorted(int(n[5:].split("_")[0]) for n in z if n.endswith("_keys"))
+        vocab = int(z["unigram"].size)
+        levels = {k: Level.from_arrays(z[f"order{k}_keys"], z[f"order{k}_counts"], vocab)
+                  for k in orders}
+        return cls(z["unigram"], levels)
 
 
 def overlap(model: NGramModel, ctx: IntArray, target_order: int, draft_order: int) -> FloatArray:

@@ -75,6 +75,20 @@ class TableSampler:
     MAX_ENTRIES = 1 << 22  # guide-table cap (rows * M)
     IMPURE = 1 / 512  # M grows while more of the buckets than this are impure
 
+    @classmethod
+    def cells(cls, rows: int, v: int) -> float:
+        """Peak cells while one is built for ``rows`` rows of ``v`` tokens: ~5 arrays of its
+        rows * M guide entries (M >= 4 v, grown up to the cap), the CDF (measured)."""
+        return 5.0 * max(cls.MAX_ENTRIES, 4.0 * rows * v) + 2.0 * rows * v
+
+    @classmethod
+    def work(cls, rows: int, v: int) -> float:
+        """Operations of building one: a bisection per guide entry, ~10 per element touched
+        (the rate :data:`specsim.resources.FLOPS_PER_CORE_SECOND` counts); M stops growing
+        once at most IMPURE of the buckets hold one of the <= v CDF values: M <= 2 v / IMPURE."""
+        entries = max(4.0 * rows * v, min(cls.MAX_ENTRIES, 2.0 / cls.IMPURE * rows * v))
+        return 10.0 * entries * (np.log2(max(v, 2)) + 8)
+
     def __init__(self, table: FloatArray, m_min: int = 4, scale: int = 1) -> None:
         rows, v = table.shape
         cdf = normalised_cdf(np.asarray(table, dtype=np.float64))

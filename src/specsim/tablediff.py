@@ -2,7 +2,8 @@
 
 ``python -m specsim.tablediff RUN_A/results/tables RUN_B/results/tables`` exits 0 when every
 ``*.csv`` of one directory is byte-identical to the same file of the other, else 1 with one line
-per table that differs (or exists in only one), e.g.::
+per table that differs (or exists in only one, or fails its ``.sha256`` sidecar: each table is
+verified whole before it is parsed), e.g.::
 
     schemes.csv: row 7 (study=schemes, model=seed_good, rule=lenient), column covered:
     'False' vs 'True'
@@ -17,6 +18,8 @@ import csv
 import io
 import sys
 from pathlib import Path
+
+from specsim.io import IntegrityError, check_cells, read_verified
 
 __all__ = ["compare_dirs", "first_difference", "main"]
 
@@ -57,10 +60,21 @@ def compare_dirs(dir_a: str | Path, dir_b: str | Path) -> list[str]:
     out = [f"{n}: only in {a}" for n in sorted(names_a - names_b)]
     out += [f"{n}: only in {b}" for n in sorted(names_b - names_a)]
     for n in sorted(names_a & names_b):
-        line = first_difference(n, (a / n).read_bytes(), (b / n).read_bytes())
+        try:  # each table verified whole against its sidecar, bounded, before it is parsed
+            data_a, data_b = _verified(a / n), _verified(b / n)
+        except IntegrityError as err:
+            out.append(f"{n}: {err}")
+            continue
+        line = first_difference(n, data_a, data_b)
         if line:
             out.append(line)
     return out
+
+
+def _verified(path: Path) -> bytes:
+    data = read_verified(path)
+    check_cells(data, path)
+    return data
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,9 +2,14 @@
 
 * The **work estimate**: simulated rounds summed over the grid (chains x (rounds + burn-in) per
   long-run point, trials per equivalence point, both for a schemes point -- each a round of γ
-  drafts and one target call).
+  drafts and one target call), plus the exact stage's arithmetic counted as the rounds it
+  would take the same time (a point's :meth:`specsim.measures.Measure.footprint`).
   A config above ``max_work`` is refused with the estimate and the time it would take; raising
   ``max_work`` is the deliberate way to confirm a large run.
+* **Each point job's memory**: its estimated peak (:meth:`~specsim.measures.Measure.footprint`:
+  every family, measure, rule, scheme and policy states what it allocates) is what the job
+  declares to Snakemake (``mem_mb``, at least :data:`POINT_MB`); a point needing more than
+  :data:`MAX_POINT_MB` is refused naming its study, model, rule, policy, knobs and estimate.
 * **Studies whose answer cannot exist**: an ``optimal_k`` or ``break_even`` study at α = 1 (every
   draft accepted) -- tokens per call grow without bound in γ, so there is no optimal γ and no
   break-even cost (Leviathan et al. 2022, Eq. 1 and Thm 3.8, arXiv 2211.17192).
@@ -12,14 +17,22 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from specsim.errors import ConfigError
 from specsim.families import family_of
-from specsim.grid import Grid
+from specsim.grid import Grid, Point
 from specsim.measures import measure_of
+from specsim.resources import ROUNDS_PER_CORE_SECOND, Footprint, human_bytes
 
-ROUNDS_PER_CORE_SECOND = 1e6  # measured order of magnitude (make bench: 1-5 M rounds/s at γ = 4)
+# What a point job declares (Snakemake's mem_mb) when its estimate is below: most default-config
+# points peak at 116-130 MB. Above it a job declares its estimate, up to MAX_POINT_MB, the most a
+# point job may ask of one node: a point needing more is almost surely a mistake (a vocab or
+# cap far too large; the default config's largest, pair_policies at gamma 20, peaks at 3.7 GB,
+# estimated 7.7 GB) and is refused before any job runs.
+POINT_MB = 500
+MAX_POINT_MB = 16000
 # The i.i.d. quadrature reference draws all its (p, q) pairs at once (one stream, so the numbers
 # do not depend on a chunk size): pairs x vocab float64 cells, ~6 arrays of them alive at once.
 # 2^23 cells keeps a point job under ~450 MB, inside the 500 MB the SLURM profile declares
@@ -37,11 +50,42 @@ def estimate(grid: Grid) -> int:
     return sum(measure_of(p.measure).work(budget) for p in grid.points)
 
 
+def footprint(grid: Grid, point: Point) -> Footprint:
+    """The point job's estimated peak memory and work (its measure's, on the budget its job
+    description carries)."""
+    measure = measure_of(point.measure)
+    budget = grid.config["budget"]
+    return measure.footprint(point, {k: budget[k] for k in measure.budget_keys(point)})
+
+
+def declared_mb(grid: Grid, point: Point) -> int:
+    """The memory the point job declares (Snakemake's ``mem_mb``): its estimate, at least
+    :data:`POINT_MB` (refused by :func:`check` above :data:`MAX_POINT_MB`)."""
+    return max(POINT_MB, math.ceil(footprint(grid, point).bytes / 1e6))
+
+
+def core_seconds(grid: Grid) -> float:
+    """Estimated core-seconds of every point job: starting it, its simulated rounds, the exact
+    stage's arithmetic (:attr:`specsim.resources.Footprint.seconds`)."""
+    return sum(footprint(grid, p).seconds for p in grid.points)
+
+
+def _describe(grid: Grid, point: Point) -> str:
+    """``studies.<first study naming it>: model 'm', rule r, policy p, knobs k, gamma g``."""
+    study = next((n for n, st in grid.studies.items() if point.point_id in st["points"]), "?")
+    scheme = point.scheme
+    knobs = "" if scheme is None or not scheme.knobs else ", " + ", ".join(
+        f"{k}={v:g}" for k, v in scheme.knobs.items())
+    return (f"studies.{study}: model {point.model!r} (vocab {point.spec.vocab}), rule "
+            f"{point.rule}, policy {point.policy}{knobs}, gamma {point.gamma}")
+
+
 def _duration(seconds: float) -> str:
     for unit, size in (("core-days", 86400.0), ("core-hours", 3600.0), ("core-minutes", 60.0)):
         if seconds >= size:
             return f"{seconds / size:.3g} {unit}"
     return f"{seconds:.3g} core-seconds"
+
 
 
 def check(grid: Grid) -> None:
@@ -69,14 +113,24 @@ def check(grid: Grid) -> None:
                 f"{point.model!r} = {pairs * point.spec.vocab:.3g} cells, more than "
                 f"{MAX_QUADRATURE_CELLS} (~450 MB, the memory a point job declares); use at "
                 f"most {MAX_QUADRATURE_CELLS // point.spec.vocab} pairs")
-    rounds = estimate(grid)
+    for point in grid.points:
+        fp = footprint(grid, point)
+        if fp.bytes > MAX_POINT_MB * 1e6:
+            raise ConfigError(
+                f"{_describe(grid, point)}: the {fp.what} needs ~{human_bytes(fp.bytes)}, more "
+                f"than the {human_bytes(MAX_POINT_MB * 1e6)} a point job may declare "
+                f"(specsim.work.MAX_POINT_MB); lower the vocab, cap, drafts or gamma, or the "
+                f"budget's chains")
+    rounds, seconds = estimate(grid), core_seconds(grid)
+    worth = max(float(rounds), seconds * ROUNDS_PER_CORE_SECOND)  # the time in rounds
     ceiling = float(grid.config["max_work"])
-    if rounds > ceiling:
+    if worth > ceiling:
         raise ConfigError(
-            f"max_work: the config asks for {rounds:.3g} simulated rounds (about "
-            f"{_duration(rounds / ROUNDS_PER_CORE_SECOND)} at ~{ROUNDS_PER_CORE_SECOND:.0e} "
-            f"rounds/s), more than max_work={ceiling:.3g}; lower budget.chains/rounds/"
-            f"equivalence_trials or raise max_work to confirm")
+            f"max_work: the config asks for {rounds:.3g} simulated rounds and the exact stage's "
+            f"arithmetic, about {_duration(seconds)} (worth {worth:.3g} rounds at "
+            f"~{ROUNDS_PER_CORE_SECOND:.0e} rounds/s), more than max_work={ceiling:.3g}; lower "
+            f"budget.chains/rounds/equivalence_trials (or a scheme's cap, drafts or gamma) or "
+            f"raise max_work to confirm")
 
 
 def summary(grid: Grid, sources: dict[str, Any] | None = None) -> str:
@@ -85,7 +139,8 @@ def summary(grid: Grid, sources: dict[str, Any] | None = None) -> str:
     for name, study in grid.studies.items():
         origin = f" (from {sources[name]})" if sources and name in sources else ""
         lines.append(f"  {name}: {study['analysis']}, {len(study['points'])} points{origin}")
-    rounds = estimate(grid)
-    lines.append(f"  {len(grid.points)} grid points, {rounds:.3g} simulated rounds (about "
-                 f"{_duration(rounds / ROUNDS_PER_CORE_SECOND)})")
+    peak = max((footprint(grid, p).bytes for p in grid.points), default=0.0)
+    lines.append(f"  {len(grid.points)} grid points, {estimate(grid):.3g} simulated rounds "
+                 f"(about {_duration(core_seconds(grid))} with the exact stage; a point job "
+                 f"peaks at ~{human_bytes(peak)} at most)")
     return "\n".join(lines)

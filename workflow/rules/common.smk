@@ -1,21 +1,27 @@
 # Everything that is not a rule: validation, the grid, target lists, wildcard constraints.
+import logging
 import os
 import sys
 
 from snakemake.io import report as report_flag
 
 from specsim.process import put_on_path
-from specsim.config import (
-    check_config_files,
-    load_grid,
-    stale_provenance,
-    study_sources,
-)
-from specsim.work import summary
+from specsim.config import load_grid, stale_provenance, study_sources
+from specsim.configfile import check_config_files
+from specsim.work import declared_mb, summary
 from specsim.errors import ConfigError
+from specsim.io import no_room
 from specsim.grid import POINT_REGEX
 from specsim.job import describe, to_arg
 from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
+
+# A full disk stops the run here with one line: Snakemake's own locks and logs would fail
+# first, each with a traceback ("--- Logging error ---"). A disk that fills during the run ends
+# the job writing with one line naming the file (specsim's CLI); Snakemake's log handler then
+# drops what it cannot write instead of printing tracebacks.
+if no_room("."):
+    sys.exit(f"specsim: {no_room('.')}")
+logging.raiseExceptions = False
 
 # The JSON schema (defaults filled in) plus cross-field checks, before any job runs.
 try:
@@ -58,9 +64,26 @@ def point_files(wildcards=None):
     return [f"results/sim/{p.path}.parquet" for p in GRID.points]
 
 
+def point_outputs():
+    """Both files of every grid point. The `all` target lists them. Snakemake rebuilds a
+    missing file only for a job that runs, and `all` runs when one of its inputs is missing, so a
+    deleted sim or exact file is regenerated (and what reads it rerun)."""
+    return [
+        f"results/{kind}/{p.path}.parquet"
+        for p in GRID.points
+        for kind in ("sim", "exact")
+    ]
+
+
 def point_job(wildcards):
     """The point job's description (JSON): its identity, budget, seed, numbers version."""
     return to_arg(describe(GRID, GRID.point_at(wildcards.point)))
+
+
+def point_mem_mb(wildcards):
+    """The memory (MB) the point job declares: its estimated peak, at least 500 MB
+    (specsim.work.declared_mb)."""
+    return declared_mb(GRID, GRID.point_at(wildcards.point))
 
 
 def point_inputs(wildcards):
@@ -107,13 +130,28 @@ def html_files():
 
 
 def all_targets():
+    """Every file the grid's part of the DAG writes (a deleted one is rebuilt: point_outputs)."""
     return [
+        "results/grid.json",
+        *point_outputs(),
+        "results/points.parquet",
         *table_files(),
+        *expand("results/tables/{table}.{ext}", table=TABLES, ext=["md", "csv.sha256"]),
         *html_files(),
         *expand("results/figures/{figure}.pdf", figure=FIGURES),
         *expand("results/figures/{figure}.png", figure=FIGURES),
-        "results/tables/checks.csv",
+        *expand("results/tables/checks.{ext}", ext=["csv", "md", "csv.sha256"]),
         "results/checks.ok",
+    ]
+
+
+def gated_files(wildcards):
+    """What the gate verifies before it writes results/checks.ok: everything the `all` target asks
+    for but the gate's own output, so that it runs last."""
+    return [
+        f
+        for f in [*all_targets(), *RT_TARGETS, *LLM_TARGETS]
+        if f != "results/checks.ok"
     ]
 
 

@@ -25,7 +25,20 @@ LLM_TABLES = expand("results/llm/{table}.csv", table=llm_settings.TABLES)
 LLM_TARGETS = (
     [
         "results/llm/machine.json",
+        "results/llm/corpus.npz",  # and every intermediate: a deleted one is rebuilt
+        "results/llm/corpus.json",
+        "results/llm/device.json",
+        "results/llm/assisted.html",
         *LLM_TABLES,
+        *expand("results/llm/{table}.md", table=llm_settings.TABLES),
+        *expand("results/llm/{table}.md", table=llm_settings.PAIR_TABLES),
+        *expand(
+            "results/llm/{kind}/{pair}.{ext}",
+            zip,
+            kind=["traces", "pairs", "pairs"] * len(LLM.trace_pairs),
+            pair=[p for p in LLM.trace_pairs for _ in range(3)],
+            ext=["parquet", "csv", "md"] * len(LLM.trace_pairs),
+        ),
         *expand(
             "results/figures/{figure}.{ext}",
             figure=llm_settings.FIGURES,

@@ -32,9 +32,16 @@ RT_TRACES = (
 RT_TARGETS = (
     [
         "results/realtext/corpus.json",
-        "results/realtext/costs.csv",
-        "results/realtext/pair_costs.csv",
+        "results/realtext/corpus.npz",  # and every intermediate: a deleted one is rebuilt
+        "results/realtext/model.npz",
+        *RT_TRACES,
+        *expand(
+            "results/realtext/{name}.{ext}",
+            name=["costs", "pair_costs"],
+            ext=["csv", "md"],
+        ),
         *RT_TABLES,
+        *[table.removesuffix(".csv") + ".md" for table in RT_TABLES],
         *expand(
             "results/figures/{figure}.{ext}",
             figure=realtext_settings.FIGURES,

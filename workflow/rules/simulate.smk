@@ -22,7 +22,10 @@ rule grid:
 # One wildcard, {point} = model~<m>/draft~<d>/alpha~<a>/gamma~<g>/temperature~<t>/rule~<r>/
 # policy~<p>/measure~<x> (a rule or policy with knobs spells them: rule~multi_draft+drafts=3,
 # policy~confidence+threshold=0.4): every job costs Snakemake a few ms per wildcard and resource to plan, and grids run
-# to 10^4 points. Memory and runtime for schedulers are set per profile (workflow/profiles/slurm).
+# to 10^4 points. A point job declares the memory its estimate says it peaks at
+# (specsim.work.declared_mb: at least 500 MB; a config needing more than the most a point may
+# declare is refused before any job). Runtime for schedulers is set per profile
+# (workflow/profiles/slurm).
 rule point:
     input:
         point_inputs,  # files another job writes that the point reads (a recorded trace)
@@ -32,6 +35,8 @@ rule point:
     log:
         "logs/point/{point}.log",
     threads: 1
+    resources:
+        mem_mb=point_mem_mb,
     params:
         job=point_job,
     shell:

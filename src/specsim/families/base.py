@@ -26,6 +26,7 @@ import numpy as np
 
 from specsim.errors import ConfigError
 from specsim.models.spec import DraftKind, ModelSpec, TableSpec
+from specsim.resources import Footprint
 from specsim.sampling import FloatArray
 
 if TYPE_CHECKING:
@@ -251,3 +252,25 @@ class Family(ABC):
                     budget: Mapping[str, Any]) -> tuple[np.ndarray, str]:
         """Stationary exact tokens per round of the point's model and rule at each γ in
         ``gammas`` (the point's own γ aside), and how they were obtained."""
+
+    # ------------------------------------------------------------------ resources
+    # What the point's computations cost, from its parameters alone (no table is built):
+    # :meth:`specsim.measures.Measure.footprint` adds them up, :mod:`specsim.work` checks them.
+    @abstractmethod
+    def chain_size(self, point: Point) -> tuple[int, int]:
+        """(S, d) of :meth:`equivalence_model`'s chain: its states, and the most next states
+        a row of its draft table reaches."""
+
+    @abstractmethod
+    def model_footprint(self, point: Point) -> Footprint:
+        """Building the point's model (:meth:`tables`, :meth:`equivalence_model`) and holding
+        it while the point runs."""
+
+    @abstractmethod
+    def long_run_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
+        """:meth:`simulate_long_run`, then :meth:`exact_long_run`, model included."""
+
+    def scheme_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint | None:
+        """:meth:`scheme_simulate` and :meth:`scheme_exact`, where the family has its own
+        (None: the scheme measure's chains on the equivalence chain)."""
+        return None

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from specsim import exact
-from specsim.engine import long_run_iid
+from specsim.engine import CHUNK, long_run_iid
 from specsim.errors import ConfigError
 from specsim.families.base import EquivalenceModel, Family, PairSampler, TablePair
 from specsim.models.iid import iid_frozen_markov, iid_pairs
 from specsim.models.spec import ModelSpec
+from specsim.resources import Footprint
 from specsim.sampling import FloatArray
 from specsim.verify import rule_spec
 
@@ -143,3 +144,26 @@ class IidFamily(Family):
         b = self._acceptance(point, root_seed, int(budget["quadrature_pairs"]))
         tokens = [self._moments(b, int(g), point.rule, point.spec.share)[0] for g in gammas]
         return np.asarray(tokens, dtype=np.float64), f"quadrature_mc(n={b.size})"
+
+    # ------------------------------------------------------------------ resources
+    def chain_size(self, point: Point) -> tuple[int, int]:
+        """The frozen chain of γ+2 positions: (γ+2) V + 1 states, V next tokens per row."""
+        v = point.spec.vocab
+        return (point.gamma + 2) * v + 1, v
+
+    def model_footprint(self, point: Point) -> Footprint:
+        """The frozen chain's two (S, S) tables and their temporaries."""
+        s = self.chain_size(point)[0]
+        return Footprint(4.0 * s * s, 10.0 * s * s, what=f"frozen chain ({s} states)")
+
+    def long_run_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
+        """Fresh pairs drawn in blocks of ~2^18 cells (~10 arrays of them) for a chunk of
+        chains, then the quadrature's pairs x vocab cells (~6 arrays of them at once)."""
+        chains, rounds, burn_in = (int(budget[k]) for k in ("chains", "rounds", "burn_in"))
+        n = min(chains, CHUNK)
+        sim = Footprint(10.0 * (1 << 18) + (8 * point.gamma + 6) * n,
+                        rounds=chains * (rounds + burn_in),
+                        what=f"simulation ({n} chains at once)")
+        cells = float(budget["quadrature_pairs"]) * point.spec.vocab
+        quad = Footprint(6 * cells, 20 * cells, what=f"quadrature ({cells:.3g} cells)")
+        return sim.then(quad)

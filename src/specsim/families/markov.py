@@ -21,12 +21,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from specsim import exact
-from specsim.engine import MarkovKernel, long_run_markov
+from specsim.engine import CHUNK, MarkovKernel, long_run_markov
 from specsim.errors import ConfigError
+from specsim.exact.footprints import rates_footprint, round_dp_footprint
 from specsim.families.base import EquivalenceModel, Family, TablePair
 from specsim.models.maths import calibration_weights, random_table, temper
 from specsim.models.spec import ModelSpec, calibration_base, table_pair
+from specsim.resources import Footprint
 from specsim.sampling import FloatArray
+from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
     from specsim.grid import Point
@@ -110,6 +113,31 @@ class TableFamily(Family):
             except ValueError:  # no unique stationary law
                 out.append(np.nan)
         return np.asarray(out, dtype=np.float64), "exact DP"
+
+    # ------------------------------------------------------------------ resources
+    def chain_size(self, point: Point) -> tuple[int, int]:
+        return point.spec.vocab, point.spec.vocab
+
+    def model_footprint(self, point: Point) -> Footprint:
+        """The target, its draft (blend, temper or calibration) and their temporaries: ~12
+        (V, V) tables."""
+        v2 = float(point.spec.vocab) ** 2
+        return Footprint(12 * v2, 100 * v2, what=f"model tables (vocab {point.spec.vocab})")
+
+    def long_run_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
+        """The Markov engine (:meth:`specsim.engine.MarkovKernel.cells`: its samplers and
+        tables; ~8 γ numbers per chain of a chunk),
+        then the round-law DP twice (the horizon average over exactly the simulated rounds,
+        the stationary limit)."""
+        v, g = point.spec.vocab, point.gamma
+        chains, rounds, burn_in = (int(budget[k]) for k in ("chains", "rounds", "burn_in"))
+        held = Footprint(2.0 * v * v)  # P and Q, alive throughout
+        sim = MarkovKernel.footprint(v).plus(Footprint(
+            (8 * g + 6) * min(chains, CHUNK), rounds=chains * (rounds + burn_in)))
+        dp = round_dp_footprint(v, g, keep_drafts=rule_spec(point.rule).keep_drafts)
+        horizon = dp.plus(rates_footprint(v, burn_in + rounds, stationary=False), held)
+        return self.model_footprint(point).then(sim.plus(held), horizon,
+                                                dp.plus(rates_footprint(v), held))
 
 
 class MarkovFamily(TableFamily):

@@ -39,11 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from specsim.engine import CHUNK
 from specsim.errors import ConfigError
 from specsim.families.base import COMMON_KEYS, EquivalenceModel, Family, TablePair
 from specsim.models.files import TABLE_PATH, file_digest
 from specsim.models.spec import ModelSpec
-from specsim.realtext.settings import TRACE_PATH, recorded_pairs, trace_settings
+from specsim.realtext.settings import TRACE_PATH, Settings, recorded_pairs, trace_settings
+from specsim.resources import Footprint
 from specsim.traces import positional
 from specsim.traces import schemes as trace_schemes
 from specsim.traces.format import Trace, TraceFileError, read_trace
@@ -104,6 +106,23 @@ def _schedule(spec: ModelSpec, scheme: Scheme, gamma: int) -> tuple[Any, Any]:
     trace = load_trace(spec)
     laws = trace_schemes.schedule_laws(trace, scheme, gamma)
     return laws, trace_schemes.rates(laws, trace.doc_start)
+
+
+def trace_size(spec: ModelSpec) -> tuple[int, int]:
+    """(positions N, widest support W) of the model's trace: a user's file is read (the config
+    check reads it already); a recorded pair's trace is bounded by the settings that record
+    it (documents x length positions, the top-k support of p and of q: at most 2k)."""
+    if spec.trace_file is not None:
+        trace = load_trace(spec)
+        return trace.n_positions, trace.width
+    assert spec.trace_settings is not None
+    return _recorded_size(spec.trace_settings)
+
+
+@lru_cache(maxsize=8)
+def _recorded_size(settings: str) -> tuple[int, int]:
+    s = Settings.from_dict(json.loads(settings), partial=True)
+    return s.trace_documents * s.trace_length, 2 * s.trace_top_k
 
 
 class TraceFamily(Family):
@@ -285,3 +304,44 @@ class TraceFamily(Family):
         hist, drafted = trace_schemes.simulate(load_trace(point.spec), laws, r.visits, seed,
                                                chains, rounds, batches, width)
         return hist, drafted, 0
+
+    # ------------------------------------------------------------------ resources
+    def chain_size(self, point: Point) -> tuple[int, int]:
+        """The frozen window of γ+2 positions: (γ+2)(W+1) + 1 states, W+1 per row."""
+        w = trace_size(point.spec)[1] + 1
+        return (point.gamma + 2) * w + 1, w
+
+    def model_footprint(self, point: Point) -> Footprint:
+        """The trace (support, p, q per kept entry; dense rows of the window) and the frozen
+        window chain's tables."""
+        n, w = trace_size(point.spec)
+        s = self.chain_size(point)[0]
+        return Footprint(4.0 * n * (w + 1) + 4.0 * s * s, 10.0 * n * (w + 1),
+                         what=f"trace ({n} positions)")
+
+    def long_run_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
+        """The positional law (~8 arrays of N x (γ+2)) and chains drawing from it."""
+        n = trace_size(point.spec)[0]
+        chains, rounds = int(budget["chains"]), int(budget["rounds"])
+        law = Footprint(8.0 * n * (point.gamma + 2) + 8.0 * min(chains, CHUNK),
+                        20.0 * n * (point.gamma + 2), chains * rounds,
+                        what=f"positional law ({n} positions)")
+        return law.plus(self.model_footprint(point))
+
+    def scheme_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint | None:
+        """Per-start laws at every draft length the policy reaches (N x (g+2) each) from the
+        dense rows (3 of N x (W+1)), or a whole-draft rule's exact law on each start's window
+        chain, one start at a time (:meth:`specsim.schemes.Scheme.footprint`)."""
+        assert point.scheme is not None
+        n, w = trace_size(point.spec)
+        chains, rounds = int(budget["chains"]), int(budget["rounds"])
+        cap = int(dict(point.scheme.policy_knobs).get("cap", 0))  # as schedule_laws reads it
+        lengths = range(1, cap + 1) if cap else (point.gamma,)
+        laws = Footprint(3.0 * n * (w + 1) + sum(n * (g + 3.0) for g in lengths),
+                         20.0 * n * (w + 1) * len(lengths), chains * rounds,
+                         what=f"per-start laws ({n} positions)")
+        window = (point.gamma + 1) * (w + 1) + 1
+        one = point.scheme.footprint(window, w + 1, point.gamma, min(chains, CHUNK))
+        if trace_schemes.window_laws_of(point.scheme) and one.law is not None:
+            laws = laws.then(Footprint(one.law.cells, one.law.flops * n, what=one.law.what))
+        return self.model_footprint(point).plus(laws)

@@ -8,16 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from specsim.io.atomic import (
+    READ_LIMITS,
+    REBUILD,
     IntegrityError,
     atomic_path,
+    check_cells,
     payload_digest,
     read_verified,
-    write_checksum,
     write_text,
 )
+from specsim.io.parquet import read_parquet, write_parquet
 from specsim.io.render import to_markdown
 
 if TYPE_CHECKING:  # pandas costs ~0.5 s to import: point jobs never load it
@@ -32,9 +34,8 @@ def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str]) -> pd.DataFr
 
     out = printable(df)
     data = out.to_csv(index=False, lineterminator="\n").encode()
-    with atomic_path(csv_path) as tmp:
+    with atomic_path(csv_path) as tmp:  # and its .sha256 sidecar
         tmp.write_bytes(data)
-    write_checksum(csv_path, data)
     md = Path(csv_path).with_suffix(".md")
     write_text(md, to_markdown(out))
     return out
@@ -45,7 +46,8 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
 
     import pandas as pd
 
-    data = read_verified(path)
+    data = read_verified(path)  # whole, against its sidecar, before any decoding
+    check_cells(data, path)
     try:
         return pd.read_csv(_io.BytesIO(data))
     except Exception as err:
@@ -59,25 +61,23 @@ def _table_digest(table: pa.Table) -> str:
 
 
 def write_frame(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
-    """A DataFrame as Parquet with page checksums and a digest of its data in the metadata."""
+    """A DataFrame as sealed Parquet (:func:`~specsim.io.parquet.write_parquet`) with a digest
+    of its data in the metadata."""
     table = pa.Table.from_pandas(df, preserve_index=False)
     meta = {**(table.schema.metadata or {}),
             b"specsim.payload_sha256": _table_digest(table).encode()}
-    with atomic_path(path) as tmp:
-        pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd",
-                       write_page_checksum=True)
+    write_parquet(path, table.replace_schema_metadata(meta))
 
 
 def read_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read and verify a :func:`write_frame` file."""
-    fix = "delete it and rerun snakemake to rebuild it"
+    """Read a :func:`write_frame` file: its bytes verified whole (data, schema, metadata)
+    before pyarrow decodes them, then its data digest re-computed."""
+    table = read_parquet(path, READ_LIMITS["frame"])
     try:
-        table = pq.read_table(path, page_checksum_verification=True)
         recorded = (table.schema.metadata or {}).get(b"specsim.payload_sha256", b"").decode()
-        ok = recorded == _table_digest(table)
-        if ok:
+        if recorded == _table_digest(table):
             return table.to_pandas()
     except Exception as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise IntegrityError(f"{path}: not a readable Parquet file ({reason}); {fix}") from None
-    raise IntegrityError(f"{path}: content does not match its recorded checksum; {fix}")
+        raise IntegrityError(f"{path}: not a readable frame ({reason}); {REBUILD}") from None
+    raise IntegrityError(f"{path}: content does not match its recorded checksum; {REBUILD}")

@@ -10,9 +10,11 @@ metadata carries
 * ``specsim.payload_sha256`` sha256 of the row's canonical JSON, re-computed by every reader,
 * ``specsim.versions``       the software that wrote it;
 
-and its data pages carry Parquet CRC checksums (verified on read). A reader refuses, naming the
-file and what to do, a file that is truncated, undecodable, of another schema, whose payload
-does not hash to its recorded digest, or that was written for another identity (stale).
+and the file is sealed (:mod:`specsim.io.parquet`: the sha256 of its own bytes, checked before
+pyarrow decodes anything; its data pages also carry Parquet CRC checksums). A reader refuses,
+naming the file and what to do, a file that is truncated, undecodable, of another schema,
+whose payload does not hash to its recorded digest, or that was written for another identity
+(stale).
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from specsim.io.atomic import IntegrityError, atomic_path, payload_digest
+from specsim.io.atomic import READ_LIMITS, IntegrityError, payload_digest
+from specsim.io.parquet import read_parquet, write_parquet
 from specsim.io.provenance import point_versions
 
 
@@ -81,9 +83,7 @@ def write_point_file(path: str | os.PathLike[str], kind: PointSchema, record: di
         b"specsim.payload_sha256": payload_digest(row).encode(),
         b"specsim.versions": json.dumps(point_versions(), sort_keys=True).encode(),
     }
-    table = pa.Table.from_pylist([row], schema=schema.with_metadata(meta))
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
+    write_parquet(path, pa.Table.from_pylist([row], schema=schema.with_metadata(meta)))
 
 
 def read_point_file(path: str | os.PathLike[str], kind: PointSchema,
@@ -91,8 +91,8 @@ def read_point_file(path: str | os.PathLike[str], kind: PointSchema,
     """Read and verify one point file; return its row. ``point_digest`` None skips the
     staleness check (inspection only, never aggregation)."""
     fix = "delete it and rerun snakemake to regenerate it"
+    table = read_parquet(path, READ_LIMITS["point"], fix, PointFileError, "point file")
     try:
-        table = pq.read_table(path, page_checksum_verification=True)
         meta = table.schema.metadata or {}
         tag = meta.get(b"specsim.schema")
         if tag != kind.tag:

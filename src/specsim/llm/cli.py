@@ -79,23 +79,27 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Run the step ``args.step``; print its stage seconds and load averages to stderr (the
     rule's log; Snakemake's benchmark file has the job's own wall time)."""
-    from specsim.io import write_json, write_table
+    from specsim.io import (
+        read_json_verified,
+        read_table,
+        write_json,
+        write_json_verified,
+        write_table,
+    )
     from specsim.llm.settings import Settings
 
     s = Settings.from_dict(json.loads(args.settings), step=args.step)
     record: dict[str, Any] = {"loadavg_1min_before": os.getloadavg()[0]}
     t0 = time.perf_counter()
     if args.step == "corpus":
-        write_json(args.meta, _corpus(s, args.out, args.cache_dir))
+        write_json_verified(args.meta, _corpus(s, args.out, args.cache_dir))
     elif args.step == "device":
-        write_json(args.out, _device(s, args.kernels))
+        write_json_verified(args.out, _device(s, args.kernels))
     elif args.step == "intensity":
-        import pandas as pd
-
         from specsim.llm.roofline import device_from_record, intensity_table
 
-        device = device_from_record(json.loads(Path(args.device).read_text()))
-        write_table(intensity_table(device, pd.read_csv(args.costs), s.cost_context_tokens),
+        device = device_from_record(read_json_verified(args.device))
+        write_table(intensity_table(device, read_table(args.costs), s.cost_context_tokens),
                     args.out)
     elif args.step == "figures":
         from specsim.llm.figures import make_figures
@@ -162,8 +166,7 @@ def _device(s: Any, kernels: str) -> dict[str, Any]:
 
 def _with_lab(s: Any, args: argparse.Namespace) -> Any:
     """The steps that need the model, its tokenizer, the token corpus and the drafts."""
-    import pandas as pd
-
+    from specsim.io import read_table
     from specsim.llm import experiments
     from specsim.llm.lab import Lab, load_token_corpus
     from specsim.llm.lossless import lossless_table
@@ -176,14 +179,14 @@ def _with_lab(s: Any, args: argparse.Namespace) -> Any:
     elif args.step == "assisted":
         from specsim.llm.assisted import assisted_table
 
-        table = assisted_table(lab, pd.read_csv(args.costs))
+        table = assisted_table(lab, read_table(args.costs))
     elif args.step == "pair":
         from specsim.llm.pairs import measure_runs
 
         table = measure_runs(lab, args.pair)
     elif args.step == "speculative":
-        table = experiments.speculative_table(lab, pd.read_csv(args.costs),
-                                              pd.read_csv(args.alpha))
+        table = experiments.speculative_table(lab, read_table(args.costs),
+                                              read_table(args.alpha))
     elif args.step == "audit":
         from specsim.llm.audit import audit_table
 
@@ -199,15 +202,15 @@ def _pairs(s: Any, args: argparse.Namespace) -> None:
     """The two pair tables from the traces, the runs and the costs; their figures."""
     import pandas as pd
 
-    from specsim.io import write_table
+    from specsim.io import read_table, write_table
     from specsim.llm.figures import make_pair_figures
     from specsim.llm.pairs import pair_tables
     from specsim.llm.settings import PAIR_TABLES
     from specsim.traces.format import read_trace
 
     traces = {p: read_trace(Path(args.traces_dir) / f"{p}.parquet") for p in s.trace_pairs}
-    runs = pd.concat([pd.read_csv(Path(args.runs_dir) / f"{p}.csv") for p in s.trace_pairs])
-    tables = pair_tables(s.trace_pairs, traces, runs, pd.read_csv(args.costs), s.seed)
+    runs = pd.concat([read_table(Path(args.runs_dir) / f"{p}.csv") for p in s.trace_pairs])
+    tables = pair_tables(s.trace_pairs, traces, runs, read_table(args.costs), s.seed)
     for name, table in zip(PAIR_TABLES, tables, strict=True):
         write_table(table, Path(args.tables_dir) / f"{name}.csv")
     make_pair_figures(args.tables_dir, args.figures_dir)
@@ -225,8 +228,9 @@ def _machine(s: Any, corpus_meta: str, device_json: str) -> dict[str, Any]:
         except importlib.metadata.PackageNotFoundError:
             return "not installed"
 
-    corpus = json.loads(Path(corpus_meta).read_text())
-    device = json.loads(Path(device_json).read_text())
+    from specsim.io import read_json_verified
+
+    corpus, device = read_json_verified(corpus_meta), read_json_verified(device_json)
     return {
         "settings": s.to_dict(), "torch": version("torch"),
         "transformers": version("transformers"), "python": platform.python_version(),

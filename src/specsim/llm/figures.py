@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from specsim.io import read_table
 from specsim.llm import settings
 
 
@@ -17,8 +17,8 @@ def figure_costs(tables_dir: Path) -> Any:
 
     from specsim.figures.style import WIDE
 
-    inten = pd.read_csv(tables_dir / "intensity.csv")
-    spec = pd.read_csv(tables_dir / "speculative.csv")
+    inten = read_table(tables_dir / "intensity.csv")
+    spec = read_table(tables_dir / "speculative.csv")
     spec = spec[spec["gamma"] > 0]
     fig, (mb, ax, sp) = plt.subplots(1, 3, figsize=(WIDE, 2.8))
     k = inten["positions"]
@@ -54,9 +54,9 @@ def figure_costs(tables_dir: Path) -> Any:
 def figure_alpha(tables_dir: Path) -> Any:
     import matplotlib.pyplot as plt
 
-    a = pd.read_csv(tables_dir / "alpha.csv")
+    a = read_table(tables_dir / "alpha.csv")
     a = a[a["draft"] != "target"]
-    spec = pd.read_csv(tables_dir / "speculative.csv")
+    spec = read_table(tables_dir / "speculative.csv")
     spec = spec[spec["gamma"] > 0]
     fig, ax = plt.subplots(layout="constrained")
     xs = np.arange(len(a))
@@ -86,7 +86,7 @@ def figure_assisted(tables_dir: Path) -> Any:
 
     from specsim.figures.style import WIDE
 
-    t = pd.read_csv(tables_dir / "assisted.csv")
+    t = read_table(tables_dir / "assisted.csv")
     plain = t[t["draft"] == "target alone"].set_index("loop")
     runs = t[t["draft"] != "target alone"]
     drafts = list(dict.fromkeys(runs["draft"]))
@@ -156,7 +156,7 @@ def figure_pair_accept(tables_dir: Path) -> Any:
 
     from specsim.figures.style import WIDE
 
-    t = pd.read_csv(tables_dir / "pair_accept.csv")
+    t = read_table(tables_dir / "pair_accept.csv")
     pairs = list(dict.fromkeys(t["pair"]))
     fig, axes = plt.subplots(1, len(pairs), figsize=(WIDE, 2.6), squeeze=False)
     for ax, name in zip(axes[0], pairs, strict=True):
@@ -193,7 +193,7 @@ def figure_speedup_explained(tables_dir: Path) -> Any:
 
     from specsim.figures.style import WIDE
 
-    t = pd.read_csv(tables_dir / "speedup_explained.csv")
+    t = read_table(tables_dir / "speedup_explained.csv")
     pairs = list(dict.fromkeys(t["pair"]))
     fig, axes = plt.subplots(2, len(pairs), figsize=(WIDE, 4.8), squeeze=False,
                              layout="constrained")

@@ -41,15 +41,18 @@ def token_corpus(tok: Any, holdout_every: int = 10) -> TokenCorpus:
 
 
 def save_token_corpus(corpus: TokenCorpus, path: str | Path) -> None:
-    with open(path, "wb") as fh:
-        np.savez(fh, train=corpus.train, heldout=corpus.heldout,
-                 sha256=np.array(corpus.sha256), chars=np.array(corpus.chars))
+    from specsim.io import write_npz
+
+    write_npz(path, {"train": corpus.train, "heldout": corpus.heldout,
+                     "sha256": np.array(corpus.sha256), "chars": np.array(corpus.chars)})
 
 
 def load_token_corpus(path: str | Path) -> TokenCorpus:
-    with np.load(path) as z:
-        return TokenCorpus(z["train"].astype(np.int64), z["heldout"].astype(np.int64),
-                           str(z["sha256"]), int(z["chars"]))
+    from specsim.io import read_npz
+
+    z = read_npz(path)  # verified against its sidecar before numpy reads it
+    return TokenCorpus(z["train"].astype(np.int64), z["heldout"].astype(np.int64),
+                       str(z["sha256"]), int(z["chars"]))
 
 
 def heldout_windows(heldout: IntArray, n: int, length: int) -> IntArray:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from specsim.io import PointSchema
+from specsim.resources import Footprint
 
 if TYPE_CHECKING:
     from specsim.grid import Point
@@ -127,6 +128,11 @@ class Measure(ABC):
     @abstractmethod
     def work(self, budget: Mapping[str, Any]) -> int:
         """Simulated rounds (each γ drafts and one target call) one point asks for."""
+
+    @abstractmethod
+    def footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
+        """Peak memory and work of the point's job (:meth:`simulate`, then :meth:`exact`),
+        from its parameters alone, before anything runs (:mod:`specsim.resources`)."""
 
     @abstractmethod
     def work_done(self, sim: Mapping[str, Any]) -> str:

@@ -16,10 +16,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from specsim import exact, stats
-from specsim.engine import MarkovKernel, first_tokens_markov
+from specsim.engine import CHUNK, MarkovKernel, first_tokens_markov
 from specsim.errors import ConfigError
+from specsim.exact.footprints import enumeration_footprint
 from specsim.measures.base import EXACT, SIM, Measure, run_record
 from specsim.measures.long_run import closed_form
+from specsim.resources import Footprint
+from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
     from specsim.grid import Point
@@ -117,6 +120,20 @@ class Equivalence(Measure):
 
     def work(self, budget: Mapping[str, Any]) -> int:
         return int(budget["equivalence_trials"])
+
+    def footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
+        """The equivalence chain (S states), the Markov engine on it
+        (:meth:`specsim.engine.MarkovKernel.cells`, a chunk of generations), then the
+        enumerated law of the first two tokens."""
+        s, v, g = point.family.chain_size(point)[0], point.spec.vocab, point.gamma
+        trials = int(budget["equivalence_trials"])
+        held = Footprint(2.0 * s * s + 4.0 * v * v)  # P, Q; counts and laws over tokens
+        sim = MarkovKernel.footprint(s).plus(Footprint((8 * g + 6) * min(trials, CHUNK),
+                                                       rounds=trials))
+        enum = enumeration_footprint(s, g, TOKENS, int(budget["max_enumeration"]),
+                                     keep_drafts=rule_spec(point.rule).keep_drafts)
+        return point.family.model_footprint(point).then(sim.plus(held),
+                                                        (enum or Footprint()).plus(held))
 
     def work_done(self, sim: Mapping[str, Any]) -> str:
         return f"{sim['trials']:,} generations"

@@ -17,6 +17,7 @@ import numpy as np
 
 from specsim import exact, stats
 from specsim.measures.base import EXACT, SIM, Measure, run_record
+from specsim.resources import Footprint
 from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
@@ -99,6 +100,9 @@ class LongRun(Measure):
 
     def work(self, budget: Mapping[str, Any]) -> int:
         return int(budget["chains"]) * (int(budget["rounds"]) + int(budget["burn_in"]))
+
+    def footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
+        return point.family.long_run_footprint(point, budget)
 
     def work_done(self, sim: Mapping[str, Any]) -> str:
         return f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds"

@@ -31,11 +31,13 @@ import numpy as np
 import pyarrow as pa
 
 from specsim import exact, stats
-from specsim.engine import chunks, run_chains
+from specsim.engine import CHUNK, chunks, run_chains
+from specsim.exact.footprints import first_two_footprint, rates_footprint
 from specsim.io import PointSchema
 from specsim.measures.base import JOINT2, LIST_F64, RUN_FIELDS, Measure, run_record
 from specsim.measures.equivalence import collapse, lossless_estimates, target_first_two
 from specsim.measures.long_run import ROUNDS_BUDGET
+from specsim.resources import Footprint
 from specsim.sampling import IntArray
 
 if TYPE_CHECKING:
@@ -115,6 +117,34 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
                       batches=batches, trials=trials) | {
         "width": w, "tokens_hist": hist.ravel().tolist(), "drafted": drafted.tolist(),
         "joint2": counts.tolist()}
+
+
+def _footprint(point: Point, budget: Mapping[str, Any]) -> Footprint:
+    """What :func:`_simulate` and :func:`_exact` cost: the scheme's rounds on chunks of chains
+    (or the family's own long run), then its exact law with the long-run rates over its N
+    states and the law of the first two tokens (:meth:`specsim.schemes.Scheme.footprint`)."""
+    scheme = point.scheme
+    assert scheme is not None
+    s, d = point.family.chain_size(point)
+    chains, rounds, burn_in = (int(budget[k]) for k in ("chains", "rounds", "burn_in"))
+    trials = int(budget["scheme_trials"])
+    size = scheme.footprint(s, d, point.gamma, min(max(chains, trials), CHUNK))
+    held = Footprint(2.0 * s * s + 4.0 * point.spec.vocab ** 2)  # P, Q; counts, laws of tokens
+    own = point.family.scheme_footprint(point, budget)
+    calls, played = 2 * -(-trials // CHUNK), trials  # a generation may take a second round
+    if own is None:
+        calls += -(-chains // CHUNK) * (rounds + burn_in)
+        played += chains * (rounds + burn_in)
+    sim = size.play.repeated(calls).plus(held, Footprint(rounds=played))
+    exact = Footprint()
+    if size.law is not None:
+        n = size.states
+        rates = (rates_footprint(n, burn_in + rounds)
+                 if own is None and point.family.stationary_schemes else Footprint())
+        exact = size.law.plus(held).then(
+            Footprint(size.law.cells).plus(held, rates.then(first_two_footprint(n, s))))
+        exact = exact.named(size.law.what)
+    return point.family.model_footprint(point).then(sim, exact, *([own] if own else []))
 
 
 def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
@@ -200,6 +230,9 @@ class SchemeMeasure(Measure):
     def work(self, budget: Mapping[str, Any]) -> int:
         return (int(budget["chains"]) * (int(budget["rounds"]) + int(budget["burn_in"]))
                 + int(budget["scheme_trials"]))
+
+    def footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
+        return _footprint(point, budget)
 
     def work_done(self, sim: Mapping[str, Any]) -> str:
         return (f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds and "

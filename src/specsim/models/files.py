@@ -24,6 +24,10 @@ from specsim.sampling import FloatArray
 # A table file: a relative path of plain names, no '..', no shell metacharacters.
 TABLE_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$")
 ROW_SUM_TOL = 1e-9  # rows off by more than this are an error, never silently renormalised
+# Bounds checked before a table file is read or parsed: the config allows vocab <= 4096, whose
+# (V, V) float64 table is 128 MiB as .npy and ~350 MB as CSV at 17 significant digits.
+MAX_TABLE_BYTES = 512 << 20
+MAX_CELL_CHARS = 64  # '-1.2345678901234567e-308' is 24; spaces around allowed
 
 
 class TableFileError(ValueError):
@@ -50,6 +54,7 @@ def file_digest(path: str | Path) -> str:
     """sha256 of a table file. Every point's identity includes it, so a grid asks for it once
     per point; the content is hashed once per (file, size, mtime) and a stat answers the rest."""
     st = Path(path).stat()
+    _check_size(st.st_size, repr(str(path)))  # never hash (or read) an unbounded file
     return _content_digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
@@ -123,6 +128,7 @@ def _read_npy(full: Path, where: str) -> NDArray[Any]:
     """
     with full.open("rb") as f:
         size = os.fstat(f.fileno()).st_size
+        _check_size(size, where)
         if size == 0:
             raise TableFileError(f"{where} is empty (0 bytes); save the table again with "
                                  f"numpy.save")
@@ -147,8 +153,17 @@ def _read_npy(full: Path, where: str) -> NDArray[Any]:
     return data.reshape(shape, order="F" if fortran else "C")
 
 
+def _check_size(size: int, where: str) -> None:
+    if size > MAX_TABLE_BYTES:
+        raise TableFileError(f"{where} has {size:,} bytes, over the {MAX_TABLE_BYTES:,}-byte "
+                             f"limit of a table file (a 4096 x 4096 table is far smaller)")
+
+
 # One CSV cell: a decimal number (or nan/inf, refused later with its position), spaces around.
-_CSV_CELL = r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)\s*"
+# Each character has one way to match (no '\d+\.?\d*', whose two digit runs backtrack
+# quadratically on a long run of digits followed by a letter): matching is linear in the line,
+# and cells are also refused over MAX_CELL_CHARS before any pattern runs.
+_CSV_CELL = r"\s*[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)\s*"
 _CSV_ROW = re.compile(rf"{_CSV_CELL}(?:,{_CSV_CELL})*", re.IGNORECASE)
 _CSV_CELL_RE = re.compile(_CSV_CELL, re.IGNORECASE)
 
@@ -160,7 +175,9 @@ def _read_csv(full: Path, where: str) -> FloatArray:
     empty cells), every row must have the same number of cells, the text must be UTF-8.
     """
     try:
-        text = full.read_bytes().decode("utf-8-sig")
+        with full.open("rb") as f:
+            _check_size(os.fstat(f.fileno()).st_size, where)
+            text = f.read(MAX_TABLE_BYTES + 1).decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise TableFileError(f"{where} is not UTF-8 text (byte {err.start} cannot be decoded); "
                              f"save it as UTF-8 comma-separated numbers") from None
@@ -171,6 +188,12 @@ def _read_csv(full: Path, where: str) -> FloatArray:
         if not body.strip():
             continue
         cells = body.split(",")
+        if max(map(len, cells)) > MAX_CELL_CHARS:
+            longest = max(range(len(cells)), key=lambda i: len(cells[i]))
+            raise TableFileError(f"{where}: line {lineno}, column {longest + 1}: a cell of "
+                                 f"{len(cells[longest]):,} characters (at most "
+                                 f"{MAX_CELL_CHARS}); write only comma-separated decimal "
+                                 f"numbers")
         if not _CSV_ROW.fullmatch(body):
             col, cell = next((i, c) for i, c in enumerate(cells, start=1)
                              if not _CSV_CELL_RE.fullmatch(c))

@@ -107,9 +107,7 @@ def _traces(paths: list[str], s: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the step ``args.step``; print the seconds of its stages to stderr (the rule's log)."""
-    import pandas as pd
-
-    from specsim.io import write_json, write_table
+    from specsim.io import read_table, write_json, write_table
     from specsim.ngram import NGramModel, build_corpus, decode, load_corpus, save_corpus
     from specsim.realtext.settings import Settings
 
@@ -142,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.costs is None:
             table = pairs.pair_optimal_table(traces, s)
         else:
-            table = pairs.pair_costs_table(traces, s, pd.read_csv(args.costs))
+            table = pairs.pair_costs_table(traces, s, read_table(args.costs))
         write_table(table, args.out)
     elif args.step == "model":
         from specsim.realtext.experiments import models_tables
@@ -160,14 +158,14 @@ def run(args: argparse.Namespace) -> int:
         corpus = load_corpus(args.corpus)
         model = NGramModel.load(args.model)
         if args.step == "speculative":
-            models = pd.read_csv(args.models_table)
+            models = read_table(args.models_table)
             write_table(experiments.speculative_table(model, corpus, s, args.seed, models),
                         args.out)
         elif args.step == "lossless":
             write_table(experiments.lossless_table(model, s, args.seed, args.significance),
                         args.out)
         else:
-            speculative = pd.read_csv(args.speculative_table)
+            speculative = read_table(args.speculative_table)
             write_table(costs.costs_table(model, corpus, s, args.seed, speculative), args.out)
     done(args.step)
     print(json.dumps(stages), file=sys.stderr)

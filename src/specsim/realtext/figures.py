@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from specsim.io import read_table
 from specsim.realtext import settings
 
 
@@ -39,8 +39,8 @@ def _log2_gamma_axis(ax: Any, gammas: Any) -> None:
 def figure_beta(tables_dir: Path) -> Any:
     import matplotlib.pyplot as plt
 
-    hist = pd.read_csv(tables_dir / "realtext_beta.csv")
-    models = pd.read_csv(tables_dir / "realtext_models.csv").set_index("order")
+    hist = read_table(tables_dir / "realtext_beta.csv")
+    models = read_table(tables_dir / "realtext_models.csv").set_index("order")
     fig, ax = plt.subplots()
     for i, (k, g) in enumerate(hist.groupby("draft_order")):
         colour = f"C{i}"
@@ -59,7 +59,7 @@ def figure_tokens(tables_dir: Path) -> Any:
 
     from specsim.figures.style import WIDE
 
-    df = pd.read_csv(tables_dir / "realtext_speculative.csv")
+    df = read_table(tables_dir / "realtext_speculative.csv")
     fig, (ax, gap) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
     for i, (k, g) in enumerate(df.groupby("draft_order")):
         mid = g["tokens_per_call"]
@@ -88,7 +88,7 @@ def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
 
     from specsim.figures.style import WIDE
 
-    df = pd.read_csv(costs if costs is not None else tables_dir / "realtext_costs.csv")
+    df = read_table(costs if costs is not None else tables_dir / "realtext_costs.csv")
     batches = sorted(df["batch"].unique())
     fig, axes = plt.subplots(1, 1 + len(batches), figsize=(WIDE, 3.0))
     ax = axes[0]
@@ -136,7 +136,7 @@ def figure_pair_accept(tables_dir: Path) -> Any:
 
     from specsim.figures.style import WIDE
 
-    df = pd.read_csv(tables_dir / "pair_accept.csv")
+    df = read_table(tables_dir / "pair_accept.csv")
     fig, (ax, diff) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
     pairs = list(dict.fromkeys(df["pair"]))
     for i, pair in enumerate(pairs):

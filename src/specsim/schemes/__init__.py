@@ -25,8 +25,9 @@ from typing import Any, Final
 import numpy as np
 
 from specsim.exact import RoundLaw
+from specsim.resources import Footprint
 from specsim.schemes import lenient, tokenwise, typical
-from specsim.schemes.law import FloatArray, IntArray, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.verify import RULES, KnobSpec, rule_spec
 
 __all__ = ["POLICIES", "TOKENWISE", "PolicySpec", "Scheme", "schemes_of_study"]
@@ -184,6 +185,20 @@ class Scheme:
         if self.policy == "fixed":
             return mod.play(P, Q, accept, reject, state, gamma, rng)
         return mod.play(P, Q, accept, reject, state, gamma, dict(self.policy_knobs), rng)
+
+    def footprint(self, size: int, support: int, gamma: int, chains: int) -> LawSize:
+        """What :meth:`law` and one :meth:`play` of ``chains`` chains cost on ``size``
+        contexts whose draft rows reach ``support`` next states (the scheme's module's
+        ``footprint``, :class:`specsim.schemes.law.LawSize`), with a token-wise rule's own
+        tables (accept, reject and their temporaries), alive throughout."""
+        mod = self._module()
+        knobs = dict(self.rule_knobs if self.rule in WHOLE_DRAFT else self.policy_knobs)
+        out = mod.footprint(size, support, gamma, knobs, chains)
+        if self.rule not in TOKENWISE:
+            return out
+        tables = Footprint(4.0 * size * size)
+        return LawSize(out.states, None if out.law is None else out.law.plus(tables),
+                       out.play.plus(tables))
 
     def tables(self, P: FloatArray, Q: FloatArray) -> tuple[FloatArray, FloatArray] | None:
         return self._tables(P, Q) if self.rule in TOKENWISE else None

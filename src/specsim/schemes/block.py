@@ -36,10 +36,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw, check_gamma, check_pair
+from specsim.resources import Footprint
 from specsim.sampling import sample_rows
-from specsim.schemes.law import FloatArray, IntArray, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 
-__all__ = ["MAX_PATHS", "BlockPaths", "law", "path_law", "play"]
+__all__ = ["MAX_PATHS", "BlockPaths", "footprint", "law", "path_law", "play"]
 
 MAX_PATHS = 2**22  # default budget of draft paths law() / path_law() may enumerate
 
@@ -276,3 +277,25 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Mappin
     padded = np.concatenate([drafts, np.full((n, 1), -1, dtype=np.intp)], axis=1)
     out = np.where(j < tau[:, None], padded, np.where(j == tau[:, None], y[:, None], -1))
     return RoundSample(out, tau + 1, y, np.full(n, g, dtype=np.intp))
+
+
+def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+              chains: int) -> LawSize:
+    """What :func:`law` and :func:`play` cost on S = ``size`` contexts whose draft rows reach
+    at most ``support`` tokens: the tree holds S d^i prefixes at depth i (8 numbers each), the
+    emission step ~5 d numbers per prefix of a depth, the (S, S, S) pair law three times;
+    None beyond :data:`MAX_PATHS` draft paths (S d^γ, where :func:`law` refuses). A round
+    gathers ~8 compact rows per chain."""
+    d = float(min(support, size))
+    levels = [size * d**i for i in range(gamma + 1)]
+    law_fp = None
+    if levels[-1] <= MAX_PATHS:
+        cells = 8 * sum(levels) + 5 * d * max(levels[:-1] or [0.0]) + 3.0 * size**3 \
+            + 8.0 * size * size
+        law_fp = Footprint(cells, 20 * d * sum(levels) + 4.0 * size**3,
+                           what=f"block exact law ({levels[-1]:.3g} draft paths)")
+    n = float(chains)
+    play = Footprint((2 * gamma + 1) * n + 3 * n * gamma + 8 * n * d + 8.0 * size * size,
+                     10 * (n * gamma * 12 * d + 8.0 * size * size),
+                     what=f"simulation ({chains} chains at once)")
+    return LawSize(size, law_fp, play)

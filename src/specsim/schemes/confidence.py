@@ -27,9 +27,9 @@ from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw
 from specsim.schemes import tokenwise
-from specsim.schemes.law import FloatArray, RoundSample
+from specsim.schemes.law import FloatArray, LawSize, RoundSample
 
-__all__ = ["KNOBS", "check", "law", "play", "stop_table"]
+__all__ = ["KNOBS", "check", "footprint", "law", "play", "stop_table"]
 
 KNOBS: Mapping[str, Any] = {"threshold": None}  # required, no default
 
@@ -61,3 +61,9 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     """One such round for n chains from contexts ``state`` (n,) (:func:`tokenwise.play`)."""
     return tokenwise.play(P, Q, accept, reject, state, gamma, rng,
                           stop_table(Q, check(knobs)))
+
+
+def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+              chains: int) -> LawSize:
+    """As a fixed γ's (:func:`tokenwise.footprint`): the stop table is one more (S, S)."""
+    return tokenwise.footprint(size, support, gamma, knobs, chains)

@@ -25,16 +25,21 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw, check_gamma
+from specsim.resources import Footprint
 from specsim.schemes import tokenwise
-from specsim.schemes.law import IntArray, RoundSample
+from specsim.schemes.law import IntArray, LawSize, RoundSample
 
-__all__ = ["KNOBS", "check", "decode", "law", "next_length", "play", "start_state"]
+__all__ = ["KNOBS", "check", "decode", "footprint", "law", "next_length", "play", "start_state"]
 
 KNOBS: Mapping[str, Any] = {"cap": 64}
 
 
-#: Most cells (cap S^3: the law of the first two tokens) law() allocates, ~256 MB.
+#: Most cells of the first two tokens' law (cap S^3) law() allocates, ~256 MB; beyond it the
+#: point is Monte Carlo only. The (S cap)^2 transition tables are not bounded here: the
+#: config-time estimate (:func:`footprint`) judges the whole law against the memory a point
+#: job may declare (:mod:`specsim.work`).
 MAX_CELLS = 2**25
+
 
 def check(knobs: Mapping[str, Any] | None, gamma: int) -> int:
     """The cap of valid ``knobs`` ({} or {"cap": integer >= γ}), or a ValueError."""
@@ -108,3 +113,21 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     out = tokenwise.play_rows(Pa, Qa, acc, rej, ctx, g, no_stop, rng, cap)
     g_next = next_length(g, out.n_emitted == g + 1, cap)
     return replace(out, next_state=(g_next - 1) * size + out.next_state)
+
+
+def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+              chains: int) -> LawSize:
+    """What :func:`law` and :func:`play` cost on S = ``size`` contexts: N = S cap states; the
+    law holds two (N, N) tables (next state, single), the (N, S, S) pair and the token law,
+    beside one draft length's token-wise DP at a time -- O(cap^2 S^3) work, and the
+    stationary law of N states after it is O((S cap)^3) (:mod:`specsim.exact.footprints`).
+    A round drafts up to cap tokens per chain."""
+    cap = check(knobs, gamma)
+    n = size * cap
+    law_fp: Footprint | None = None
+    if n * size * size <= MAX_CELLS:  # law() refuses beyond it
+        dp = tokenwise.law_footprint(size, cap)  # the largest of the cap DPs, ~g S^3 work each
+        law_fp = Footprint(2.0 * n * n + n * (cap + 2) + n * size * size + dp.cells,
+                           (cap + 1) / 2.0 * dp.flops,
+                           what=f"heuristic exact law ({n} states: vocab {size} x cap {cap})")
+    return LawSize(n, law_fp, tokenwise.play_footprint(size, chains, cap, cap))

@@ -17,6 +17,11 @@ Two functions per scheme, written from its paper:
 ``play(P, Q, state, gamma, knobs, rng) -> RoundSample``
     one round for n independent chains at once (vectorised over chains, no Python loop over
     chains), from scheme states ``state`` (n,).
+``footprint(size, support, gamma, knobs, chains) -> LawSize``
+    what the two cost before either runs (:class:`LawSize`): the law's states, peak cells and
+    work (None where ``law`` refuses, so the point is Monte Carlo only) and one round of
+    ``chains`` chains' -- ``size`` contexts S, ``support`` the most next states any row of Q
+    can reach (S for dense tables, less for a frozen position-indexed chain).
 
 What the tables report comes from the same drivers as the classic rules': long-run tokens per
 target call and drafted tokens per round by renewal-reward over the stationary round-start law
@@ -29,14 +34,17 @@ program's lossless check, :func:`specsim.exact.first_two_law`), and the Monte Ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
+from specsim.resources import Footprint
+
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
-__all__ = ["RoundSample"]
+__all__ = ["LawSize", "RoundSample"]
 
 
 @dataclass(frozen=True)
@@ -49,3 +57,13 @@ class RoundSample:
     n_emitted: IntArray
     next_state: IntArray
     drafted: IntArray
+
+
+class LawSize(NamedTuple):
+    """What a scheme's ``law`` and ``play`` cost: N scheme states, building the law (None: it
+    refuses, the point is Monte Carlo only) and one call of ``play`` on a chunk of chains
+    (its cells and operations; the caller counts the calls and the rounds)."""
+
+    states: int
+    law: Footprint | None
+    play: Footprint

@@ -48,11 +48,12 @@ from typing import Any, Final
 import numpy as np
 
 from specsim.exact import RoundLaw
+from specsim.resources import Footprint
 from specsim.sampling import TableSampler
-from specsim.schemes.law import FloatArray, IntArray, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.verify import accept, residual
 
-__all__ = ["BUDGET", "KNOBS", "law", "play", "sequence_law"]
+__all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
 BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition matrix
@@ -278,3 +279,27 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     cur = np.where(live, bonus, cur)
     return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
                        drafted=np.full(n, k * g, dtype=np.intp))
+
+
+def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+              chains: int) -> LawSize:
+    """What :func:`law` and :func:`play` cost with k = ``drafts`` on S = ``size`` contexts:
+    the (S k)^2 transition (None beyond :data:`BUDGET`, where :func:`law` refuses), k^2 (S, S)
+    binomials and the k + 1 residuals, the carried (S, S k) law and its product, the
+    (S, S, S) pair law by einsum -- γ (S, S k) x (S k, S k) products. A round holds the
+    residuals' samplers, which every call builds, and k γ drafts per chain."""
+    k = _drafts(knobs)
+    sk, s2 = float(size * k), float(size) ** 2
+    law_fp = None
+    if sk * sk <= BUDGET:
+        cells = 2 * sk * sk + (3 * k * k + 3 * (k + 1)) * s2 + 4 * size * sk \
+            + 3 * s2 * k + 2.0 * size**3
+        law_fp = Footprint(cells, 2 * gamma * size * sk * sk + 2 * s2 * size * k,
+                           what=f"multi_draft exact law ({k} drafts on {size} states)")
+    n = float(chains)
+    samplers = (TableSampler.cells((k + 1) * size, size), TableSampler.work((k + 1) * size, size)
+                + 2 * TableSampler.work(size, size))  # built by every call
+    play = Footprint(2 * (k + 1) * s2 + samplers[0] + 3 * n * k * gamma + 2 * n * (gamma + 1)
+                     + 12 * n, samplers[1] + 10 * n * gamma * (6 * k + 10),
+                     what=f"simulation ({chains} chains at once)")
+    return LawSize(size, law_fp, play)

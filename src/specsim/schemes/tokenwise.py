@@ -31,13 +31,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw, RoundParts, check_gamma, check_pair, check_table, round_dp
+from specsim.exact.footprints import round_dp_footprint
 from specsim.exact.kernels import Kernels
+from specsim.resources import Footprint
 from specsim.sampling import inverse_cdf_rows, normalised_cdf
-from specsim.schemes.law import FloatArray, IntArray, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.verify import PLACEHOLDER, acceptance_probability, first_rejection, residual
 
-__all__ = ["check_knobs", "check_states", "check_tables", "correct_tables", "law", "parts", "play",
-           "play_rows"]
+__all__ = ["check_knobs", "check_states", "check_tables", "correct_tables", "footprint", "law",
+           "law_footprint", "parts", "play", "play_footprint", "play_rows"]
 
 
 def correct_tables(P: ArrayLike, Q: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -154,3 +156,28 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     g = check_gamma(gamma)
     ctx = check_states(state, Pa.shape[0])
     return play_rows(Pa, Qa, acc, rej, ctx, np.full(ctx.shape[0], g), st, rng, g)
+
+
+def law_footprint(size: int, gamma: int) -> Footprint:
+    """:func:`law`: the checked tables (5 (S, S)) and :func:`parts`' DP, with a stop table and
+    the first-two-token pieces."""
+    dp = round_dp_footprint(size, gamma, stop=True, first_two=True)
+    return dp.plus(Footprint(5.0 * size * size))
+
+
+def play_footprint(size: int, chains: int, reach: int, width: int) -> Footprint:
+    """:func:`play_rows` for ``chains`` chains drafting up to ``reach`` tokens, padded to
+    ``width``: the uniforms and drafts (~5 per position and chain), a gathered CDF row per
+    chain and its temporaries (~5 (n, S)), the padded token arrays (~6 (n, width + 1)), the
+    tables' CDFs. Work: each drafted position gathers, compares and sums a CDF row per chain
+    (~10 operations per element)."""
+    n = float(chains)
+    touched = n * reach * (3 * size + 10) + 4 * n * size + 6 * n * (width + 1) + 6.0 * size**2
+    return Footprint(5 * reach * n + 5 * n * size + 6 * n * (width + 1) + 4.0 * size * size,
+                     10 * touched, what=f"simulation ({chains} chains at once)")
+
+
+def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+              chains: int) -> LawSize:
+    """:func:`law` and :func:`play` at a fixed γ (:class:`specsim.schemes.law.LawSize`)."""
+    return LawSize(size, law_footprint(size, gamma), play_footprint(size, chains, gamma, gamma))

@@ -28,8 +28,10 @@ column      type               meaning
 The file's key-value metadata ``specsim.trace`` is a JSON object with at least ``vocab`` (the
 full vocabulary size) and ``documents`` (D); specsim also writes ``pair``, ``target``,
 ``draft``, ``temperature``, ``top_k``, ``text`` and ``source``. A file specsim writes carries
-``specsim.payload_sha256`` (the digest of its data) and is verified against it on every read;
-a file written elsewhere (e.g. from vLLM logprobs) may omit it.
+``specsim.payload_sha256`` (the digest of its data) and is sealed (:mod:`specsim.io.parquet`:
+the digest of its whole bytes, checked before anything is decoded); a file written elsewhere
+(e.g. from vLLM logprobs) may omit both, and is then trusted only as far as the checks below go.
+No file over :data:`specsim.io.READ_LIMITS` ``["trace"]`` bytes is read.
 
 Every read checks the whole file before anything uses it (:func:`read_trace`): the columns and
 their types, each row a distribution (probabilities in [0, 1], Σ p + p_tail = 1 within
@@ -271,15 +273,34 @@ def _digest(table: pa.Table) -> str:
 
 def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
     """Write ``trace`` (checked first) as a self-verifying trace file, atomically."""
-    from specsim.io import atomic_path
+    from specsim.io import write_parquet
 
     check_trace(trace, str(path))
     table = _table(trace)
     meta = {META_KEY: json.dumps(trace.meta, sort_keys=True).encode(),
             _DIGEST_KEY: _digest(table).encode()}
-    with atomic_path(path) as tmp:
-        pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd",
-                       write_page_checksum=True)
+    write_parquet(path, table.replace_schema_metadata(meta))
+
+
+def _read_table(path: str | os.PathLike[str]) -> pa.Table:
+    """The trace file's table: bytes read once (bounded) and, for a file specsim wrote (it
+    names the digest key), checked against its seal before pyarrow decodes them."""
+    from specsim.io import READ_LIMITS, IntegrityError, read_bounded
+    from specsim.io.parquet import SEAL_KEY, is_sealed, parquet_from
+
+    where, fix = str(path), "record it again"
+    try:
+        data = read_bounded(path, READ_LIMITS["trace"], fix)
+    except IntegrityError as err:
+        raise TraceFileError(str(err)) from None
+    if is_sealed(data) or _DIGEST_KEY in data:  # specsim wrote it: the seal must hold
+        return parquet_from(data, where, fix, TraceFileError, "trace file")
+    try:  # a foreign file: decoded, then checked column by column below
+        return pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+    except Exception as err:  # truncated, not Parquet, a corrupt page
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise TraceFileError(f"{where}: not a readable Parquet file ({reason}); a file "
+                             f"specsim wrote has a {SEAL_KEY.decode()} entry") from None
 
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
@@ -287,11 +308,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     where = str(path)
     if not os.path.isfile(path):
         raise TraceFileError(f"{where}: no such trace file")
-    try:
-        table = pq.read_table(path, page_checksum_verification=True)
-    except Exception as err:  # truncated, not Parquet, a corrupt page
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise TraceFileError(f"{where}: not a readable Parquet file ({reason})") from None
+    table = _read_table(path)
     raw = (table.schema.metadata or {})
     try:
         meta = json.loads(raw.get(META_KEY, b"").decode())

@@ -49,7 +49,7 @@ from specsim.verify import acceptance_probability
 
 __all__ = ["MAX_WINDOW_SECONDS", "ScheduleLaws", "SchemeRates", "check_work", "rates",
            "schedule_laws", "simulate", "tokenwise_laws", "tokenwise_rows", "traverse_schedule",
-           "window_laws", "window_seconds"]
+           "window_laws", "window_laws_of", "window_seconds"]
 
 
 def _remaining(doc_start: IntArray) -> IntArray:
@@ -186,10 +186,16 @@ class ScheduleLaws:
         return next_length(g, full, self.cap) - 1
 
 
+def window_laws_of(scheme: Scheme) -> bool:
+    """Whether ``scheme``'s per-start laws come from its exact law on each start's window
+    (:func:`window_laws`: whole-draft rules) rather than the token-wise recursion."""
+    return scheme.rule in WHOLE_DRAFT
+
+
 def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
     """The per-start laws of ``scheme`` at draft length γ (every length 1..cap for the
     heuristic schedule)."""
-    if scheme.rule in WHOLE_DRAFT:
+    if window_laws_of(scheme):
         check_work(trace, scheme, gamma)
         emitted, drafted = window_laws(trace, scheme, gamma)
         return ScheduleLaws((gamma,), (emitted,), drafted[None, :], 0, 0, None)

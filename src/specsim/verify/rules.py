@@ -10,10 +10,13 @@ exact DP, the estimates, the figure legends and the lossless checks all read thi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Literal, cast, get_args
+from typing import Any, Final, Literal, cast, get_args
+
+from specsim.errors import shown
 
 Rule = Literal["correct", "greedy", "no_resample", "continue",
                "block", "multi_draft", "lenient", "typical"]
@@ -44,12 +47,12 @@ class KnobSpec:
     def check(self, value: object, where: str) -> float:
         """The value as a number of the knob's kind; ValueError naming ``where`` otherwise."""
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        v = float(value) if ok else float("nan")  # type: ignore[arg-type]
+        v: Any = value if ok else math.nan  # compared as given: float() of a huge int overflows
         inside = ok and (self.low < v if self.low_open else self.low <= v) and v <= self.high
         if not inside or (self.integer and v != int(v)):
-            raise ValueError(f"{where}: {value!r} is outside the domain of {self.name}, "
+            raise ValueError(f"{where}: {shown(value)} is outside the domain of {self.name}, "
                              f"{self.domain} ({self.meaning})")
-        return int(v) if self.integer else v
+        return int(v) if self.integer else float(v)
 
 
 @dataclass(frozen=True)

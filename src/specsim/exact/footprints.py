@@ -1,0 +1,56 @@
+"""What the exact stage's computations allocate and compute (:class:`specsim.resources.Footprint`),
+as functions of their sizes: the token-wise round DP (:func:`specsim.exact.round_dp`), the
+long-run and horizon rates of any round law on N states (:func:`specsim.exact.stationary_rates`,
+:func:`specsim.exact.horizon_rates`), the first-two-token law of a round law
+(:func:`specsim.exact.first_two_law`) and the enumerated law of the classic rules
+(:func:`specsim.exact.first_tokens_distribution`). Cells count the float64 arrays alive at the
+peak, temporaries included (read off the code, calibrated by ``benchmarks/point_memory.py``)."""
+
+from __future__ import annotations
+
+from specsim.resources import Footprint
+
+__all__ = ["enumeration_footprint", "first_two_footprint", "rates_footprint",
+           "round_dp_footprint"]
+
+
+def round_dp_footprint(size: int, gamma: int, *, stop: bool = False, keep_drafts: bool = False,
+                       first_two: bool = False) -> Footprint:
+    """:func:`specsim.exact.round_dp` on S = ``size`` contexts: ~14 (S, S) tables (P, Q, the
+    kernels, A, D, the products' temporaries), γ more for ``keep_drafts``, and with
+    ``first_two`` the (S, S, S) ``pair`` beside one temporary of its size (numpy reuses the
+    other; measured 2.1 S^3 at S = 595); one to three (S, S) products per position."""
+    s2, s3 = float(size) ** 2, float(size) ** 3
+    cells = (14 + (gamma if keep_drafts else 0)) * s2 + (2.5 * s3 if first_two else 0.0)
+    flops = 2 * s3 * gamma * (5 if stop else 2) + (8 * s3 if first_two else 0.0)
+    return Footprint(cells, flops, what=f"exact round law ({size} states)")
+
+
+def rates_footprint(states: int, steps: int = 0, *, stationary: bool = True) -> Footprint:
+    """:func:`specsim.exact.stationary_rates` (the (N+1, N) system, its copies in the SVD and
+    the least-squares solve: ~4 N x N) and :func:`specsim.exact.horizon_rates` over ``steps``
+    rounds (one vector-matrix product each) of a round law on N = ``states`` states."""
+    n2 = float(states) ** 2
+    cells = 4 * n2 if stationary else 2.0 * states
+    flops = (10 * n2 * states if stationary else 0.0) + 2 * n2 * steps
+    return Footprint(cells, flops, what=f"stationary law ({states} states)")
+
+
+def first_two_footprint(states: int, size: int) -> Footprint:
+    """:func:`specsim.exact.first_two_law`: three (N, S) arrays and the (S, S) result."""
+    return Footprint(3.0 * states * size + 2.0 * size * size, 4.0 * states * size * size,
+                     what="first-two-token law")
+
+
+def enumeration_footprint(size: int, gamma: int, n: int, max_cells: int,
+                          *, keep_drafts: bool = False) -> Footprint | None:
+    """:func:`specsim.exact.first_tokens_distribution` of the first ``n`` tokens on V =
+    ``size`` tokens: ~6 arrays of V^(n+1) cells (the prefix paths, T, U, G and a product's
+    temporary; 2 more for a rule keeping its drafts); None where it refuses (V^(n+1) >
+    ``max_cells``: the point is Monte Carlo only)."""
+    cells = float(size) ** (n + 1)
+    if cells > max_cells:
+        return None
+    return Footprint((8 if keep_drafts else 6) * cells + 14.0 * size * size,
+                     4 * cells * size * min(gamma, n),
+                     what=f"enumerated law of the first {n} tokens")

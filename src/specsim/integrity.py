@@ -1,0 +1,194 @@
+"""``specsim verify``: every file the DAG wrote under results/, re-checked; each damaged one named
+with the command that rebuilds it.
+
+Every file a step writes goes through :func:`specsim.io.atomic_path`, which seals it with a
+``<file>.sha256`` sidecar: point files, ``points.parquet``, ``grid.json``, tables and their
+Markdown and HTML, figures, traces, the real-text and LLM outputs, ``checks.ok``. This step
+checks
+
+* every file against its sidecar, byte for byte (bit rot with the mtime kept included), and
+  every sidecar whole (a flip in it is damage too); a file without a sidecar, and a sidecar
+  whose file is gone, are damage;
+* what verifies itself, with its own reader: ``grid.json`` (its checksum and config digest)
+  and, for every point of that grid, both point files -- present, readable, and written for
+  this grid's identity of the point (not stale, not another point's).
+
+It skips atomic_path's temporaries (a write killed before its rename: nothing reads them) and
+files written outside the DAG (:data:`OUTSIDE_DAG`; ``make report`` seals the report, which is
+then checked). The gate (``specsim gate``) runs it before writing ``results/checks.ok``, and
+``make verify`` runs it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specsim.io import IntegrityError, check_sidecar, checksum_path, is_sidecar, is_temporary
+
+# Files under results/ that no job of the DAG writes: the committed README; the report and the
+# report's screenshots (`make report`, `make test-report`), checked only when sealed.
+OUTSIDE_DAG = ("README.md",)
+SEALED_IF_PRESENT = ("report.html", "report-screenshots")
+
+
+@dataclass(frozen=True)
+class Damage:
+    path: str  # as found, under the results directory given
+    target: str  # the file to rebuild, relative to the workflow's working directory
+    problem: str
+
+
+def _problem(err: Exception, path: Path) -> str:
+    """An IntegrityError's message without the file name and the generic advice."""
+    text = str(err).removeprefix(f"{path}: ")
+    return text.split("; delete it", 1)[0].split("; rerun snakemake", 1)[0]
+
+
+def _files(base: Path, unreadable: list[Path]) -> list[Path]:
+    """Every non-directory under ``base``, sorted, through symlinked directories (results/sim
+    on scratch space) but each directory once (a link loop ends); directories that cannot be
+    listed go to ``unreadable`` (their files would otherwise go unchecked)."""
+    out, seen = [], set()
+    for root, dirs, names in os.walk(base, followlinks=True,
+                                     onerror=lambda e: unreadable.append(Path(e.filename))):
+        seen.add(os.path.realpath(root))
+        dirs[:] = sorted(d for d in dirs if os.path.realpath(os.path.join(root, d)) not in seen)
+        seen.update(os.path.realpath(os.path.join(root, d)) for d in dirs)
+        out += [Path(root) / n for n in sorted(names)]
+    return out
+
+
+def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = ()
+                  ) -> list[Damage]:
+    """Every damaged, missing or unsealed file under ``results_dir`` (``skip``: paths not to
+    check, e.g. the gate's own output while the gate runs)."""
+    base = Path(results_dir)
+    workdir_name = Path(base.name)  # targets are relative to the directory holding results/
+    skipped = {Path(s).resolve() for s in skip}
+    found: dict[Path, Damage] = {}
+
+    def damage(path: Path, problem: str) -> None:
+        rel = path.relative_to(base)
+        found.setdefault(path, Damage(str(path), str(workdir_name / rel), problem))
+
+    unreadable: list[Path] = []
+    for path in _files(base, unreadable):
+        rel = path.relative_to(base)
+        if is_temporary(path) or rel.parts[0] in OUTSIDE_DAG or path.resolve() in skipped:
+            continue
+        if is_sidecar(path):
+            data = Path(str(path).removesuffix(checksum_path("").name))
+            if not data.is_file() and not data.is_symlink() and data.resolve() not in skipped:
+                damage(data, "missing (its .sha256 sidecar is still there)")
+            continue
+        if not path.is_file():  # a FIFO, device or dangling link: never opened (it may block)
+            damage(path, "not a regular file")
+            continue
+        if rel.parts[0] in SEALED_IF_PRESENT and not checksum_path(path).exists():
+            continue
+        try:
+            check_sidecar(path)
+        except IntegrityError as err:
+            damage(path, _problem(err, path))
+    for folder in unreadable:
+        found.setdefault(folder, Damage(str(folder), str(workdir_name / folder.relative_to(base)),
+                                        "directory cannot be listed: its files are unchecked"))
+    for path, problem in _self_verifying(base, set(found)).items():
+        damage(path, problem)
+    return sorted(found.values(), key=lambda d: d.path)
+
+
+def _self_verifying(base: Path, known: set[Path]) -> dict[Path, str]:
+    """grid.json and every point file of its grid, each through its own reader (``known``:
+    files already found damaged, not read again)."""
+    from specsim.config import read_grid_file
+    from specsim.io import read_point_file
+    from specsim.job import describe
+    from specsim.measures import measure_of
+
+    grid_path = base / "grid.json"
+    if not grid_path.exists() or grid_path in known:
+        return {}
+    try:
+        grid = read_grid_file(grid_path)
+    except IntegrityError as err:
+        return {grid_path: _problem(err, grid_path)}
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        return {grid_path: f"does not hold a valid grid ({type(err).__name__})"}
+    out: dict[Path, str] = {}
+    for point in grid.points:
+        want = describe(grid, point)["digest"]
+        measure = measure_of(point.measure)
+        for folder, kind in (("sim", measure.sim_schema), ("exact", measure.exact_schema)):
+            path = base / folder / f"{point.path}.parquet"
+            if path in known:
+                continue
+            if not path.exists():
+                out[path] = f"missing (grid point {point.point_id})"
+                continue
+            try:
+                row: dict[str, Any] = read_point_file(path, kind, want)
+            except IntegrityError as err:
+                out[path] = _problem(err, path)
+                continue
+            if row["point_id"] != point.point_id:
+                out[path] = f"holds point {row['point_id']}, not {point.point_id}"
+    return out
+
+
+def report(damage: list[Damage], note: str = "",
+           snakemake: str = ".venv/bin/snakemake --cores 8") -> str:
+    """Each damaged file on a line of its own, then, on the last line, the one command that
+    rebuilds them all (``--forcerun`` reruns the jobs that write them and what reads them)."""
+    lines = [f"DAMAGED {d.path}: {d.problem}" for d in damage]
+    targets = " ".join(sorted({d.target for d in damage}))
+    lines.append(f"{len(damage)} damaged file(s){note}. Rebuild them from the directory holding "
+                 f"results/, with the -s/--configfile options of the run that wrote them (a file "
+                 f"the config no longer builds, which Snakemake refuses as not in the DAG, can "
+                 f"be deleted instead)"
+                 + (f"; so many that rebuilding everything may be simpler: {snakemake} --forceall"
+                    if len(damage) > 20 else "") + ":")
+    lines.append(f"{snakemake} --forcerun {targets}")
+    return "\n".join(lines)
+
+
+def verify(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = ()) -> int:
+    """Check ``results_dir``; name every damaged file on stderr and the command that rebuilds
+    them, and withdraw ``checks.ok`` (nothing may keep claiming success over damaged results).
+    Exit status 1 when anything is damaged, else 0."""
+    damage = damaged_files(results_dir, skip)
+    if not damage:
+        return 0
+    ok = Path(results_dir) / "checks.ok"
+    withdrawn = ""
+    if ok.exists():
+        ok.unlink()
+        checksum_path(ok).unlink(missing_ok=True)
+        withdrawn = f"; {ok} removed"
+    print(report(damage, withdrawn), file=sys.stderr)
+    return 1
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """The ``verify`` step of the ``specsim`` command line (:mod:`specsim.cli`)."""
+    v = sub.add_parser("verify", help="re-check every file under results/; name the damaged",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("--results-dir", default="results", metavar="DIR",
+                   help="the directory the workflow writes (default: results)")
+    v.set_defaults(run=_run)
+    return v
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not Path(args.results_dir).is_dir():
+        print(f"specsim verify: error: no such directory: {args.results_dir}", file=sys.stderr)
+        return 2
+    status = verify(args.results_dir)
+    if status == 0:
+        print(f"done: verify, every file under {args.results_dir} verified", file=sys.stderr)
+    return status

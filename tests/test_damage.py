@@ -1,0 +1,262 @@
+"""Nothing the DAG wrote can be damaged unnoticed (issue 23): every file under results/ is sealed
+by a sidecar and re-checked by ``specsim verify`` / ``make verify`` / the gate, which name each
+damaged file and the command that rebuilds it; a deleted intermediate is rebuilt; a run killed
+with ``kill -9`` resumes to identical tables."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SNAKEMAKE, TINY, snakemake, tables
+
+from specsim.cli import main
+from specsim.integrity import damaged_files
+from specsim.io import atomic_path, checksum_path, seal, write_table, write_text
+from specsim.resume import main as resume_main
+from specsim.resume import runs_in, stale_lock
+
+SPECSIM = str(Path(sys.executable).with_name("specsim"))
+
+
+def flip(path: Path, at: float = 0.5) -> None:
+    """One bit of one byte, the mtime kept (bit rot: Snakemake sees nothing)."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0x10
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def verify(results: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SPECSIM, "verify", "--results-dir", str(results)],
+                          capture_output=True, text=True, check=False)
+
+
+# --- sidecars and the checker, on small files ---------------------------------------------------
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    base = tmp_path / "results"
+    write_text(base / "figures" / "a.png", "PNG" * 100)
+    with atomic_path(base / "sim" / "p.parquet") as tmp:
+        tmp.write_bytes(bytes(range(256)))
+    (base / "README.md").write_text("committed, not sealed\n")
+    return base
+
+
+def test_every_atomic_write_is_sealed(results: Path) -> None:
+    for name in ("figures/a.png", "sim/p.parquet"):
+        assert checksum_path(results / name).is_file()
+    assert not checksum_path(checksum_path(results / "sim/p.parquet")).exists()
+    assert damaged_files(results) == []
+
+
+@pytest.mark.parametrize("at", [0.0, 0.3, 0.6, 0.99])
+def test_a_flip_anywhere_in_a_file_or_its_sidecar_is_named(results: Path, at: float) -> None:
+    for path in (results / "sim/p.parquet", checksum_path(results / "figures/a.png")):
+        flip(path, at)
+    found = {Path(d.path).name: d for d in damaged_files(results)}
+    assert set(found) == {"p.parquet", "a.png"}
+    assert found["a.png"].target == "results/figures/a.png"
+
+
+def test_missing_files_sidecars_and_strays_are_named(results: Path) -> None:
+    (results / "figures/a.png").unlink()
+    checksum_path(results / "sim/p.parquet").unlink()
+    (results / "sim/stray.parquet").write_bytes(b"x")
+    (results / "sim/.p.parquet.abc123.tmp").write_bytes(b"half")  # a killed write: skipped
+    problems = {Path(d.path).name: d.problem for d in damaged_files(results)}
+    assert problems.keys() == {"a.png", "p.parquet", "stray.parquet"}
+    assert "missing" in problems["a.png"] and "sha256 is missing" in problems["p.parquet"]
+
+
+def test_what_is_not_a_regular_file_is_named_never_opened(results: Path) -> None:
+    os.mkfifo(results / "sim" / "fifo.parquet")  # opening it would block: a hang
+    target = results / "figures" / "a.png"
+    target.unlink()
+    target.mkdir()  # a directory where a sealed file was
+    (results / "figures" / "gone.png").symlink_to(results / "nowhere")
+    side = checksum_path(results / "sim" / "p.parquet")
+    side.unlink()
+    os.mkfifo(side)
+    problems = {Path(d.path).name: d.problem for d in damaged_files(results)}
+    assert problems == {"fifo.parquet": "not a regular file", "gone.png": "not a regular file",
+                        "a.png": "missing (its .sha256 sidecar is still there)",
+                        "p.parquet": "p.parquet.sha256 is not a regular file"}
+
+
+def test_symlinked_directories_are_walked_once(results: Path, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    write_text(scratch / "x.parquet", "data")
+    (results / "exact").symlink_to(scratch)  # results/exact on other storage: still checked
+    (results / "sim" / "loop").symlink_to(results)  # a loop must end
+    assert damaged_files(results) == []
+    flip(scratch / "x.parquet")
+    assert [Path(d.path).name for d in damaged_files(results)] == ["x.parquet"]
+
+
+def test_the_report_is_checked_once_sealed(results: Path) -> None:
+    report = results / "report.html"
+    report.write_text("<html></html>")  # Snakemake's --report writes it, outside the DAG
+    assert damaged_files(results) == []
+    seal(report)  # make report
+    flip(report)
+    assert [Path(d.path).name for d in damaged_files(results)] == ["report.html"]
+
+
+def test_the_gate_refuses_damaged_results(results: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import pandas as pd
+
+    checks = results / "tables" / "checks.csv"
+    write_table(pd.DataFrame({"check": ["c"], "source": ["s"], "passed": [True],
+                              "observed": ["1"], "expected": ["1"]}), checks)
+    ok = results / "checks.ok"
+    assert main(["gate", "--checks", str(checks), "--out", str(ok)]) == 0 and ok.is_file()
+    flip(results / "figures/a.png")
+    assert main(["gate", "--checks", str(checks), "--out", str(ok)]) == 1
+    err = capsys.readouterr().err
+    assert "DAMAGED" in err and "figures/a.png" in err and "--forcerun results/figures/a.png" in err
+    assert not ok.exists()
+
+
+# --- stale locks --------------------------------------------------------------------------------
+def test_a_lock_is_stale_only_when_no_run_is_alive_there(tmp_path: Path) -> None:
+    assert stale_lock(tmp_path)[0] is False  # no lock at all
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.output.lock").write_text("results/x\n")
+    # a process named snakemake, working in the directory: a live run
+    live = subprocess.Popen(["bash", "-c", "exec -a snakemake sleep 60"], cwd=tmp_path)
+    try:
+        for _ in range(100):
+            if runs_in(tmp_path):
+                break
+            time.sleep(0.05)
+        stale, why = stale_lock(tmp_path)
+        assert not stale and f"pid {live.pid}" in why
+        assert resume_main([str(tmp_path)]) == 1  # a live Snakemake is never waited for
+    finally:
+        live.kill()
+        live.wait()
+    assert stale_lock(tmp_path)[0] is True
+    res = subprocess.run([sys.executable, "-m", "specsim.resume", str(tmp_path)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and "killed run" in res.stderr
+    # a job the killed run left (no Snakemake there) is waited for, then the lock is stale
+    orphan = subprocess.Popen(["bash", "-c", "exec -a specsim sleep 1.5"], cwd=tmp_path)
+    try:
+        for _ in range(100):
+            if runs_in(tmp_path):
+                break
+            time.sleep(0.05)
+        assert resume_main([str(tmp_path)], poll=0.1) == 0
+        assert orphan.poll() is not None  # it had finished
+    finally:
+        orphan.kill()
+        orphan.wait()
+
+
+# --- the tiny DAG ---------------------------------------------------------------------------------
+@pytest.fixture
+def copy_of_tiny(tiny_run: Path, tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    shutil.copytree(tiny_run, work, symlinks=True)  # mtimes kept
+    return work
+
+
+def one(work: Path, pattern: str, index: int = 0) -> Path:
+    return sorted(work.glob(pattern))[index]
+
+
+@pytest.mark.slow
+def test_bit_rot_anywhere_is_named_fails_the_gate_and_the_named_command_repairs_it(
+        copy_of_tiny: Path, tiny_run: Path) -> None:
+    work = copy_of_tiny
+    damaged = [one(work, "results/tables/accept_curve.csv"),
+               one(work, "results/tables/equivalence.csv.sha256"),
+               one(work, "results/sim/**/*.parquet", 3),
+               one(work, "results/exact/**/*.parquet", 5),
+               one(work, "results/figures/*.png"),
+               work / "results/grid.json"]
+    for path in damaged:
+        flip(path)
+    named = {str(p.relative_to(work)).removesuffix(".sha256") for p in damaged}
+    res = verify(work / "results")
+    assert res.returncode == 1
+    for name in named:
+        assert f"DAMAGED {work / name}:" in res.stderr
+    command = res.stderr.strip().splitlines()[-1]
+    assert all(name in command.split("--forcerun ", 1)[1] for name in named)
+    assert not (work / "results/checks.ok").exists()  # withdrawn
+    make = subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), "-C", str(work), "verify",
+                           f"VENV={Path(sys.executable).parent.parent}", "STAMP="],
+                          capture_output=True, text=True, check=False)
+    assert make.returncode != 0 and "DAMAGED" in make.stderr
+    # the README's command: only the gate reruns (checks.ok is gone), and it fails naming them
+    res = snakemake(work, TINY, "--cores", "2", check=False)
+    assert res.returncode != 0 and not (work / "results/checks.ok").exists()
+    gate_log = (work / "logs/gate.log").read_text()
+    assert all(name in gate_log for name in named)
+    # the command verify names rebuilds every one of them
+    targets = command.split("--forcerun ", 1)[1].split()
+    snakemake(work, TINY, "--cores", "2", "--forcerun", *targets)
+    assert verify(work / "results").returncode == 0
+    assert tables(work) == tables(tiny_run)
+    assert (work / "results/checks.ok").is_file()
+
+
+@pytest.mark.slow
+def test_deleted_point_files_are_rebuilt_through_a_kill_9_and_the_readme_resume(
+        copy_of_tiny: Path, tiny_run: Path) -> None:
+    """One DAG run for two claims: the README's command rebuilds deleted sim and exact files,
+    and after `kill -9` of that run its resume (--unlock once nothing of it is left, then the
+    same command) completes to identical tables."""
+    work = copy_of_tiny
+    gone = [one(work, "results/sim/**/*.parquet", 2), one(work, "results/exact/**/*.parquet", 7)]
+    for path in gone:
+        path.unlink()
+        checksum_path(path).unlink()
+    res = verify(work / "results")
+    assert res.returncode == 1 and all(f"{p}: missing" in res.stderr for p in gone)
+    cmd = [SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(work), "--configfile", str(TINY),
+           "--cores", "2"]
+    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    incomplete = work / ".snakemake" / "incomplete"
+    for _ in range(1200):  # until a job is under way (its output marked incomplete)
+        if incomplete.is_dir() and any(incomplete.iterdir()):
+            break
+        time.sleep(0.05)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    refused = snakemake(work, TINY, "--cores", "2", check=False)
+    assert refused.returncode != 0 and "cannot be locked" in refused.stdout + refused.stderr
+    for _ in range(1200):  # the killed run's jobs outlive it: a stale lock waits for them
+        if not runs_in(work):
+            break
+        time.sleep(0.05)
+    assert stale_lock(work)[0] is True
+    snakemake(work, TINY, "--unlock")
+    res = snakemake(work, TINY, "--cores", "2")
+    assert re.search(r"\d+ of \d+ steps \(100%\) done", res.stdout + res.stderr)
+    assert all(p.is_file() for p in gone)
+    assert verify(work / "results").returncode == 0
+    assert tables(work) == tables(tiny_run)
+
+
+def test_make_run_unlocks_only_a_stale_lock_then_verifies() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    lines = subprocess.run(["make", "--no-print-directory", "-n", "run", "STAMP="], cwd=ROOT,
+                           env=env, capture_output=True, text=True, check=True).stdout.splitlines()
+    order = [next(i for i, ln in enumerate(lines) if word in ln)
+             for word in ("-m specsim.resume .; then", "--unlock", "snakemake --cores",
+                          "specsim verify")]
+    assert order == sorted(order)
+    assert re.search(r"if .*-m specsim\.resume \.; then .*snakemake --unlock; fi", lines[order[0]])

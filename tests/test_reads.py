@@ -1,0 +1,431 @@
+"""Every read verified whole before it is decoded, bounded; disk full; outputs under the umask.
+
+Each class of fault, exhaustively where the file is small: every byte of every kind of Parquet
+file specsim writes (data pages, schema, pandas and specsim metadata, footer, magic) and of a
+checks table is flipped, and each flip is refused by the reader with one line naming the file
+(never decoded first, never a traceback). Oversize files and cells are refused before parsing;
+a full disk ends each CLI step with one line naming the file and leaves no partial file.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from conftest import SCHEMA
+from test_cli import mini_config, run
+from test_traces import make_trace
+
+import specsim.io.atomic
+from specsim.config import load_grid
+from specsim.io import (
+    READ_LIMITS,
+    IntegrityError,
+    read_frame,
+    read_json_verified,
+    read_npz,
+    read_point_file,
+    read_table,
+    write_frame,
+    write_json_verified,
+    write_npz,
+    write_point_file,
+    write_table,
+)
+from specsim.io.parquet import SEAL_KEY
+from specsim.job import describe, to_arg
+from specsim.measures import measure_of
+from specsim.models.files import MAX_CELL_CHARS, MAX_TABLE_BYTES, TableFileError, load_table
+from specsim.traces.format import TraceFileError, read_trace, write_trace
+
+
+def flip_every_byte(path: Path, read: Callable[[Path], Any],
+                    errors: tuple[type[Exception], ...] = (IntegrityError,)) -> int:
+    """Flip one bit of each byte of ``path`` in turn: every read must be refused, one line
+    naming the file. Returns how many flips were tried."""
+    original = path.read_bytes()
+    try:
+        for i in range(len(original)):
+            data = bytearray(original)
+            data[i] ^= 1 << (i % 8)
+            path.write_bytes(bytes(data))
+            with pytest.raises(errors) as refused:
+                read(path)
+            msg = str(refused.value)
+            assert str(path) in msg and "\n" not in msg, (i, msg)
+    finally:
+        path.write_bytes(original)
+    read(path)  # the original still reads
+    return len(original)
+
+
+@pytest.fixture
+def point_file(tmp_path: Path, tiny_config: dict[str, Any]) -> tuple[Path, Any, str]:
+    grid = load_grid(mini_config(tiny_config), SCHEMA)
+    point = grid.points[0]
+    desc = describe(grid, point)
+    measure = measure_of(point.measure)
+    path = tmp_path / "sim.parquet"
+    write_point_file(path, measure.sim_schema,
+                     measure.simulate(point, desc["budget"], desc["seed"]), desc["digest"])
+    return path, measure.sim_schema, desc["digest"]
+
+
+def frame() -> pd.DataFrame:
+    return pd.DataFrame({"model": ["a", "b"], "alpha": [0.5, np.nan], "gamma": [1, 4]})
+
+
+# ---------------------------------------------------------------- Parquet: every byte, whole
+def test_every_byte_of_a_point_file_is_verified(point_file: tuple[Path, Any, str]) -> None:
+    path, kind, digest = point_file
+    assert flip_every_byte(path, lambda p: read_point_file(p, kind, digest)) > 1000
+
+
+def test_every_byte_of_a_frame_is_verified_pandas_metadata_included(tmp_path: Path) -> None:
+    path = tmp_path / "points.parquet"
+    write_frame(frame(), path)
+    data = path.read_bytes()
+    # the issue's case: a flip in the pandas metadata renames a column (verified data pages,
+    # unverified metadata), then KeyError downstream; now refused like any other byte
+    at = data.rfind(b'"name": "alpha"') + len(b'"name": "')
+    assert at > 0
+    path.write_bytes(data[:at] + b"b" + data[at + 1:])
+    with pytest.raises(IntegrityError, match=r"points\.parquet: content does not match"):
+        read_frame(path)
+    path.write_bytes(data)
+    flip_every_byte(path, read_frame)
+
+
+def test_every_byte_of_a_trace_file_is_verified(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    write_trace(path, make_trace())
+    flip_every_byte(path, read_trace, (TraceFileError,))
+
+
+@pytest.mark.parametrize("cut", [0, 4, 100, -200, -9, -8, -4, -1])
+def test_truncated_parquet_files_are_refused(tmp_path: Path, cut: int,
+                                             point_file: tuple[Path, Any, str]) -> None:
+    path, kind, digest = point_file
+    data = path.read_bytes()
+    path.write_bytes(data[:cut])
+    refused = r"sim\.parquet: (not a readable point file|content does not match)"
+    with pytest.raises(IntegrityError, match=refused):
+        read_point_file(path, kind, digest)
+
+
+def test_a_parquet_file_without_the_seal_is_refused(tmp_path: Path) -> None:
+    """Rewritten by another program (or an older specsim) with plausible content: refused."""
+    path = tmp_path / "points.parquet"
+    write_frame(frame(), path)
+    pq.write_table(pq.read_table(path), path)  # same data, schema and metadata, no seal
+    with pytest.raises(IntegrityError, match=SEAL_KEY.decode()):
+        read_frame(path)
+
+
+def test_a_foreign_trace_file_is_still_read_and_checked(tmp_path: Path) -> None:
+    """A trace written elsewhere (no specsim digests) is decoded and checked column by
+    column; one that names specsim's digest but lacks the seal is refused."""
+    write_trace(tmp_path / "t.parquet", make_trace())
+    table = pq.read_table(tmp_path / "t.parquet")
+    meta = dict(table.schema.metadata)
+    pq.write_table(table.replace_schema_metadata(
+        {k: v for k, v in meta.items() if k != b"specsim.payload_sha256"}),
+        tmp_path / "foreign.parquet")
+    assert read_trace(tmp_path / "foreign.parquet").n_positions == table.num_rows
+    pq.write_table(table, tmp_path / "resaved.parquet")
+    with pytest.raises(TraceFileError, match=r"resaved\.parquet"):
+        read_trace(tmp_path / "resaved.parquet")
+
+
+# ---------------------------------------------------------------- CSV: bytes before parsing
+def checks_table(path: Path) -> None:
+    write_table(pd.DataFrame({"check": ["a claim", "another"], "passed": [True, True],
+                              "observed": [1.0, 2.0], "expected": ["1", "2"]}), path)
+
+
+def test_every_byte_of_a_checks_table_is_verified_before_decoding(tmp_path: Path) -> None:
+    path = tmp_path / "checks.csv"
+    checks_table(path)
+    flip_every_byte(path, read_table)
+
+
+@pytest.mark.parametrize("bad", [b"\xff", b"\x00", b'"', b"\n" * 3])
+def test_gate_refuses_a_damaged_checks_table_in_one_line(tmp_path: Path, bad: bytes,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """The issue's case: a non-UTF-8 byte in checks.csv was decoded before it was verified
+    (UnicodeDecodeError); now the bytes are checked first."""
+    monkeypatch.chdir(tmp_path)
+    path = Path("results/tables/checks.csv")
+    checks_table(path)
+    data = path.read_bytes()
+    for at in (0, 5, len(data) // 2, len(data) - 1):
+        path.write_bytes(data[:at] + bad + data[at + 1:])
+        code, _, err = run(["gate", "--checks", str(path), "--out", "results/checks.ok"], capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"{path}: content does not match checks.csv.sha256" in err
+        assert not Path("results/checks.ok").exists()
+    path.write_bytes(data)
+    code, _, err = run(["gate", "--checks", str(path), "--out", "results/checks.ok"], capsys)
+    assert code == 0 and Path("results/checks.ok").exists()
+
+
+def test_every_byte_of_other_verified_files(tmp_path: Path) -> None:
+    """grid.json-like JSON and .npz arrays (the real-text and LLM corpora, n-gram models)."""
+    js = tmp_path / "device.json"
+    write_json_verified(js, {"peak": 1.5, "names": ["a", "b"]})
+    flip_every_byte(js, read_json_verified)
+    npz = tmp_path / "corpus.npz"
+    write_npz(npz, {"train": np.arange(5, dtype=np.uint8), "sha256": np.array("ab")})
+    flip_every_byte(npz, read_npz)
+
+
+# ---------------------------------------------------------------- bounded before parsing
+@pytest.mark.parametrize("kind", ["table", "frame", "point", "trace", "json", "arrays"])
+def test_oversize_files_are_refused_before_they_are_read(tmp_path: Path, kind: str,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    readers: dict[str, tuple[Callable[[Path], Any], Callable[[Path], None]]] = {
+        "table": (read_table, lambda p: write_table(frame(), p)),
+        "frame": (read_frame, lambda p: write_frame(frame(), p)),
+        "point": (lambda p: read_point_file(p, measure_of("long_run").sim_schema, None),
+                  lambda p: write_frame(frame(), p)),
+        "trace": (read_trace, lambda p: write_trace(p, make_trace())),
+        "json": (read_json_verified, lambda p: write_json_verified(p, {"a": 1})),
+        "arrays": (read_npz, lambda p: write_npz(p, {"a": np.arange(3)})),
+    }
+    read, write = readers[kind]
+    path = tmp_path / f"f.{kind}"
+    write(path)
+    monkeypatch.setitem(READ_LIMITS, kind, path.stat().st_size - 1)
+    with pytest.raises((IntegrityError, TraceFileError), match=r"over the [\d,]+-byte limit"):
+        read(path)
+    # a sparse file far over the real limit: refused by its size, nothing read
+    monkeypatch.undo()
+    with open(path, "r+b") as fh:
+        fh.truncate(READ_LIMITS[kind] + 1)
+    with pytest.raises((IntegrityError, TraceFileError), match=str(path)):
+        read(path)
+
+
+def test_a_table_cell_over_the_limit_is_refused_before_parsing(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    path = tmp_path / "t.csv"
+    write_table(pd.DataFrame({"a": ["x" * 5000, "y"], "b": [1, 2]}), path)
+    assert read_table(path)["a"][0] == "x" * 5000
+    monkeypatch.setattr(specsim.io.atomic, "MAX_CELL_BYTES", 4096)
+    with pytest.raises(IntegrityError, match=r"t\.csv: a cell of 5,000 bytes"):
+        read_table(path)
+
+
+@pytest.mark.parametrize("digits", [8_000, 60_000])
+def test_a_long_number_then_a_letter_is_refused_at_once(tmp_path: Path, digits: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's hang: a first cell of 60,000 digits then a letter backtracked quadratically
+    (8,000 digits took 2.7 s). Refused by its length; and the pattern itself is linear."""
+    monkeypatch.chdir(tmp_path)
+    Path("t.csv").write_text("1" * digits + "x,0\n0,1\n")
+    with pytest.raises(TableFileError, match=rf"'t.csv': line 1, column 1: a cell of "
+                                             rf"{digits + 1:,} characters"):
+        load_table("t.csv")
+    load_table.cache_clear()  # type: ignore[attr-defined]
+    monkeypatch.setattr("specsim.models.files.MAX_CELL_CHARS", 10 * digits)  # the pattern alone
+    with pytest.raises(TableFileError, match="line 1, column 1: '1111"):
+        load_table("t.csv")
+    assert MAX_CELL_CHARS < 100
+
+
+def test_an_oversize_user_table_is_refused_by_its_size(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("big.csv", "big.npy"):
+        with open(name, "wb") as fh:
+            fh.truncate(MAX_TABLE_BYTES + 1)  # sparse: no disk used, nothing read
+        with pytest.raises(TableFileError, match=rf"'{name}' has [\d,]+ bytes, over the"):
+            load_table(name)
+
+
+# ---------------------------------------------------------------- disk full
+def disk_full_after(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """Make every Path.write_bytes/write_text write ``n`` bytes then fail with ENOSPC (as a
+    full disk does: the write raises an OSError that names no file)."""
+    real = Path.write_bytes
+
+    def write_bytes(self: Path, data: bytes) -> int:
+        real(self, bytes(data[:n]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def write_text(self: Path, text: str, *args: Any, **kw: Any) -> int:
+        return write_bytes(self, text.encode())
+
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    monkeypatch.setattr(Path, "write_text", write_text)
+
+
+def no_temporaries(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_disk_full_in_each_cli_step_is_one_line_naming_the_file(
+        tmp_path: Path, tiny_config: dict[str, Any], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from specsim.grid import Grid
+
+    monkeypatch.chdir(tmp_path)
+    grid = load_grid(mini_config(tiny_config), SCHEMA)
+    write_json_verified("results/grid.json", grid.to_json())
+    grid = Grid.from_json(json.loads(Path("results/grid.json").read_text()))
+    point = ["point", "--job", to_arg(describe(grid, grid.points[0])),
+             "--sim", "results/sim/p.parquet", "--exact", "results/exact/p.parquet"]
+    for p in grid.points:
+        assert run(["point", "--job", to_arg(describe(grid, p)),
+                    "--sim", f"results/sim/{p.path}.parquet",
+                    "--exact", f"results/exact/{p.path}.parquet"], capsys)[0] == 0
+    g = ["--grid", "results/grid.json"]
+    steps = [
+        (point, "results/sim/p.parquet"),
+        (["collect", *g, "--results-dir", "results", "--out", "results/points.parquet"],
+         "results/points.parquet"),
+        (["tables", *g, "--points", "results/points.parquet", "--out-dir", "results/tables",
+          "accept_curve"], "results/tables/accept_curve.csv"),
+        (["figures", *g, "--tables-dir", "results/tables", "--out-dir", "results/figures",
+          "accept_curve"], "results/figures/accept_curve.pdf"),
+        (["gate", "--checks", "results/tables/checks.csv", "--out", "results/checks.ok"],
+         "results/checks.ok"),
+    ]
+    checks_table(Path("results/tables/checks.csv"))
+    for argv, first_output in steps:
+        with monkeypatch.context() as m:
+            if argv[0] == "figures":  # matplotlib writes through its own file object
+                import matplotlib.figure
+
+                def savefig(self: Any, fname: Any, **kw: Any) -> None:
+                    Path(fname).write_bytes(b"%PDF-1.4 partial")
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+                m.setattr(matplotlib.figure.Figure, "savefig", savefig)
+            else:
+                disk_full_after(m, 7)
+            code, _, err = run(argv, capsys)
+        assert code == 1, (argv[0], err)
+        # the step's last line (a point job first says which point it runs), no traceback
+        assert err.splitlines()[-1] == f"specsim: disk full writing {first_output}", err
+        assert "Traceback" not in err and err.count("disk full") == 1, err
+        assert not Path(first_output).exists(), argv[0]
+        assert not no_temporaries(tmp_path), argv[0]
+        if argv[0] in ("collect", "tables"):  # the next step needs this one's outputs
+            code, _, err = run(argv, capsys)
+            assert code == 0, err
+
+
+def mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                          capture_output=True, check=False)
+    return done.returncode == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs (root only; skipped elsewhere: the monkeypatched test covers it)."""
+    disk = tmp_path / "disk"
+    if os.geteuid() != 0 or not mount_tmpfs(disk, "64k"):
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_a_really_full_disk_is_one_line_and_leaves_no_partial_file(
+        small_disk: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = small_disk / "tables"
+    big = pd.DataFrame({"check": [f"claim {i}" * 20 for i in range(2000)], "passed": True,
+                        "observed": 1.0, "expected": "1"})
+    with pytest.raises(OSError, match=f"disk full writing {out}/checks.csv"):
+        write_table(big, out / "checks.csv")
+    assert list(out.iterdir()) == []
+    checks_table(small_disk / "checks.csv")
+    fd = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:  # fill what is left
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError as err:
+        assert err.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    code, _, err = run(["gate", "--checks", str(small_disk / "checks.csv"), "--out",
+                        str(small_disk / "ok" / "checks.ok")], capsys)
+    assert code == 1 and err.startswith("specsim: disk full writing "), err
+    assert err.count("\n") == 1 and "checks.ok" in err
+    assert not no_temporaries(small_disk)
+
+
+# ---------------------------------------------------------------- umask
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_every_writer_follows_the_umask_of_its_run(tmp_path: Path, umask: int) -> None:
+    """Written first under another umask, then rewritten: the file and any directory the
+    writer creates get the mode of the run that writes them."""
+    writers: dict[str, Callable[[Path], None]] = {
+        "t.csv": lambda p: write_table(frame(), p),
+        "f.parquet": lambda p: write_frame(frame(), p),
+        "t.parquet": lambda p: write_trace(p, make_trace()),
+        "g.json": lambda p: write_json_verified(p, {"a": 1}),
+        "c.npz": lambda p: write_npz(p, {"a": np.arange(3)}),
+    }
+    other = 0o077 if umask != 0o077 else 0o022
+    old = os.umask(other)
+    try:
+        for name, write in writers.items():
+            write(tmp_path / "sub" / name)
+        os.umask(umask)
+        for name, write in writers.items():
+            write(tmp_path / "sub" / name)  # rewritten under this run's umask
+            write(tmp_path / "new" / "deeper" / name)
+    finally:
+        os.umask(old)
+    for path in [*(tmp_path / "sub").iterdir(), *(tmp_path / "new" / "deeper").iterdir()]:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+    for d in (tmp_path / "new", tmp_path / "new" / "deeper"):
+        assert d.stat().st_mode & 0o777 == 0o777 & ~umask, d
+
+
+def test_no_room_names_the_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from specsim.io import no_room
+
+    assert no_room(tmp_path, need=1) is None
+    monkeypatch.setattr(os, "statvfs", lambda _: os.statvfs_result((4096, 4096, 10, 0, 0, 0, 0,
+                                                                   0, 0, 255)))
+    assert no_room(tmp_path) == (f"disk full: {tmp_path} has 0 bytes free (a run needs at "
+                                 f"least 4,194,304 for its locks, logs and results); free "
+                                 f"some space and rerun")
+
+
+def test_a_run_on_a_full_disk_stops_with_one_line(small_disk: Path) -> None:
+    """Snakemake's own locks and logs fail first on a full disk, each with a traceback; the
+    workflow stops before them, naming the directory."""
+    from conftest import TINY, snakemake
+
+    fd = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    done = snakemake(small_disk, TINY, "--cores", "1", check=False)
+    err = done.stderr
+    assert done.returncode != 0 and "Traceback" not in err and "Logging error" not in err, err
+    assert f"specsim: disk full: {small_disk} has 0 bytes free" in err
