@@ -243,20 +243,19 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     h.add_argument("names", nargs="+", type=_name("table", list(TABLE_DOCS)), metavar="NAME",
                    help="tables to render (names declared in specsim.outputs)")
 
-    # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each).
+    # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each);
+    # `specsim record ...`, `specsim verify`, `specsim check-config`.
+    from specsim.configcheck import add_parser as add_check_config_parser
     from specsim.integrity import add_parser as add_verify_parser
     from specsim.llm.cli import add_parser as add_llm_parser
+    from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
     from specsim.realtext.cli import add_parser as add_realtext_parser
     from specsim.traces.cli import add_parser as add_record_parser
 
     add_realtext_parser(sub)
     add_llm_parser(sub)
     add_verify_parser(sub)
-    from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
-
     add_record_parser(sub, kinds=(add_record_hf,))
-    from specsim.configcheck import add_parser as add_check_config_parser
-
     add_check_config_parser(sub)
     return parser, dict(sub.choices)
 
@@ -317,10 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         where = f"writing {err.filename}" if err.filename else "(no file named)"
         print(f"specsim: disk full {where}", file=sys.stderr)  # its temporary is gone: room
         return 1
-    except _InputError as err:
-        print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)
-        return 1
-    except IntegrityError as err:  # a result file failed its reader's verification
+    except (_InputError, IntegrityError) as err:  # bad input, or a result failed verification
         print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)
         return 1
 

@@ -8,7 +8,6 @@ Config files are read strictly and in bounded work by :mod:`specsim.configfile`.
 from __future__ import annotations
 
 import copy
-import json
 import reprlib
 from collections.abc import Iterator
 from pathlib import Path
