@@ -293,9 +293,10 @@ def test_table_sampler_exercises_all_lookup_paths() -> None:
 def test_guide_table_stays_small_with_interior_zero_probability() -> None:
     table = np.array([[0.3, 0.0, 0.2, 0.5]] * 4)  # distinct breakpoints 0.3, 0.5, 1
     s = TableSampler(table)
-    # 16 buckets of width 1/16 already hold at most one distinct breakpoint each
-    assert s.m <= 64
+    # one breakpoint inside (0.3) per row: no bucket ever holds two, and M stops growing as
+    # soon as the impure buckets are at most the IMPURE fraction (one per row of M)
     assert s.steps <= 1
+    assert 1 / s.m <= TableSampler.IMPURE < 2 / s.m
 
 
 def test_normalised_cdf_last_is_one_and_zero_tail() -> None:
@@ -782,6 +783,10 @@ def test_advance_equals_round_draw_for_draw(vocab: int, rule: str) -> None:
             assert np.array_equal(state, kernel.encode(res.next_context(rule)))  # type: ignore[arg-type]
 
 
-def test_seed_tables_take_the_encoded_fast_path() -> None:
+def test_seed_tables_draw_by_one_lookup() -> None:
+    """The guide tables grow until at most IMPURE of the buckets need more than the lookup."""
     kernel = MarkovKernel(TARGET, 0.55 * TARGET + 0.45 * _seed_table(2, 2.5))
-    assert kernel.shift >= 0
+    for sampler, rows in ((kernel.draft_sampler, V6), (kernel.final_sampler, 2 * V6)):
+        assert sampler.m == kernel.m == 1 << kernel.shift
+        assert 0 < sampler.thr.size <= TableSampler.IMPURE * rows * sampler.m
+        assert sampler.steps == 1  # the impure buckets hold one CDF value each

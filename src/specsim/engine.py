@@ -95,9 +95,7 @@ class MarkovKernel:
         steps = {spec.accept: spec for spec in map(rule_spec, CLASSIC_RULES)}
         self.accept_prob = {kind: acceptance_probability(self.p, self.q, spec.name).ravel()
                             for kind, spec in steps.items()}
-        self.draft_sampler = TableSampler(self.q)
-        self.final_sampler = TableSampler(self._final_rows())
-        self._build_encoded()
+        self._build_samplers()
 
     @staticmethod
     def footprint(size: int) -> Footprint:
@@ -113,47 +111,73 @@ class MarkovKernel:
         sample p), rows [S, 2S) the residual (the rejection token of the other rules)."""
         return np.vstack([self.p, residual(self.p, self.q)])
 
-    def _final_row(self, stop: IntArray, rejected: NDArray[np.bool_], rule: Rule,
-                   unit: int = 1) -> IntArray:
-        """Row of :meth:`_final_rows` (times ``unit``, the encoded row width) to sample at the
-        stopping contexts: offset by S where the round stopped at a rejection and the rule's
-        rejection distribution is the residual."""
+    def _final_offset(self, gamma: int, rule: Rule) -> IntArray:
+        """Per accepted count k (0..γ), the encoded offset of the :meth:`_final_rows` row
+        sampled at the stopping context: S rows down where the round stopped at a rejection
+        (k < γ) and the rule's rejection distribution is the residual."""
+        rejected = np.arange(gamma + 1) < gamma
         if rule_spec(rule).on_rejection == "target":
-            return stop
-        return stop + (self.size * unit) * rejected
+            rejected[:] = False
+        return (self.size * self.m) * rejected.astype(np.intp)
 
-    def _build_encoded(self) -> None:
-        """Tables for :meth:`advance`: tokens carried as ``token * M`` (M = 2^k buckets).
+    def _build_samplers(self) -> None:
+        """Guide tables of one common M for q and the final rows, tokens carried as
+        ``token * M``: a chain's state is the offset of its row in every table, so a draw is
+        one lookup at ``state + floor(u*M)`` (:meth:`TableSampler.lookup`)."""
+        final = self._final_rows()
+        m = max(TableSampler.guide_size(self.q, self.size),
+                TableSampler.guide_size(final, self.size))
+        self.draft_sampler = TableSampler(self.q, m_min=m, scale=m)
+        self.final_sampler = TableSampler(final, m_min=m, scale=m)
+        self.m = m = self.draft_sampler.m
+        assert self.final_sampler.m == m
+        self.shift = int(np.log2(m))
+        self._accept_by_bucket: dict[str, FloatArray] = {}
 
-        When both samplers need at most one comparison per draw, a common M lets a chain's
-        state be the offset of its row in every table: a draw is ``state + floor(u*M)``, one
-        lookup of the threshold and of the two candidate next states, no multiplication.
-        """
-        self.shift = -1  # no encoded path: advance() falls back to round()
-        q, f = self.draft_sampler, self.final_sampler
-        if not (q.single and f.single):
-            return
-        m = max(q.m, f.m)
-        if q.m != m:
-            q = TableSampler(self.q, m_min=m)
-        if f.m != m:
-            f = TableSampler(self._final_rows(), m_min=m)
-        if not (q.single and f.single and q.m == f.m == m):
-            return
-        s = self.size
-        self.m, self.shift = m, int(np.log2(m))
-        self.q_thr, self.f_thr = q.thr, f.thr
-        self.q_above, self.q_below = q.above.astype(np.intp) * m, q.below.astype(np.intp) * m
-        self.f_above, self.f_below = f.above.astype(np.intp) * m, f.below.astype(np.intp) * m
-        self.accept_enc = {}
-        for kind, table in self.accept_prob.items():
-            enc = np.zeros((s, m))
-            enc[:, :s] = table.reshape(s, s)
-            self.accept_enc[kind] = enc.ravel()
+    def accept_by_bucket(self, kind: str) -> FloatArray:
+        """Accept probability of the (context, draft) cell a pure bucket of the draft sampler
+        draws (built once per accept step): with it the accept test needs no cell index."""
+        if kind not in self._accept_by_bucket:
+            token = self.draft_sampler.pure_tokens().reshape(self.size, self.m)
+            cells = self.accept_prob[kind].reshape(self.size, self.size)
+            by_bucket = np.take_along_axis(cells, np.maximum(token, 0), axis=1)
+            self._accept_by_bucket[kind] = np.where(token >= 0, by_bucket, np.nan).ravel()
+        return self._accept_by_bucket[kind]
 
     def encode(self, tokens: IntArray) -> IntArray:
-        """Token -> the state :meth:`advance` carries (token * M, or the token itself)."""
-        return tokens * self.m if self.shift >= 0 else tokens
+        """Token -> the state :meth:`advance` carries (token * M)."""
+        return tokens << self.shift
+
+    def _play(self, state: IntArray, gamma: int, rule: Rule,
+              u: FloatArray) -> tuple[IntArray, IntArray, IntArray]:
+        """One round on encoded states: (encoded contexts and drafts (γ+1, n), accepted
+        drafts, encoded final token)."""
+        n = state.shape[0]
+        m, shift, q = self.m, self.shift, self.draft_sampler
+        kind = rule_spec(rule).accept
+        by_bucket, by_cell = self.accept_by_bucket(kind), self.accept_prob[kind]
+        b = np.empty((gamma + 1, n), dtype=np.intp)  # b[0] = context, b[i+1] = draft i
+        b[0] = state
+        accepted = np.empty((gamma, n), dtype=bool)
+        for i in range(gamma):
+            bucket = b[i] + (u[i] * m).astype(np.intp)
+            if q.direct.dtype == np.intp:
+                x = q.direct.take(bucket, mode="clip", out=b[i + 1])  # in range: no check
+            else:
+                x = q.direct.take(bucket, mode="clip")
+            p_accept = by_bucket.take(bucket, mode="clip")
+            fixed = q.resolve(x, bucket, u[i])
+            if fixed.size:  # impure buckets: the accept probability of the drawn cell
+                p_accept[fixed] = by_cell[(b[i, fixed] >> shift) * self.size + (x[fixed] >> shift)]
+            if x.dtype != np.intp:
+                b[i + 1] = x
+            np.less(u[gamma + i], p_accept, out=accepted[i])
+        n_acc = first_rejection(accepted, axis=0)
+        stop = b.ravel()[n_acc * n + _lanes(n)]  # encoded context of the stopping position
+        last = u[2 * gamma]
+        row = stop + self._final_offset(gamma, rule)[n_acc]
+        final = self.final_sampler.lookup(row + (last * m).astype(np.intp), last)
+        return b, n_acc, final
 
     def advance(self, state: IntArray, gamma: int, rule: Rule,
                 u: FloatArray) -> tuple[IntArray, IntArray]:
@@ -162,43 +186,23 @@ class MarkovKernel:
         Same draws and the same semantics as :meth:`round` (tests hold them equal), on the
         encoded states of :meth:`encode`, skipping everything the long run does not need.
         """
-        if self.shift < 0:
-            res = self.round(state, gamma, rule, u)
-            return res.n_accepted, res.next_context(rule)
-        n = state.shape[0]
-        m = self.m
-        b = np.empty((gamma + 1, n), dtype=np.intp)
-        b[0] = state
-        for i in range(gamma):
-            bucket = b[i] + (u[i] * m).astype(np.intp)
-            b[i + 1] = np.where(u[i] >= self.q_thr[bucket], self.q_above[bucket],
-                                self.q_below[bucket])
-        ctx, x = b[:-1], b[1:]
-        table = self.accept_enc[rule_spec(rule).accept]
-        n_acc = first_rejection(u[gamma : 2 * gamma] < table[ctx + (x >> self.shift)], axis=0)
-        stop = b.ravel()[n_acc * n + np.arange(n)]  # encoded: row offsets scale by M too
-        last = u[2 * gamma]
-        bucket = self._final_row(stop, n_acc < gamma, rule, m) + (last * m).astype(np.intp)
-        final = np.where(last >= self.f_thr[bucket], self.f_above[bucket], self.f_below[bucket])
+        b, n_acc, final = self._play(state, gamma, rule, u)
         if rule_spec(rule).keep_drafts:
             final = np.where(n_acc < gamma - 1, b[gamma], final)
         return n_acc, final
 
     def round(self, ctx: IntArray, gamma: int, rule: Rule, u: FloatArray) -> RoundResult:
         """One round from contexts ``ctx`` (n,) with uniforms ``u`` (2γ+1, n)."""
-        n = ctx.shape[0]
-        v = self.size
-        xs = np.empty((gamma + 1, n), dtype=np.intp)  # xs[0] = context, xs[i+1] = draft i
-        xs[0] = ctx
-        for i in range(gamma):
-            xs[i + 1] = self.draft_sampler(xs[i], u[i])
-        x = xs[1:]
-        cell = xs[:-1] * v + x  # (context, drafted token) of every position
-        table = self.accept_prob[rule_spec(rule).accept]
-        n_acc = first_rejection(u[gamma : 2 * gamma] < table[cell], axis=0)
-        stop = xs.ravel()[n_acc * n + np.arange(n)]  # context of the stopping position
-        final = self.final_sampler(self._final_row(stop, n_acc < gamma, rule), u[2 * gamma])
-        return RoundResult(x, n_acc, final)
+        b, n_acc, final = self._play(self.encode(ctx), gamma, rule, u)
+        return RoundResult(b[1:] >> self.shift, n_acc, (final >> self.shift).astype(np.intp))
+
+
+def _lanes(n: int, _cache: dict[int, IntArray] = {}) -> IntArray:  # noqa: B006
+    """``np.arange(n)``, made once per size (every round of a chunk uses it)."""
+    if n not in _cache:
+        _cache.clear()
+        _cache[n] = np.arange(n)
+    return _cache[n]
 
 
 # One round for a chunk of chains: (state (n,), generator) -> (the count the histogram bins (n,),
@@ -254,9 +258,13 @@ def long_run_markov(
     estimate the stationary long-run behaviour (:func:`run_chains` with
     :meth:`MarkovKernel.advance`).
     """
+    buffer = np.empty((2 * gamma + 1) * min(chains, CHUNK))  # reused: no fresh pages a round
+
     def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, None]:
-        n_acc, nxt = kernel.advance(state, gamma, rule, rng.random((2 * gamma + 1,
-                                                                     state.shape[0])))
+        # the stream of rng.random((2γ+1, n)), drawn into the buffer
+        rows = (2 * gamma + 1, state.shape[0])
+        u = rng.random(out=buffer[: rows[0] * rows[1]].reshape(rows))
+        n_acc, nxt = kernel.advance(state, gamma, rule, u)
         return n_acc, nxt, None
 
     def first(n: int) -> IntArray:

@@ -107,17 +107,22 @@ def _clamp_to_mass(mass: FloatArray, k: IntArray) -> IntArray:
 class TableSampler:
     """Exact inverse-CDF sampling from many rows of one table, vectorised over chains.
 
-    A guide table (Chen & Asau's indexed search) splits [0, 1) into M = 2^k equal buckets.
-    M grows (within a memory cap) until no bucket holds more than one *distinct* CDF value;
-    then each bucket stores that value ``thr`` and the two tokens on either side of it, and a
-    draw is one lookup and one comparison. Where the cap is reached first, a bucket stores the
-    range of CDF indices a uniform in it can land on and vectorised bisection finishes the
-    search. Either way the result is exactly ``#{k: cdf_k <= u}`` -- the token
-    ``searchsorted(cdf, u, 'right')`` returns -- because M is a power of two and ``floor(u*M)``
-    is exact. Zero-probability tokens have zero-width cells and are never returned.
+    A guide table (Chen & Asau's indexed search) splits [0, 1) into M = 2^k equal buckets per
+    row; ``floor(u*M)`` is exact because M is a power of two. A bucket with no CDF value
+    strictly inside is *pure*: every uniform in it draws the token stored in ``direct``, one
+    lookup. M grows (within a memory cap) until at most ``IMPURE`` of the buckets are impure;
+    those hold a negative id in ``direct``. An impure bucket with one distinct CDF value inside
+    stores that value and the tokens on either side (one comparison); one with more stores the
+    range of indices a uniform in it can land on, finished by vectorised bisection. Either way
+    a draw is exactly ``#{k: cdf_k <= u}`` -- the token ``searchsorted(cdf, u, 'right')``
+    returns. Zero-probability tokens have zero-width cells and are never returned.
+
+    Tokens are returned times ``scale``: the Markov engine passes its M, so a token is the
+    offset of its row in every table (:class:`specsim.engine.MarkovKernel`).
     """
 
     MAX_ENTRIES = 1 << 22  # guide-table cap (rows * M)
+    IMPURE = 1 / 512  # M grows while more of the buckets than this are impure
 
     @classmethod
     def cells(cls, rows: int, v: int) -> float:
@@ -128,76 +133,120 @@ class TableSampler:
     @classmethod
     def work(cls, rows: int, v: int) -> float:
         """Operations of building one: a bisection per guide entry, ~10 per element touched
-        (the rate :data:`specsim.resources.FLOPS_PER_CORE_SECOND` counts); M typically
-        stops growing within two doublings of 4 v (measured: multi_draft's per-round samplers)."""
-        entries = max(4.0 * rows * v, min(cls.MAX_ENTRIES, 16.0 * rows * v))
+        (the rate :data:`specsim.resources.FLOPS_PER_CORE_SECOND` counts); M stops growing
+        once at most IMPURE of the buckets hold one of the <= v CDF values: M <= 2 v / IMPURE."""
+        entries = max(4.0 * rows * v, min(cls.MAX_ENTRIES, 2.0 / cls.IMPURE * rows * v))
         return 10.0 * entries * (np.log2(max(v, 2)) + 8)
 
-    def __init__(self, table: FloatArray, m_min: int = 4) -> None:
+    def __init__(self, table: FloatArray, m_min: int = 4, scale: int = 1) -> None:
         rows, v = table.shape
         cdf = normalised_cdf(np.asarray(table, dtype=np.float64))
-        self.v = v
+        self.v, self.scale = v, scale
         self.cdf = cdf.ravel()
-        m = 1 << max(2, int(np.ceil(np.log2(max(4 * v, m_min)))))
-        while True:
-            distinct = self._max_distinct(cdf, m)
-            if distinct <= 1 or rows * m * 2 > self.MAX_ENTRIES:
-                break
-            m *= 2
-        self.m = m
-        edges = np.arange(m + 1) / m
-        lo = np.empty((rows, m), dtype=np.intp)
-        hi = np.empty((rows, m), dtype=np.intp)
-        for r in range(rows):  # table construction only; sampling has no Python loop
-            lo[r] = np.searchsorted(cdf[r], edges[:-1], side="right")
-            hi[r] = np.searchsorted(cdf[r], edges[1:], side="left")
-        hi = np.minimum(hi, v - 1)
-        self.single = distinct <= 1
-        if self.single:
-            # the one CDF value inside the bucket (if any) and the token just past it
-            thr = cdf[np.arange(rows)[:, None], np.minimum(lo, v - 1)]
-            after = np.empty_like(lo)
-            for r in range(rows):
-                after[r] = np.searchsorted(cdf[r], thr[r], side="right")
-            self.thr = thr.ravel()
-            self.below = lo.astype(np.int32).ravel()
-            self.above = np.minimum(after, v - 1).astype(np.int32).ravel()
-            self.steps = 1 if distinct == 1 else 0  # 0: every breakpoint on a bucket edge
-        else:
-            self.lo = lo.astype(np.int32).ravel()
-            self.hi = hi.astype(np.int32).ravel()
-            span = int((hi - lo).max(initial=0))
-            self.steps = int(np.ceil(np.log2(span + 1))) if span > 0 else 0
+        inner = [_inner_values(row) for row in cdf]
+        self.m = m = self.guide_size(inner, v, m_min)
+        edges = np.arange(m) / m
+        direct = np.empty((rows, m), dtype=np.int64)
+        thr, below, above, lo, hi = [], [], [], [], []
+        n_imp = n_multi = 0
+        for r, vals in enumerate(inner):  # construction only; sampling has no Python loop
+            first = np.searchsorted(cdf[r], edges, side="right")  # the token at the left edge
+            direct[r] = first * scale
+            counts = np.bincount(_buckets_inside(vals, m), minlength=m)
+            imp = np.flatnonzero(counts)
+            multi = imp[counts[imp] > 1]
+            t = np.where(counts[imp] == 1, cdf[r, first[imp]], np.inf)  # the one value inside
+            after = np.minimum(np.searchsorted(cdf[r], t, side="right"), v - 1) * scale
+            ids = -1 - (n_multi + np.arange(multi.size))  # multi buckets: bisection
+            thr.append(t)
+            below.append(first[imp] * scale)
+            above.append(after)
+            below[-1][counts[imp] > 1] = ids
+            above[-1][counts[imp] > 1] = ids
+            lo.append(first[multi] + r * v)
+            hi.append(np.minimum(np.searchsorted(cdf[r], (multi + 1) / m, side="left"), v - 1)
+                      + r * v)
+            direct[r, imp] = -1 - (n_imp + np.arange(imp.size))
+            n_imp += imp.size
+            n_multi += multi.size
+        # int32 halves the memory of large tables; small ones stay intp (no cast per draw)
+        small = direct.size <= 1 << 20 or direct.max(initial=0) >= 2**31
+        self.direct = direct.astype(np.intp if small else np.int32).ravel()
+        self.thr, self.below, self.above = (np.concatenate(x) for x in (thr, below, above))
+        self.lo, self.hi = np.concatenate(lo), np.concatenate(hi)
+        span = int((self.hi - self.lo).max(initial=0))
+        # 0: every bucket pure; 1: at most one comparison; more: bisection steps
+        self.steps = 0 if n_imp == 0 else 1 if n_multi == 0 else max(
+            1, int(np.ceil(np.log2(span + 1))))
+        self.impure = n_imp > 0
 
-    @staticmethod
-    def _max_distinct(cdf: FloatArray, m: int) -> int:
-        """Most distinct CDF values strictly inside one bucket (m/M, (m+1)/M), over all rows."""
-        worst = 0
-        for row in cdf:
-            vals = np.sort(row[(row > 0) & (row < 1)])
-            vals = vals[np.diff(vals, prepend=0.0) > 0]  # distinct (np.unique imports numpy.ma)
-            inner = vals[vals * m != np.floor(vals * m)]  # values on an edge change nothing inside
-            if inner.size:
-                worst = max(worst, int(np.bincount(np.floor(inner * m).astype(np.intp)).max()))
-        return worst
+    @classmethod
+    def guide_size(cls, inner: list[FloatArray] | FloatArray, v: int, m_min: int = 4) -> int:
+        """M for rows whose distinct inner CDF values are ``inner`` (or for a table's rows)."""
+        if isinstance(inner, np.ndarray):
+            inner = [_inner_values(row) for row in normalised_cdf(inner)]
+        rows = len(inner)
+        m = 1 << max(2, int(np.ceil(np.log2(max(4 * v, m_min)))))
+        while rows * m * 2 <= cls.MAX_ENTRIES and sum(
+                _count_distinct(_buckets_inside(x, m)) for x in inner) > cls.IMPURE * rows * m:
+            m *= 2
+        return m
 
     def __call__(self, rows: IntArray, u: FloatArray) -> IntArray:
-        bucket = rows * self.m + (u * self.m).astype(np.intp)
-        if self.single:
-            if self.steps == 0:
-                return self.below[bucket].astype(np.intp)
-            return np.where(u >= self.thr[bucket], self.above[bucket],
-                            self.below[bucket]).astype(np.intp)
-        lo = self.lo[bucket].astype(np.intp)
-        if self.steps == 0:
-            return lo
-        hi = self.hi[bucket].astype(np.intp)
-        for _ in range(self.steps):
-            mid = (lo + hi) >> 1
-            right = self.cdf[rows * self.v + mid] <= u
-            lo = np.where(right, mid + 1, lo)
-            hi = np.where(right, hi, mid)
-        return lo
+        """Tokens (times ``scale``) drawn from ``rows`` with uniforms ``u``."""
+        return self.lookup(rows * self.m + (u * self.m).astype(np.intp), u).astype(np.intp)
+
+    def lookup(self, bucket: IntArray, u: FloatArray) -> IntArray:
+        """Tokens (times ``scale``) for the buckets ``row * M + floor(u * M)`` of uniforms u."""
+        out = self.direct.take(bucket, mode="clip")  # in range: clip only skips the check
+        self.resolve(out, bucket, u)
+        return out
+
+    def resolve(self, out: IntArray, bucket: IntArray, u: FloatArray) -> IntArray:
+        """Finish the draws ``out`` (``direct`` at ``bucket``) that fell in impure buckets, in
+        place; returns their positions."""
+        if not self.impure:
+            return np.empty(0, dtype=np.intp)
+        at = np.flatnonzero(out < 0)
+        if at.size:
+            out[at] = self._impure(-1 - out[at], bucket[at], u[at])
+        return at
+
+    def pure_tokens(self) -> IntArray:
+        """Per bucket, the token every uniform in it draws, or -1 where the bucket is impure."""
+        return np.where(self.direct >= 0, self.direct // self.scale, -1)
+
+    def _impure(self, ids: IntArray, bucket: IntArray, u: FloatArray) -> IntArray:
+        """Draws in impure buckets: one comparison, then bisection where it holds more."""
+        got = np.where(u >= self.thr[ids], self.above[ids], self.below[ids])
+        at = np.flatnonzero(got < 0) if self.lo.size else ()
+        if len(at):
+            mid_ids = -1 - got[at]
+            lo, hi, uu = self.lo[mid_ids], self.hi[mid_ids], u[at]
+            while np.any(lo < hi):
+                mid = (lo + hi) >> 1
+                right = self.cdf[mid] <= uu
+                lo = np.where(right, mid + 1, lo)
+                hi = np.where(right, hi, mid)
+            got[at] = (lo - (bucket[at] // self.m) * self.v) * self.scale
+        return got
+
+
+def _buckets_inside(vals: FloatArray, m: int) -> IntArray:
+    """The bucket floor(x*M) of each value x strictly inside one (values on an edge change
+    nothing inside a bucket)."""
+    scaled = vals * m
+    return np.floor(scaled[scaled != np.floor(scaled)]).astype(np.intp)
+
+
+def _count_distinct(sorted_ints: IntArray) -> int:
+    return int(np.count_nonzero(np.diff(sorted_ints, prepend=-1)))
+
+
+def _inner_values(row: FloatArray) -> FloatArray:
+    """The distinct CDF values strictly inside (0, 1) of one row."""
+    vals = np.sort(row[(row > 0) & (row < 1)])
+    return vals[np.diff(vals, prepend=0.0) > 0]  # distinct (np.unique imports numpy.ma)
 
 
 class StackedRowSampler:

@@ -75,9 +75,11 @@ def first_rejection(accepted: NDArray[np.bool_], axis: int = -1) -> IntArray:
     a = np.moveaxis(a, axis, 0)
     if a.shape[0] == 0:
         return np.zeros(a.shape[1:], dtype=np.intp)
-    alive = a[0].copy()
-    n_acc = alive.astype(np.intp)
+    # counted in bytes (bool and uint8 share their layout): no casting in the loop
+    count = np.uint8 if a.shape[0] < 256 else np.intp
+    alive = a[0].astype(count)
+    n_acc = alive.copy()
     for row in a[1:]:
-        alive &= row
+        alive &= row.view(np.uint8) if count is np.uint8 else row
         n_acc += alive
-    return n_acc
+    return n_acc.astype(np.intp, copy=False)
