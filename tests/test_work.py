@@ -31,7 +31,7 @@ def test_estimate_counts_every_round(tiny_config: dict[str, Any]) -> None:
 def test_work_above_the_ceiling_is_refused_with_the_estimate(
         tiny_config: dict[str, Any]) -> None:
     cfg = copy.deepcopy(tiny_config)
-    cfg["budget"] |= {"chains": 10**8, "rounds": 10**8}
+    cfg["budget"] |= {"chains": 10**8, "rounds": 10**7}
     with pytest.raises(ConfigError) as err:
         load_grid(cfg, SCHEMA)
     msg = str(err.value)
