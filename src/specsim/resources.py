@@ -97,15 +97,17 @@ from specsim import job
 t0 = time.process_time()
 with open(sys.argv[4], "w") as log:
     job.run(json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], log)
-print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "cpu": time.process_time() - t0}))
+# VmHWM: this process image's own peak (ru_maxrss also keeps the parent's peak across the exec)
+hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")]
+rss = int(hwm[0].split()[1]) if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"rss": rss * 1024, "cpu": time.process_time() - t0}))
 """
 
 
 def measure_job(desc: dict[str, Any]) -> tuple[float, float]:
     """(peak resident bytes, CPU seconds) of one point job (:func:`specsim.job.run` on its
     description) run alone in a fresh interpreter: what its :class:`Footprint` estimates
-    (Linux ``ru_maxrss``; calibration and tests only, never in a run)."""
+    (Linux ``VmHWM``; calibration and tests only, never in a run)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(desc), f"{tmp}/s.parquet",
                               f"{tmp}/e.parquet", f"{tmp}/log"], capture_output=True, text=True,
