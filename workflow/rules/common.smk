@@ -75,27 +75,41 @@ def point_outputs():
     ]
 
 
+def grid_point(wildcards):
+    """The grid point a target names; a path that is no point of this config's grid stops the
+    run with one line naming it (SystemExit: Snakemake wraps an exception from an input
+    function in a traceback block, not an exit)."""
+    try:
+        return GRID.point_at(wildcards.point)
+    except ConfigError:
+        sys.exit(
+            f"target error: {wildcards.point}: not a point of this config's grid (a target "
+            f"results/sim/<point>.parquet or results/exact/<point>.parquet names one; its "
+            f"points are listed in results/grid.json)"
+        )
+
+
 def point_job(wildcards):
     """The point job's description (JSON): its identity, budget, seed, numbers version."""
-    return to_arg(describe(GRID, GRID.point_at(wildcards.point)))
+    return to_arg(describe(GRID, grid_point(wildcards)))
 
 
 def point_mem_mb(wildcards):
     """The memory (MB) the point job declares: its estimated peak, at least 500 MB
     (specsim.work.declared_mb)."""
-    return declared_mb(GRID, GRID.point_at(wildcards.point))
+    return declared_mb(GRID, grid_point(wildcards))
 
 
 def point_runtime(wildcards):
     """The wall-clock minutes the point job declares: twice its estimated core-seconds, at
     least 2 (specsim.work.declared_minutes)."""
-    return declared_minutes(GRID, GRID.point_at(wildcards.point))
+    return declared_minutes(GRID, grid_point(wildcards))
 
 
 def point_inputs(wildcards):
     """Files the point's model reads that a job of the DAG writes (a trace model's recorded
     trace, specsim.families.Family.inputs); none for other models."""
-    point = GRID.point_at(wildcards.point)
+    point = grid_point(wildcards)
     return list(point.family.inputs(point.spec))
 
 

@@ -67,6 +67,16 @@ def rule_label(rule: str) -> str:
 MARKERS = "osD^vP"
 
 
+def nothing_to_draw(what: str, height: float = 3.0) -> plt.Figure:
+    """The honest empty state of a figure whose selection of its tables is empty (a valid
+    config can ask for none of what it draws, e.g. a schemes study without a lossy rule): one
+    panel saying what is missing, instead of an error."""
+    fig, ax = plt.subplots(figsize=(WIDE, height), layout="constrained")
+    ax.text(0.5, 0.5, what, ha="center", va="center", wrap=True, transform=ax.transAxes)
+    ax.set_axis_off()
+    return fig
+
+
 def save(fig: plt.Figure, pdf_path: str) -> None:
     """Write the PDF and its PNG twin atomically (metadata fixed so reruns are identical)."""
     if fig.get_layout_engine() is None:

@@ -25,6 +25,7 @@ from specsim.figures.style import (
     colors,
     load_table,
     matches,
+    nothing_to_draw,
     rule_label,
     unique,
     yerr,
@@ -56,6 +57,9 @@ def _speed_study(df: pd.DataFrame) -> tuple[str, str]:
 def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
     """Tokens per call (left) and speedup at the study's smallest c (right) vs γ."""
     df = load_table(tables_dir, "schemes")
+    if not (df["policy"] == "fixed").any():
+        return nothing_to_draw("no schemes study runs the fixed draft length (policy fixed): "
+                               "nothing to draw against γ")
     study, model = _speed_study(df)
     d = df[(df["study"] == study) & (df["model"] == model) & (df["policy"] == "fixed")].copy()
     d["scheme"] = [_scheme_label(r) for _, r in d.iterrows()]
@@ -124,6 +128,9 @@ def schemes_frontier(grid: Grid, tables_dir: str) -> plt.Figure:
     """Exact TV vs exact speedup of the lossy rules as their knob varies, one panel per c."""
     df = load_table(tables_dir, "schemes")
     lossy = df[~df["lossless"].astype(bool) & (df["policy"] == "fixed")]
+    if lossy.empty:
+        return nothing_to_draw("no schemes study runs a lossy rule (lenient, typical) at a fixed "
+                               "draft length: no fidelity-speed frontier to draw")
     counts = lossy.groupby(["study", "model", "gamma"], sort=False).size()
     study, model, gamma = counts.idxmax()
     d = lossy[(lossy["study"] == study) & (lossy["model"] == model) & (lossy["gamma"] == gamma)]
@@ -178,11 +185,10 @@ def schemes_policies(grid: Grid, tables_dir: str) -> plt.Figure:
     """Exact speedup vs c of each policy and of the best fixed γ; simulated ± CI; and each
     policy's speedup relative to the best fixed γ."""
     df = load_table(tables_dir, "schemes_policies")
+    if df.empty or not (df["policy"] == "best_fixed").any():
+        return nothing_to_draw("no schemes study runs a draft-length policy beside fixed "
+                               "draft lengths", height=4.0)
     fig, (ax, rel) = plt.subplots(1, 2, figsize=(WIDE, 4.0), layout="constrained")
-    if df.empty:
-        ax.text(0.5, 0.5, "no study runs a draft-length policy", ha="center",
-                transform=ax.transAxes)
-        return fig
     key = df.groupby(["study", "model", "alpha", "temperature"], dropna=False,
                      sort=False).size().idxmax()
     d = df[matches(df, study=key[0], model=key[1], alpha=key[2], temperature=key[3])]
