@@ -120,7 +120,8 @@ def test_paired_difference_ci_is_zero_for_equal_denominators_and_covers_a_shift(
     assert 0 < lo <= truth <= hi
 
 
-def _toy_tables(calls_scale: float) -> tuple[pd.DataFrame, pd.DataFrame, Trace]:
+def _toy_tables(calls_scale: float, noise: float = 0.0
+                ) -> tuple[pd.DataFrame, pd.DataFrame, Trace]:
     rng = np.random.default_rng(3)
     docs = [_doc(d, rng, length=12) for d in range(8)]
     trace = concat_traces(docs, trace_meta(pair="toy", vocab=V, documents=8))
@@ -130,7 +131,8 @@ def _toy_tables(calls_scale: float) -> tuple[pd.DataFrame, pd.DataFrame, Trace]:
         for i in range(8):
             calls = 12 if g == 0 else float(law.calls[i]) * calls_scale  # type: ignore[union-attr]
             rows.append({"pair": "toy", "engine": "specsim", "gamma": g, "prompt": i,
-                         "tokens": 12, "calls": calls, "seconds": 0.01 * calls * (1 + 0.1 * g)})
+                         "tokens": 12, "calls": calls,
+                         "seconds": 0.01 * calls * (1 + 0.1 * g) * (1 + noise * i * (g == 0))})
     costs = pd.DataFrame({"model": ["target"] * 4 + ["toy"],
                           "measure": ["call"] * 4 + ["draft_step"],
                           "positions": [1, 2, 3, 4, 1],
@@ -164,6 +166,10 @@ def test_pair_tables_predicted_covers_a_measurement_equal_to_it_and_not_a_shifte
         law = positional_law(acceptance(trace, "correct"), trace.doc_start, g)
         assert row.speedup_measured == pytest.approx(np.median(12 / law.calls) / (1 + 0.1 * g))
         assert row.speedup_measured_q25 <= row.speedup_measured <= row.speedup_measured_q75
+    # seconds per target call agree across prompts: reliable; plain runs that drift are not
+    assert speed["reliable"].all()
+    _, drifting, _ = _toy_tables(1.0, noise=0.2)
+    assert not drifting["reliable"].any()
 
 
 def test_pair_figures_draw_readably_from_the_tables(tmp_path: Path) -> None:
