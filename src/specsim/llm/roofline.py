@@ -72,7 +72,8 @@ def pass_macs_bytes(k: int, n_ctx: int) -> tuple[int, int]:
 
 
 def intensity_table(device: Device, costs: pd.DataFrame, n_ctx: int) -> pd.DataFrame:
-    """Per k: MACs, bytes, MACs/byte, roofline T(k)/T(1) on this CPU, measured T(k)/T(1)."""
+    """Per k: MACs, bytes, MACs/byte, roofline T(k)/T(1) on this CPU, measured T(k)/T(1) (the
+    costs table's medians, and whether their repeats agreed)."""
     measured = costs[costs["model"] == "target"].set_index("positions")
     rows = []
     t1 = None
@@ -86,7 +87,8 @@ def intensity_table(device: Device, costs: pd.DataFrame, n_ctx: int) -> pd.DataF
                      "roofline_seconds": t, "roofline_ratio": t / t1,
                      "measured_seconds": float(measured.loc[k, "seconds"]),
                      "measured_ratio": float(measured.loc[k, "ratio"]),
-                     "roofline_fraction": t / float(measured.loc[k, "seconds"])})
+                     "roofline_fraction": t / float(measured.loc[k, "seconds"]),
+                     "measured_reliable": bool(measured.loc[k, "reliable"])})
     return pd.DataFrame(rows)
 
 
