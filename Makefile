@@ -82,10 +82,12 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 	@echo "llm setup: done"
 
 # The LLM tier's Snakemake rules (workflow/rules/llm.smk), switched on by the `llm:` section of
-# workflow/llm.yaml on top of config.yaml, and only they (the `llm` target, named first:
-# --configfile takes every word after it); then its tests.
+# $(LLM_CONFIG) on top of config.yaml, and only they (the `llm` target, named first:
+# --configfile takes every word after it); then its tests. CI passes
+# LLM_CONFIG=workflow/llm-ci.yaml: every rule on small sizes (minutes, not tens of minutes).
+LLM_CONFIG ?= workflow/llm.yaml
 llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, tens of minutes: the audit and the pair runs are real generations)
-	$(SNAKEMAKE) llm --cores $(CORES) --configfile config.yaml workflow/llm.yaml
+	$(SNAKEMAKE) llm --cores $(CORES) --configfile config.yaml $(LLM_CONFIG)
 	$(PY) -m pytest tests/test_llm.py
 
 test-fast: setup

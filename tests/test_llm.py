@@ -260,6 +260,11 @@ def test_verify_cost_table_has_17_rows_for_the_target(lab: Lab) -> None:
     assert list(target["positions"]) == list(range(1, 18))
     # exact: the first ratio is t / t
     assert (target["seconds"] > 0).all() and target["ratio"].iloc[0] == 1.0
+    # medians over interleaved repeats, with their quartiles, verdict and the machine's load
+    assert (costs["seconds_q25"] <= costs["seconds"]).all()
+    assert (costs["seconds"] <= costs["seconds_q75"]).all()
+    assert costs["reliable"].dtype == bool and (costs["cpus"] >= 1).all()
+    assert {"ratio_q25", "ratio_q75", "load_before", "load_after"} <= set(costs)
     assert set(costs[costs["measure"] == "draft_step"]["model"]) == set(SMALL.draft_names())
 
 

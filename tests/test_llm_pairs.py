@@ -121,7 +121,8 @@ def test_paired_difference_ci_is_zero_for_equal_denominators_and_covers_a_shift(
     assert 0 < lo <= truth <= hi
 
 
-def _toy_tables(calls_scale: float) -> tuple[pd.DataFrame, pd.DataFrame, Trace]:
+def _toy_tables(calls_scale: float, noise: float = 0.0
+                ) -> tuple[pd.DataFrame, pd.DataFrame, Trace]:
     rng = np.random.default_rng(3)
     docs = [_doc(d, rng, length=12) for d in range(8)]
     trace = concat_traces(docs, trace_meta(pair="toy", vocab=V, documents=8))
@@ -131,7 +132,8 @@ def _toy_tables(calls_scale: float) -> tuple[pd.DataFrame, pd.DataFrame, Trace]:
         for i in range(8):
             calls = 12 if g == 0 else float(law.calls[i]) * calls_scale  # type: ignore[union-attr]
             rows.append({"pair": "toy", "engine": "specsim", "gamma": g, "prompt": i,
-                         "tokens": 12, "calls": calls, "seconds": 0.01 * calls * (1 + 0.1 * g)})
+                         "tokens": 12, "calls": calls,
+                         "seconds": 0.01 * calls * (1 + 0.1 * g) * (1 + noise * i * (g == 0))})
     costs = pd.DataFrame({"model": ["target"] * 4 + ["toy"],
                           "measure": ["call"] * 4 + ["draft_step"],
                           "positions": [1, 2, 3, 4, 1],
@@ -165,6 +167,10 @@ def test_pair_tables_predicted_covers_a_measurement_equal_to_it_and_not_a_shifte
         law = positional_law(acceptance(trace, "correct"), trace.doc_start, g)
         assert row.speedup_measured == pytest.approx(np.median(12 / law.calls) / (1 + 0.1 * g))
         assert row.speedup_measured_q25 <= row.speedup_measured <= row.speedup_measured_q75
+    # seconds per target call agree across prompts: reliable; plain runs that drift are not
+    assert speed["reliable"].all()
+    _, drifting, _ = _toy_tables(1.0, noise=0.2)
+    assert not drifting["reliable"].any()
 
 
 def test_pair_figures_draw_readably_from_the_tables(tmp_path: Path) -> None:
@@ -225,6 +231,32 @@ def test_one_trace_job_and_one_runs_job_per_pair(tmp_path: Path) -> None:
             assert files.format(pair) in out
     commands = [ln for ln in out.splitlines() if " trace --corpus" in ln or " pair --" in ln]
     assert len(commands) == 4 and not any("trace_pairs" in c for c in commands)
+
+
+def test_ci_llm_config_runs_every_rule_and_both_engines(tmp_path: Path) -> None:
+    """CI's small LLM config (.ci/run: make llm LLM_CONFIG=workflow/llm-ci.yaml) is valid and
+    schedules every rule of workflow/rules/llm.smk; its pairs are an n-gram and a model draft
+    (so specsim's loop and transformers' assisted generation both run), every kind of draft
+    is built."""
+    import re
+
+    import yaml
+    from conftest import ROOT, snakemake
+
+    ci = yaml.safe_load((ROOT / "workflow/llm-ci.yaml").read_text())["llm"]
+    s = Settings.from_dict({**ci, "seed": 1})
+    kinds = {d.split("-")[0] for d in s.draft_names()}
+    assert kinds == {"ngram", "int8", "skip"}
+    assert {d.startswith("ngram-") for d in s.trace_pairs} == {True, False}
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    cfg["llm"] = ci
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = snakemake(tmp_path, path, "-n", "--cores", "1", "llm").stdout
+    rules = re.findall(r"^rule (\w+):", (ROOT / "workflow/rules/llm.smk").read_text(), re.M)
+    assert len(rules) >= 12
+    missing = [r for r in rules if f"rule {r}:" not in out]
+    assert not missing, missing
 
 
 def test_record_hf_needs_transformers_in_one_line(tmp_path: Path) -> None:

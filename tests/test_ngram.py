@@ -341,6 +341,10 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert len(pd.read_csv(t / "pair_costs.csv")) == 2 * 2  # pairs x gamma (T(3) timed)
     costs = pd.read_csv(t / "realtext_costs.csv")
     assert set(costs["measure"]) == {"target_call", "plain_step", "draft_step", "speculative"}
+    # one repeat cannot say whether the timings agree: every row is marked, none printed clean
+    assert not costs["reliable"].any() and (costs["cpus"] >= 1).all()
+    assert {"seconds_q25", "seconds_q75", "ratio_q25", "load_before", "load_after"} <= set(costs)
+    assert not pd.read_csv(t / "pair_costs.csv")["costs_reliable"].any()
     for name in rt_settings.FIGURES:
         assert (tmp_path / f"{name}.pdf").stat().st_size > 0
         assert (tmp_path / f"{name}.png").stat().st_size > 0

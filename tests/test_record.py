@@ -211,16 +211,18 @@ def test_optimal_gamma_and_break_even(traces: dict) -> None:
             assert r["gamma_opt"] == g[np.argmax(tokens / (1 + g * r["c"]))]
             assert r["c_break_even"] == pytest.approx(((tokens - 1) / g).max())
     costs = pd.DataFrame(
-        [{"batch": 1, "measure": "target_call", "positions": k, "ratio": 1 + 0.1 * (k - 1)}
-         for k in range(1, 5)]
-        + [{"batch": 1, "measure": "draft_step", "draft_order": k, "positions": 1, "c": c}
-           for k, c in ((2, 0.1), (4, 0.3))])
+        [{"batch": 1, "measure": "target_call", "positions": k, "ratio": 1 + 0.1 * (k - 1),
+          "reliable": k != 3} for k in range(1, 5)]
+        + [{"batch": 1, "measure": "draft_step", "draft_order": k, "positions": 1, "c": c,
+            "reliable": True} for k, c in ((2, 0.1), (4, 0.3))])
     pc = pairs.pair_costs_table(traces, s, costs)
     assert list(pc["gamma"]) == [1, 2, 3] * 2  # T(γ+1) is timed up to 4 positions
     o4 = pc[pc["pair"] == "ngram_o4"]
     np.testing.assert_allclose(o4["speedup_cost_model"],
                                o4["tokens_exact"] / (o4["gamma"] * 0.3 + o4["verify_ratio"]))
     assert o4["optimal_thm38"].sum() == 1
+    # γ = 2 verifies 3 positions, whose timing was unreliable: the row says so
+    assert list(o4["costs_reliable"]) == [True, False, True]
 
 
 # --- bad trace files ----------------------------------------------------------------------------

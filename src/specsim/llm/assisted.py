@@ -19,8 +19,7 @@ falls below it; scikit-learn, which would adapt the threshold, is not installed)
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specsim import exact, stats
+from specsim import exact, stats, timing
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.llm.lab import Lab
@@ -117,10 +116,10 @@ class ForwardCounter:
         if ids is None:
             ids = args[0] if args else kwargs.get("inputs_embeds")
         self.positions.append(int(ids.shape[1]))
-        self._t0 = time.perf_counter()
+        self._t0 = timing.clock()
 
     def post(self, module: Any, args: Any, kwargs: dict[str, Any], out: Any) -> None:
-        self.seconds += time.perf_counter() - self._t0
+        self.seconds += timing.clock() - self._t0
 
     @property
     def calls(self) -> int:
@@ -175,15 +174,15 @@ def hf_generate(model: Any, assistant: Any | None, prompt: Sequence[int], n_new:
     torch.manual_seed(seed)
     with quiet(), torch.inference_mode(), counting(model) as tc:
         if assistant is None:
-            t0 = time.perf_counter()
+            t0 = timing.clock()
             out = model.generate(ids, **kw)
-            seconds = time.perf_counter() - t0
+            seconds = timing.clock() - t0
             dc = ForwardCounter()
         else:
             with counting(assistant) as dc:
-                t0 = time.perf_counter()
+                t0 = timing.clock()
                 out = model.generate(ids, **kw)
-                seconds = time.perf_counter() - t0
+                seconds = timing.clock() - t0
     tokens = out[0, len(prompt):].tolist()
     emitted = streamer.sizes[1:]
     # target call i verifies the round's candidates after the prompt (call 0) or after the
@@ -256,19 +255,28 @@ def assisted_table(lab: Lab, costs: pd.DataFrame) -> pd.DataFrame:
         set_policy(draft.lm.model, None if g < 0 else g)
         return hf_generate(lab.model, draft.lm.model, prompt, n_new, torch_seed(seed))
 
-    for cfg in configs:  # warm-up: first calls pay for allocation and kernel selection
-        one(cfg, prompts[0], -1, min(4, s.new_tokens))
-    runs: dict[tuple[str, str, int], list[Run]] = {cfg: [] for cfg in configs}
-    for i, prompt in enumerate(prompts):
-        k = i % len(configs)
-        for cfg in configs[k:] + configs[:k]:
-            runs[cfg].append(one(cfg, prompt, i, s.new_tokens))
+    def call(cfg: tuple[str, str, int]) -> Callable[[int], Run]:
+        def run(r: int) -> Run:  # the warm-up: a few tokens from the first prompt
+            if r == timing.WARMUP:
+                return one(cfg, prompts[0], -1, min(4, s.new_tokens))
+            return one(cfg, prompts[r], r, s.new_tokens)
+        return run
 
-    def secs_per_token(rs: list[Run]) -> float:
-        return sum(r.seconds for r in rs) / sum(len(r.tokens) for r in rs)
+    # one prompt a repeat, the configurations interleaved (rotated); not re-taken (too costly)
+    tm = timing.measure({cfg: call(cfg) for cfg in configs}, len(prompts), min_seconds=0,
+                        retries=0)
+    runs: dict[tuple[str, str, int], list[Run]] = tm.results
 
-    base = {"specsim": secs_per_token(runs[("specsim", "target alone", 0)]),
-            "transformers": secs_per_token(runs[("transformers", "target alone", 0)])}
+    def per_token(cfg: tuple[str, str, int]) -> np.ndarray:
+        return np.asarray(tm[cfg].samples) / [len(r.tokens) for r in runs[cfg]]
+
+    def steady(cfg: tuple[str, str, int]) -> bool:  # seconds per target call agree
+        return timing.Timing.of(np.asarray(tm[cfg].samples)
+                                / [len(r.candidates) for r in runs[cfg]]).reliable
+
+    plain = {"specsim": ("specsim", "target alone", 0),
+             "transformers": ("transformers", "target alone", 0)}
+    base = {lib: float(np.median(per_token(cfg))) for lib, cfg in plain.items()}
     rows = []
     for cfg, rs in runs.items():
         loop, name, g = cfg
@@ -280,7 +288,6 @@ def assisted_table(lab: Lab, costs: pd.DataFrame) -> pd.DataFrame:
         cands = [c for r in rs for c in r.candidates]
         emitted = [e for r in rs for e in r.emitted]
         acc, tested = sum(r.accepted for r in rs), sum(r.tested for r in rs)
-        secs = sum(r.seconds for r in rs)
         row: dict[str, Any] = {
             "loop": loop if g else lib, "draft": name,
             "gamma": policy["num_assistant_tokens"], "policy": policy_name(policy) if g
@@ -290,9 +297,12 @@ def assisted_table(lab: Lab, costs: pd.DataFrame) -> pd.DataFrame:
             "tokens_per_call": tokens / len(cands),
             "tokens_per_call_sd": float(np.std(emitted, ddof=1)) if len(emitted) > 1
             else np.nan,
-            "seconds": secs, "tokens_per_second": tokens / secs,
-            "speedup_measured": base[lib] / (secs / tokens),
-            "target_share": sum(r.target_seconds for r in rs) / secs,
+            **timing.columns(seconds=tm[cfg],
+                             tokens_per_second=timing.Timing.of(1.0 / per_token(cfg)),
+                             speedup_measured=timing.paired_ratio(per_token(plain[lib]),
+                                                                  per_token(cfg))),
+            "reliable": steady(cfg) and steady(plain[lib]),
+            "target_share": sum(r.target_seconds for r in rs) / sum(r.seconds for r in rs),
         }
         if g:
             alpha = acc / tested
@@ -308,4 +318,6 @@ def assisted_table(lab: Lab, costs: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     df = pd.DataFrame(rows)
     df["threads"] = s.threads
+    for key, value in tm.load.columns().items():
+        df[key] = value
     return df

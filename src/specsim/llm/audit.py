@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -38,7 +37,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from specsim import exact, stats
+from specsim import exact, stats, timing
 from specsim.llm.assisted import hf_generate, policy_name, set_policy, torch_seed
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
@@ -271,17 +270,19 @@ def audit_table(lab: Lab, significance: float = 1e-3,
         bins = pair_bins(p1, p2, top, n, s.audit_bins)
         law = bins.law(p1, p2, top)
         q_once, q_twice = warp(lq, **w), warp(lq, **w, times=2)
-        outcomes, rejected, t0 = [], 0, time.perf_counter()
-        for i in range(n):
+        def trial(i: int, name: str = name, over: dict[str, Any] = over) -> Any:
             if i and i % 50 == 0:
-                print(json.dumps({"audit": name, "trials_done": i, "of": n, "seconds":
-                                  round(time.perf_counter() - t0, 1)}), file=sys.stderr)
-            run = hf_generate(lab.model, assistant, h, 2,
-                              torch_seed(seed_for(s.seed, "llm-audit", name, i)),
-                              exact_length=False, sampling={"do_sample": True, **over})
-            rejected += run.candidates[0] >= 1 and run.emitted[0] == 1
-            outcomes.append((run.tokens[0], run.tokens[1] if len(run.tokens) > 1 else -1))
-        seconds = time.perf_counter() - t0
+                print(json.dumps({"audit": name, "trials_done": i, "of": n}), file=sys.stderr)
+            return hf_generate(lab.model, assistant, h, 2,
+                               torch_seed(seed_for(s.seed, "llm-audit", name, i)),
+                               exact_length=False, sampling={"do_sample": True, **over})
+
+        # each trial a repeat (the same work: two tokens), timed; never re-taken
+        tm = timing.measure({"trial": trial}, n, min_seconds=0, retries=0, warmup=False)
+        trials = tm.results["trial"]
+        rejected = sum(run.candidates[0] >= 1 and run.emitted[0] == 1 for run in trials)
+        outcomes = [(run.tokens[0], run.tokens[1] if len(run.tokens) > 1 else -1)
+                    for run in trials]
         counts = bins.counts(outcomes)
         g = stats.gof_test(counts, law)
         rng = np.random.default_rng(seed_for(s.seed, "llm-audit-power", name))
@@ -313,7 +314,8 @@ def audit_table(lab: Lab, significance: float = 1e-3,
             "rejection_q_once": 1.0 - float(np.minimum(p1, q_once).sum()),
             "q_twice_covered": bool(covers(r_lo, r_hi, 1.0 - np.minimum(p1, q_twice).sum())),
             "q_once_covered": bool(covers(r_lo, r_hi, 1.0 - np.minimum(p1, q_once).sum())),
-            "seconds_per_trial": seconds / n, "significance": significance,
+            **timing.columns(seconds_per_trial=tm["trial"]), **tm.load.columns(),
+            "significance": significance,
         })
     df = pd.DataFrame(rows)
     df["threads"] = s.threads

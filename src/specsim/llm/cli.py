@@ -12,11 +12,10 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from specsim import llm
+from specsim import llm, timing
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -90,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     s = Settings.from_dict(json.loads(args.settings), step=args.step)
     record: dict[str, Any] = {"loadavg_1min_before": os.getloadavg()[0]}
-    t0 = time.perf_counter()
+    t0 = timing.clock()
     if args.step == "corpus":
         write_json_verified(args.meta, _corpus(s, args.out, args.cache_dir))
     elif args.step == "device":
@@ -122,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             from specsim.report import write_html
 
             write_html(table, "llm_assisted", args.html)
-    record[args.step] = round(time.perf_counter() - t0, 3)
+    record[args.step] = round(timing.clock() - t0, 3)
     record["loadavg_1min_after"] = os.getloadavg()[0]
     print(json.dumps(record), file=sys.stderr)
     return 0
@@ -134,9 +133,9 @@ def _corpus(s: Any, out: str, cache: str | None) -> dict[str, Any]:
     from specsim.llm.lab import save_token_corpus, token_corpus
     from specsim.llm.loading import GGUF_FILE, gguf_path, load_target
 
-    t0 = time.perf_counter()
+    t0 = timing.clock()
     model, tok = load_target(cache, s.threads)
-    loaded = time.perf_counter()
+    loaded = timing.clock()
     corpus = token_corpus(tok, s.holdout_every)
     save_token_corpus(corpus, out)
     return {"gguf_file": GGUF_FILE, "gguf_bytes": gguf_path().stat().st_size,
@@ -145,7 +144,7 @@ def _corpus(s: Any, out: str, cache: str | None) -> dict[str, Any]:
             "holdout_every": s.holdout_every, "train_tokens": int(corpus.train.size),
             "heldout_tokens": int(corpus.heldout.size),
             "load_seconds": round(loaded - t0, 3),
-            "tokenise_seconds": round(time.perf_counter() - loaded, 3)}
+            "tokenise_seconds": round(timing.clock() - loaded, 3)}
 
 
 def _device(s: Any, kernels: str) -> dict[str, Any]:
@@ -155,13 +154,12 @@ def _device(s: Any, kernels: str) -> dict[str, Any]:
     from specsim.llm.roofline import device_record, kernel_table, measure_device
 
     torch.set_num_threads(s.threads)
-    before = os.getloadavg()[0]
-    device = measure_device(s)
+    device, tm = measure_device(s)
     write_table(kernel_table(s), kernels)
-    # timings are only as good as the machine was quiet: 1-minute load averages
-    return {**device_record(device), "torch_threads": torch.get_num_threads(),
+    # timings are only as good as the machine was quiet: 1-minute load averages, CPUs
+    return {**device_record(device, tm), "torch_threads": torch.get_num_threads(),
             "torch_interop_threads": torch.get_num_interop_threads(),
-            "loadavg_1min_before": before, "loadavg_1min_after": os.getloadavg()[0]}
+            "loadavg_1min_before": tm.load.before, "loadavg_1min_after": tm.load.after}
 
 
 def _with_lab(s: Any, args: argparse.Namespace) -> Any:

@@ -3,19 +3,18 @@ and plain vs speculative generation (one table each; :mod:`specsim.llm.cli` writ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from specsim import exact, stats
+from specsim import exact, stats, timing
 from specsim.llm.drafts import CachedLM, ModelDraft, NGramDraft, sample
 from specsim.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.llm.lab import IntArray, Lab
 from specsim.llm.loading import VOCAB
 from specsim.ngram import context_ids
-from specsim.realtext.costs import best_time
 from specsim.realtext.rounds import seed_for
 
 
@@ -95,38 +94,42 @@ def _context(lab: Lab) -> tuple[list[int], list[int]]:
 
 def verify_cost_table(lab: Lab) -> pd.DataFrame:
     """T(k): wall time of a KV-cached call on k new positions after a real context, for the
-    target and every model draft (best of repeats, time.perf_counter); draft steps of the
-    n-gram drafts; c = draft step / T(1) of the target."""
+    target and every model draft; draft steps of the n-gram drafts; c = draft step / T(1) of
+    the target. Every call is timed in ONE interleaved measurement (:func:`specsim.timing.
+    measure`: medians over ``cost_repeats`` repeats, quartiles, verdict, load); ratios to the
+    target's T(1) are paired per repeat."""
     s = lab.s
     ctx, more = _context(lab)
-    rows: list[dict[str, Any]] = []
 
-    def cached_call_times(name: str, model: Any, ks: Sequence[int]) -> dict[int, float]:
+    def cached_call(model: Any, k: int) -> Callable[[int], None]:
         lm = CachedLM(model)
         lm.next_logits(ctx, 1)
-        out = {}
-        for k in ks:
-            def call(k: int = k) -> None:
-                lm.next_logits(ctx + more[:k], k)
-                lm.keep(len(ctx))
-            out[k] = best_time(call, s.cost_repeats)
-        return out
+
+        def call(r: int) -> None:
+            lm.next_logits(ctx + more[:k], k)
+            lm.keep(len(ctx))
+        return call
 
     ks = list(range(1, s.cost_max_positions + 1))
-    t_target = cached_call_times("target", lab.model, ks)
-    for k in ks:
-        rows.append({"model": "target", "measure": "call", "positions": k,
-                     "seconds": t_target[k], "ratio": t_target[k] / t_target[1]})
+    fns = {f"target k={k}": cached_call(lab.model, k) for k in ks}
     for name in lab.draft_names():
         d = lab.draft(name)
-        if isinstance(d, ModelDraft):
-            t = cached_call_times(name, d.lm.model, [1])[1]
-        else:
-            t = best_time(lambda d=d: sample(d.probs(ctx), 0.5), s.cost_repeats)
-        rows.append({"model": name, "measure": "draft_step", "positions": 1, "seconds": t,
-                     "ratio": t / t_target[1]})
+        fns[name] = (cached_call(d.lm.model, 1) if isinstance(d, ModelDraft) else
+                     lambda r, d=d: sample(d.probs(ctx), 0.5))
+    tm = timing.measure(fns, s.cost_repeats)
+    rows: list[dict[str, Any]] = []
+    for k in ks:
+        rows.append({"model": "target", "measure": "call", "positions": k,
+                     **timing.columns(seconds=tm[f"target k={k}"],
+                                      ratio=tm.ratio(f"target k={k}", "target k=1"))})
+    for name in lab.draft_names():
+        rows.append({"model": name, "measure": "draft_step", "positions": 1,
+                     **timing.columns(seconds=tm[name], ratio=tm.ratio(name, "target k=1"))})
     df = pd.DataFrame(rows)
     df["threads"] = s.threads
+    df["repeats"] = s.cost_repeats
+    for key, value in tm.load.columns().items():
+        df[key] = value
     return df
 
 
@@ -144,63 +147,82 @@ def break_even_alpha(gamma: int, cost: float) -> float:
 
 
 def speculative_table(lab: Lab, costs: pd.DataFrame, alphas: pd.DataFrame) -> pd.DataFrame:
-    """Plain target sampling vs [L] Alg. 1 per (draft, γ), same prompts and token count."""
+    """Plain target sampling vs [L] Alg. 1 per (draft, γ), same prompts and token count.
+
+    Every configuration runs on every prompt, interleaved (:func:`specsim.timing.measure`, one
+    prompt a repeat, the order rotated; not re-taken: a generation is too costly). Seconds per
+    token and the speedup (plain over speculative seconds per token, paired by prompt) are
+    medians over the prompts with their quartiles; ``reliable``: the seconds per target call
+    -- the same work on every prompt -- agree across the prompts (plain and this row's)."""
     s = lab.s
     prompts = lab.prompts()
     t_k = costs[(costs["model"] == "target")].set_index("positions")["seconds"]
     steps = costs[costs["measure"] == "draft_step"].set_index("model")["seconds"]
     a_held = alphas.set_index("draft")["alpha_heldout"]
 
-    def run(fn: Callable[[list[int], np.random.Generator], Generation], key: tuple[Any, ...]
-            ) -> list[Generation]:
-        return [fn(pr, np.random.default_rng(seed_for(s.seed, "llm", *key, i)))
-                for i, pr in enumerate(prompts)]
+    def config(name: str | None, g: int) -> Callable[[int], Generation]:
+        key = ("plain",) if name is None else ("spec", name, g)
 
-    def plain_row() -> dict[str, Any]:
-        plain = run(lambda pr, rng: plain_generate(lab.target, pr, s.new_tokens, rng),
-                    ("plain",))
-        return {"draft": "none (target only)", "gamma": 0, "prompts": len(prompts),
-                "new_tokens": s.new_tokens, "tokens": sum(len(g.tokens) for g in plain),
-                "target_calls": sum(g.target_calls for g in plain), "tokens_per_call": 1.0,
-                "seconds_per_token": sum(g.seconds for g in plain) / (s.new_tokens * len(plain))}
+        def call(r: int) -> Generation:
+            i, n = (0, min(4, s.new_tokens)) if r == timing.WARMUP else (r, s.new_tokens)
+            rng = np.random.default_rng(seed_for(s.seed, "llm", *key, i))
+            if name is None:
+                return plain_generate(lab.target, prompts[i], n, rng)
+            return speculative_generate(lab.target, lab.draft(name), prompts[i], g, n, rng)
+        return call
 
-    rows = [plain_row()]
-    t_plain = rows[0]["seconds_per_token"]  # the reference (a second run at the end is shown)
+    fns = {"plain": config(None, 0)}
+    fns |= {f"{name} {g}": config(name, g) for name in s.drafts for g in s.gamma}
+    tm = timing.measure(fns, len(prompts), min_seconds=0, retries=0)
+
+    def per_token(key: str) -> np.ndarray:
+        return np.asarray(tm[key].samples) / [len(x.tokens) for x in tm.results[key]]
+
+    def per_call(key: str) -> timing.Timing:
+        return timing.Timing.of(np.asarray(tm[key].samples)
+                                / [x.target_calls for x in tm.results[key]])
+
+    plain = tm.results["plain"]
+    t_plain = timing.Timing.of(per_token("plain"))
+    base = {"prompts": len(prompts), "new_tokens": s.new_tokens, **tm.load.columns()}
+    rows = [base | {"draft": "none (target only)", "gamma": 0,
+                    "tokens": sum(len(g.tokens) for g in plain),
+                    "target_calls": sum(g.target_calls for g in plain), "tokens_per_call": 1.0,
+                    **timing.columns(seconds_per_token=t_plain,
+                                     speedup_measured=timing.paired_ratio(per_token("plain"),
+                                                                          per_token("plain"))),
+                    "reliable": per_call("plain").reliable}]
     for name in s.drafts:
-        d = lab.draft(name)
         c = float(steps[name] / t_k[1])
         for g in s.gamma:
-            gens = run(lambda pr, rng, d=d, g=g: speculative_generate(
-                lab.target, d, pr, g, s.new_tokens, rng), ("spec", name, g))
+            key = f"{name} {g}"
+            gens = tm.results[key]
             tokens = sum(len(x.tokens) for x in gens)
             calls = sum(x.target_calls for x in gens)
             acc, tested = sum(x.accepted for x in gens), sum(x.tested for x in gens)
             alpha = acc / tested
             lo, hi = stats.wilson_interval(acc, tested)
             per_round = np.concatenate([x.per_round for x in gens])
-            secs = sum(x.seconds for x in gens)
             t_verify = float(t_k[g + 1] / t_k[1]) if g + 1 in t_k.index else np.nan
             c_situ = (sum(x.draft_seconds for x in gens) / sum(x.draft_steps for x in gens)
-                      ) / t_plain
-            rows.append({
-                "draft": name, "gamma": g, "prompts": len(prompts), "new_tokens": s.new_tokens,
-                "tokens": tokens, "target_calls": calls, "tokens_per_call": tokens / calls,
+                      ) / t_plain.median
+            rows.append(base | {
+                "draft": name, "gamma": g, "tokens": tokens, "target_calls": calls,
+                "tokens_per_call": tokens / calls,
                 "tokens_per_call_sd": float(per_round.std(ddof=1)) if per_round.size > 1
                 else np.nan,
                 "accept_rate": alpha, "accept_ci_low": lo, "accept_ci_high": hi,
                 "alpha_heldout": float(a_held[name]),
                 "tokens_eq1": float(exact.expected_tokens(min(alpha, 1 - 1e-12), g)),
                 "c": c, "c_in_situ": c_situ, "verify_ratio": t_verify,
-                "seconds_per_token": secs / tokens,
-                "speedup_measured": t_plain / (secs / tokens),
+                **timing.columns(seconds_per_token=timing.Timing.of(per_token(key)),
+                                 speedup_measured=timing.paired_ratio(per_token("plain"),
+                                                                      per_token(key))),
+                "reliable": per_call("plain").reliable and per_call(key).reliable,
                 "speedup_thm38": float(exact.walltime_improvement(min(alpha, 1 - 1e-12), g, c)),
                 "speedup_cost_model": (tokens / calls) / (g * c + t_verify),
                 "alpha_break_even_thm38": break_even_alpha(g, g * c + 1.0),
                 "alpha_break_even_measured": break_even_alpha(g, g * c + t_verify),
-                "target_share": sum(x.target_seconds for x in gens) / secs,
+                "target_share": sum(x.target_seconds for x in gens) / sum(x.seconds for x in gens),
             })
-    rows.append(plain_row() | {"draft": "none (target only, again at the end)"})
-    df = pd.DataFrame(rows)
-    plain_rows = df["gamma"] == 0
-    df.loc[plain_rows, "speedup_measured"] = t_plain / df.loc[plain_rows, "seconds_per_token"]
-    return df
+    return pd.DataFrame(rows)

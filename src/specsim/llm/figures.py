@@ -12,6 +12,15 @@ from specsim.io import read_table
 from specsim.llm import settings
 
 
+def _quartiles(ax: Any, x: Any, g: pd.DataFrame, column: str, colour: str) -> None:
+    """Error bars from a timed column's quartiles over its repeats (``specsim.timing``), where
+    the table has them."""
+    if f"{column}_q25" in g:
+        ax.errorbar(x, g[column], yerr=[g[column] - g[f"{column}_q25"],
+                                        g[f"{column}_q75"] - g[column]],
+                    fmt="none", color=colour, lw=0.8, capsize=2)
+
+
 def figure_costs(tables_dir: Path) -> Any:
     import matplotlib.pyplot as plt
 
@@ -40,6 +49,7 @@ def figure_costs(tables_dir: Path) -> Any:
         col = f"C{i}"
         sp.plot(g["gamma"], g["speedup_measured"], "o-", color=col,
                 label=f"{name} (c = {g['c'].iloc[0]:.2f})")
+        _quartiles(sp, g["gamma"], g, "speedup_measured", col)
         sp.plot(g["gamma"], g["speedup_thm38"], "--", color=col, lw=0.8)
         sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=col, lw=1.0)
     sp.axhline(1, color="0.3", lw=0.6)
@@ -104,6 +114,7 @@ def figure_assisted(tables_dir: Path) -> Any:
             tc.plot(x, g["tokens_eq1"], mk + "--", color=col, mfc="none", lw=0.8)
             ts.plot(x, g["tokens_per_second"], mk + style, color=col, label=label)
             sp.plot(x, g["speedup_measured"], mk + style, color=col, label=label)
+            _quartiles(sp, x, g, "speedup_measured", col)
             sp.plot(x, g["speedup_thm38"], "--", color=col, lw=0.8)
             sp.plot(x, g["speedup_cost_model"], ":", color=col, lw=1.0)
     for lib, col in (("specsim", "C0"), ("transformers", "C1")):

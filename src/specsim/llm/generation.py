@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from specsim import timing
 from specsim.llm.drafts import CachedLM, Draft, sample
 from specsim.llm.loading import VOCAB, FloatArray, softmax
 from specsim.realtext.rounds import verify
@@ -33,10 +33,10 @@ def plain_generate(target: CachedLM, prompt: Sequence[int], n_new: int,
     """Autoregressive sampling from the target: one call (one position) per token."""
     target.reset()
     seq = list(prompt)
-    t0 = time.perf_counter()
+    t0 = timing.clock()
     for _ in range(n_new):
         seq.append(sample(softmax(target.next_logits(seq, 1))[0], rng.random()))
-    gen = Generation(seq[len(prompt) :], time.perf_counter() - t0, target_calls=n_new)
+    gen = Generation(seq[len(prompt) :], timing.clock() - t0, target_calls=n_new)
     gen.per_round = [1] * n_new
     return gen
 
@@ -56,18 +56,18 @@ def speculative_generate(target: CachedLM, draft: Draft, prompt: Sequence[int], 
     draft.reset()
     seq = list(prompt)
     gen = Generation([], 0.0)
-    t_start = time.perf_counter()
+    t_start = timing.clock()
     while len(seq) - len(prompt) < n_new:
         u = rng.random((2 * gamma + 1, 1))
-        t0 = time.perf_counter()
+        t0 = timing.clock()
         q = np.empty((gamma, 1, VOCAB))
         x = np.empty((gamma, 1), dtype=np.intp)
         for i in range(gamma):
             q[i, 0] = draft.probs(seq + x[:i, 0].tolist())
             x[i, 0] = sample(q[i, 0], u[i, 0])
-        t1 = time.perf_counter()
+        t1 = timing.clock()
         p = softmax(target.next_logits(seq + x[:, 0].tolist(), gamma + 1))[:, None, :]
-        t2 = time.perf_counter()
+        t2 = timing.clock()
         res = verify(p, q, x, "correct", u)
         n_acc = int(res.n_accepted[0])
         if record:
@@ -82,7 +82,7 @@ def speculative_generate(target: CachedLM, draft: Draft, prompt: Sequence[int], 
         gen.per_round.append(n_acc + 1)
         gen.draft_seconds += t1 - t0
         gen.target_seconds += t2 - t1
-    gen.seconds = time.perf_counter() - t_start
+    gen.seconds = timing.clock() - t_start
     gen.tokens = seq[len(prompt) :]
     return gen
 

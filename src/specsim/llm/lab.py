@@ -3,7 +3,6 @@ drafts, loaded once per step."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from specsim import timing
 from specsim.llm.drafts import CachedLM, Draft, ModelDraft, NGramDraft
 from specsim.llm.loading import VOCAB, int8_copy, load_target, skip_copy
 from specsim.llm.settings import Settings
@@ -73,12 +73,12 @@ class Lab:
 
         self.s = s
         torch.set_num_threads(s.threads)
-        t0 = time.perf_counter()
+        t0 = timing.clock()
         self.model, self.tok = load_target(root, s.threads)
-        self.load_seconds = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        self.load_seconds = timing.clock() - t0
+        t0 = timing.clock()
         self.corpus = corpus if corpus is not None else token_corpus(self.tok, s.holdout_every)
-        self.corpus_seconds = time.perf_counter() - t0
+        self.corpus_seconds = timing.clock() - t0
         self.target = CachedLM(self.model)
         self._drafts: dict[str, Draft] = {}
         self._ngram: NGramModel | None = None
@@ -88,15 +88,15 @@ class Lab:
         """The token n-gram, with the counts of orders 1..max(ngram_orders, ``order``) (the
         order-k model is the same whatever the highest order counted)."""
         if self._ngram is None or self._ngram.order < order:
-            t0 = time.perf_counter()
+            t0 = timing.clock()
             self._ngram = NGramModel.fit(self.corpus.train, max([*self.s.ngram_orders, order]),
                                          VOCAB)
-            self.build_seconds["ngram"] = time.perf_counter() - t0
+            self.build_seconds["ngram"] = timing.clock() - t0
         return self._ngram
 
     def draft(self, name: str) -> Draft:
         if name not in self._drafts:
-            t0 = time.perf_counter()
+            t0 = timing.clock()
             if name.startswith("ngram-"):
                 order = int(name[6:])
                 d: Draft = NGramDraft(name, self.ngram(order), order)
@@ -106,7 +106,7 @@ class Lab:
                 d = ModelDraft(name, skip_copy(self.model, int(name[5:])))
             else:
                 raise ValueError(f"unknown draft {name!r}")
-            self.build_seconds[name] = time.perf_counter() - t0
+            self.build_seconds[name] = timing.clock() - t0
             self._drafts[name] = d
         return self._drafts[name]
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from specsim import exact, stats
+from specsim import exact, stats, timing
 from specsim.llm.assisted import hf_generate, policy_name, set_policy, torch_seed
 from specsim.llm.drafts import ModelDraft, NGramDraft
 from specsim.llm.generation import cache_consistency, speculative_generate
@@ -52,11 +51,11 @@ def assisted_counts(lab: Lab, assistant: Any, h: list[int], max_new: int, trials
     m = int(slot.max())
     first = np.zeros(v, dtype=np.int64)
     two = np.zeros(m * v + 1, dtype=np.int64)
-    t0 = time.perf_counter()
+    t0 = timing.clock()
     for i in range(trials):
         if i and i % 100 == 0:  # each trial is a real generation: progress to the rule's log
             print(json.dumps({"assisted_trials_done": i, "of": trials, "policy": seed[-1],
-                              "seconds": round(time.perf_counter() - t0, 1)}), file=sys.stderr)
+                              "seconds": round(timing.clock() - t0, 1)}), file=sys.stderr)
         run = hf_generate(lab.model, assistant, h, max_new,
                           torch_seed(seed_for(lab.s.seed, *seed, i)), exact_length=False)
         t1 = run.tokens[0]

@@ -24,14 +24,14 @@ For each pair (the target with one draft of :data:`.settings.Settings.trace_pair
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from specsim import exact
+from specsim import exact, timing
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
 from specsim.precision import covers
@@ -48,6 +48,8 @@ from specsim.traces.positional import (
 
 #: Engines: specsim's loop (every draft) and transformers' assisted generation (model drafts).
 ENGINES = ("specsim", "transformers")
+#: The load a pair's runs were timed at (its runs table's, :meth:`specsim.timing.Load.columns`).
+LOAD_COLUMNS = ("load_before", "load_after", "cpus")
 
 
 def trace_prompts(lab: Lab) -> list[list[int]]:
@@ -83,33 +85,41 @@ def measure_runs(lab: Lab, name: str) -> pd.DataFrame:
     engines = ENGINES if isinstance(draft, ModelDraft) else ENGINES[:1]
     configs = [(e, g) for e in engines for g in (0, *s.gamma)]
 
-    def one(engine: str, g: int, prompt: list[int], i: int, n_new: int) -> tuple[int, int,
-                                                                                 float]:
+    def one(engine: str, g: int, prompt: list[int], i: int, n_new: int) -> tuple[int, int]:
         seed = seed_for(s.seed, "llm-pair", name, engine, g, i)
         if engine == "specsim":
             rng = np.random.default_rng(seed)
             gen = (plain_generate(lab.target, prompt, n_new, rng) if g == 0 else
                    speculative_generate(lab.target, draft, prompt, g, n_new, rng))
-            return len(gen.tokens), gen.target_calls, gen.seconds
+            return len(gen.tokens), gen.target_calls
         assistant = None
         if g:
             assert isinstance(draft, ModelDraft)
             assistant = draft.lm.model
             set_policy(assistant, g)
         run = hf_generate(lab.model, assistant, prompt, n_new, torch_seed(seed))
-        return len(run.tokens), len(run.candidates), run.seconds
+        return len(run.tokens), len(run.candidates)
 
     prompts = trace_prompts(lab)
-    for engine, g in configs:  # warm-up: first calls pay for allocation and kernel selection
-        one(engine, g, prompts[0], -1, min(4, n))
+
+    def call(engine: str, g: int) -> Callable[[int], tuple[int, int]]:
+        def run(r: int) -> tuple[int, int]:  # the warm-up: a few tokens from the first prompt
+            if r == timing.WARMUP:
+                return one(engine, g, prompts[0], -1, min(4, n))
+            return one(engine, g, prompts[r], r, n)
+        return run
+
+    # one prompt a repeat, the configurations interleaved (rotated); not re-taken (too costly)
+    tm = timing.measure({cfg: call(*cfg) for cfg in configs}, len(prompts), min_seconds=0,
+                        retries=0)
     rows = []
-    for i, prompt in enumerate(prompts):
-        k = i % len(configs)
-        for engine, g in configs[k:] + configs[:k]:
-            tokens, calls, secs = one(engine, g, prompt, i, n)
+    for i in range(len(prompts)):
+        for engine, g in configs:
+            tokens, calls = tm.results[(engine, g)][i]
             rows.append({"pair": name, "engine": engine, "gamma": g, "prompt": i,
-                         "tokens": tokens, "calls": calls, "seconds": secs,
-                         "threads": s.threads})
+                         "tokens": tokens, "calls": calls,
+                         "seconds": tm[(engine, g)].samples[i], "threads": s.threads,
+                         **tm.load.columns()})
     return pd.DataFrame(rows)
 
 
@@ -177,16 +187,21 @@ def pair_tables(pairs: Sequence[str], traces: dict[str, Trace], runs: pd.DataFra
                     "covered": bool(covers(lo_d, hi_d, 0.0)),
                 })
                 # speedup: per prompt, plain seconds per token over speculative seconds per token
-                per_prompt = (plain["seconds"] / plain["tokens"]) / (gr["seconds"] / gr["tokens"])
-                q25, med, q75 = np.quantile(per_prompt.to_numpy(), [0.25, 0.5, 0.75])
+                per_prompt = timing.paired_ratio(plain["seconds"] / plain["tokens"],
+                                                 gr["seconds"] / gr["tokens"])
+                med = per_prompt.median
+                # reliable: seconds per target call (the same work on every prompt) agree
+                steady = all(timing.Timing.of(x["seconds"] / x["calls"]).reliable
+                             for x in (plain, gr))
                 verify = float(np.interp(g + 1, ratio.index.to_numpy(float), ratio.to_numpy()))
                 cost_model = pred / (g * c + verify)
                 f_alpha, f_draft = pred / (g + 1), 1.0 / (1.0 + g * c)
                 f_verify = (1.0 + g * c) / (g * c + verify)
                 speed_rows.append({
-                    "pair": name, "engine": engine, "gamma": g, "repeats": int(per_prompt.size),
-                    "speedup_measured": float(med), "speedup_measured_q25": float(q25),
-                    "speedup_measured_q75": float(q75),
+                    "pair": name, "engine": engine, "gamma": g,
+                    "repeats": len(per_prompt.samples),
+                    **timing.columns(speedup_measured=per_prompt), "reliable": steady,
+                    **{k: gr[k].iloc[0].item() for k in LOAD_COLUMNS if k in gr},
                     "speedup_thm38": float(exact.walltime_improvement(
                         min(alpha_mean, 1 - 1e-12), g, c)),
                     "speedup_predicted": cost_model,
@@ -194,6 +209,6 @@ def pair_tables(pairs: Sequence[str], traces: dict[str, Trace], runs: pd.DataFra
                     "tokens_predicted": pred, "tokens_measured": meas,
                     "factor_ideal": float(g + 1), "factor_alpha": f_alpha,
                     "factor_draft": f_draft, "factor_verify": f_verify,
-                    "factor_other": float(med) / cost_model,
+                    "factor_other": med / cost_model,
                 })
     return pd.DataFrame(accept_rows), pd.DataFrame(speed_rows)

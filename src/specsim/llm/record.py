@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 import numpy as np
 
+from specsim import timing
 from specsim.llm.drafts import CachedLM, sample
 from specsim.realtext.rounds import seed_for
 from specsim.sampling import FloatArray
@@ -149,7 +149,7 @@ def record(out: str | Path, make_document: Callable[[int, np.random.Generator], 
         from specsim.io import write_text
 
         write_text(mark, stamp)
-    t0 = time.perf_counter()
+    t0 = timing.clock()
     done: list[Trace] = []
     resumed = 0
     for d in range(documents):
@@ -168,7 +168,7 @@ def record(out: str | Path, make_document: Callable[[int, np.random.Generator], 
         done.append(part)
         _say(progress, f"record: {d + 1}/{documents} documents"
              f"{f' ({resumed} resumed)' if resumed else ''}, "
-             f"{time.perf_counter() - t0:.1f} s")
+             f"{timing.clock() - t0:.1f} s")
     trace = concat_traces(done, {**meta, "vocab": max(t.vocab for t in done)})
     write_trace(out, trace)
     shutil.rmtree(parts)

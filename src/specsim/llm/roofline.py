@@ -8,45 +8,54 @@ from typing import Any
 
 import pandas as pd
 
+from specsim import timing
 from specsim.intensity import Device, pass_cost, ridge_macs_per_byte
 from specsim.llm.loading import SMOLLM2_135M
 from specsim.llm.settings import Settings
-from specsim.realtext.costs import best_time
 
 
-def measure_device(s: Settings) -> Device:
-    """Peak matmul FLOP/s (float32 n x n @ n x n) and copy bandwidth (bytes read + written)."""
+def measure_device(s: Settings) -> tuple[Device, timing.Timings]:
+    """Peak matmul FLOP/s (float32 n x n @ n x n) and copy bandwidth (bytes read + written),
+    from the medians of ``cost_repeats`` interleaved repeats; and the timings themselves."""
     import torch
 
     n = s.matmul_size
     a, b = torch.randn(n, n), torch.randn(n, n)
-    t_mm = best_time(lambda: torch.mm(a, b), s.cost_repeats)
     elems = s.copy_mib * (1 << 20) // 4
     src, dst = torch.randn(elems), torch.empty(elems)
-    t_cp = best_time(lambda: dst.copy_(src), s.cost_repeats)
-    return Device(f"this CPU ({s.threads} threads)", 2.0 * n**3 / t_mm, 2.0 * 4 * elems / t_cp)
+    tm = timing.measure({"matmul": lambda r: torch.mm(a, b), "copy": lambda r: dst.copy_(src)},
+                        s.cost_repeats)
+    device = Device(f"this CPU ({s.threads} threads)", 2.0 * n**3 / tm["matmul"].median,
+                    2.0 * 4 * elems / tm["copy"].median)
+    return device, tm
 
 
 def kernel_table(s: Settings, ks: Sequence[int] = (1, 2, 3, 4, 8, 16)) -> pd.DataFrame:
     """``F.linear`` alone on SmolLM2's three weight shapes for k rows: seconds and the weight
     bytes streamed per second. At k = 1 PyTorch calls a matrix-vector kernel, at k >= 2 a
-    matrix-matrix one -- the step in T(k)/T(1) that the roofline does not predict."""
+    matrix-matrix one -- the step in T(k)/T(1) that the roofline does not predict. Every
+    (matrix, k) is timed in one interleaved measurement; ratios are paired per repeat."""
     import torch
 
-    rows = []
-    for name, (out_f, in_f) in {"mlp up/gate 576->1536": (1536, 576),
-                                "mlp down 1536->576": (576, 1536),
-                                "lm_head 576->49152": (49152, 576)}.items():
+    shapes = {"mlp up/gate 576->1536": (1536, 576), "mlp down 1536->576": (576, 1536),
+              "lm_head 576->49152": (49152, 576)}
+    fns = {}
+    for name, (out_f, in_f) in shapes.items():
         w = torch.randn(out_f, in_f)
-        t1 = None
         for k in ks:
             x = torch.randn(k, in_f)
-            t = best_time(lambda x=x, w=w: torch.nn.functional.linear(x, w), s.cost_repeats,
-                          min_seconds=0.02)
-            t1 = t if t1 is None else t1
-            rows.append({"matrix": name, "weight_bytes": w.numel() * 4, "rows_k": k,
-                         "seconds": t, "ratio": t / t1, "weight_gb_per_s": w.numel() * 4 / t / 1e9,
-                         "threads": s.threads})
+            fns[f"{name} k={k}"] = lambda r, x=x, w=w: torch.nn.functional.linear(x, w)
+    tm = timing.measure(fns, s.cost_repeats, min_seconds=0.02)
+    rows = []
+    for name, (out_f, in_f) in shapes.items():
+        nbytes = out_f * in_f * 4
+        for k in ks:
+            t = tm[f"{name} k={k}"]
+            rows.append({"matrix": name, "weight_bytes": nbytes, "rows_k": k,
+                         **timing.columns(seconds=t, ratio=tm.ratio(f"{name} k={k}",
+                                                                    f"{name} k={ks[0]}")),
+                         "weight_gb_per_s": nbytes / t.median / 1e9, "threads": s.threads,
+                         "repeats": s.cost_repeats, **tm.load.columns()})
     return pd.DataFrame(rows)
 
 
@@ -63,7 +72,8 @@ def pass_macs_bytes(k: int, n_ctx: int) -> tuple[int, int]:
 
 
 def intensity_table(device: Device, costs: pd.DataFrame, n_ctx: int) -> pd.DataFrame:
-    """Per k: MACs, bytes, MACs/byte, roofline T(k)/T(1) on this CPU, measured T(k)/T(1)."""
+    """Per k: MACs, bytes, MACs/byte, roofline T(k)/T(1) on this CPU, measured T(k)/T(1) (the
+    costs table's medians, and whether their repeats agreed)."""
     measured = costs[costs["model"] == "target"].set_index("positions")
     rows = []
     t1 = None
@@ -77,16 +87,22 @@ def intensity_table(device: Device, costs: pd.DataFrame, n_ctx: int) -> pd.DataF
                      "roofline_seconds": t, "roofline_ratio": t / t1,
                      "measured_seconds": float(measured.loc[k, "seconds"]),
                      "measured_ratio": float(measured.loc[k, "ratio"]),
-                     "roofline_fraction": t / float(measured.loc[k, "seconds"])})
+                     "roofline_fraction": t / float(measured.loc[k, "seconds"]),
+                     "measured_reliable": bool(measured.loc[k, "reliable"])})
     return pd.DataFrame(rows)
 
 
 
 
-def device_record(device: Device) -> dict[str, Any]:
-    """What the ``device`` step writes (device.json) and the ``intensity`` step reads back."""
-    return {"name": device.name, "peak_flops": device.peak_flops, "mem_bw": device.mem_bw,
-            "ridge_macs_per_byte": ridge_macs_per_byte(device)}
+def device_record(device: Device, tm: timing.Timings | None = None) -> dict[str, Any]:
+    """What the ``device`` step writes (device.json) and the ``intensity`` step reads back;
+    with the timings: their medians, quartiles, verdict and the load."""
+    out = {"name": device.name, "peak_flops": device.peak_flops, "mem_bw": device.mem_bw,
+           "ridge_macs_per_byte": ridge_macs_per_byte(device)}
+    if tm is not None:
+        out |= {**timing.columns(matmul_seconds=tm["matmul"], copy_seconds=tm["copy"]),
+                "repeats": len(tm["matmul"].samples), **tm.load.columns()}
+    return out
 
 
 def device_from_record(record: dict[str, Any]) -> Device:

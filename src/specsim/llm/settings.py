@@ -50,7 +50,7 @@ class Settings:
     new_tokens: int = 32
     cost_context_tokens: int = 128
     cost_max_positions: int = 17
-    cost_repeats: int = 4
+    cost_repeats: int = 5
     lossless_prompt: str = "The standard library module"
     lossless_draft: str = "ngram-2"
     lossless_gamma: int = 2

@@ -168,6 +168,8 @@ TABLES = (
             "gamma": "draft length γ",
             "c": "measured draft step / target call",
             "verify_ratio": "measured T(γ+1)/T(1): a target call verifying γ+1 positions",
+            "costs_reliable": "c and verify_ratio come from reliable timings (their interleaved "
+                              "repeats agree: specsim.timing); False: read them as noise",
             "tokens_exact": "E_γ: exact tokens per call on the trace",
             "speedup_thm38": "E_γ / (1 + γc) (Thm 3.8: verifying γ+1 positions costs one call)",
             "speedup_cost_model": "E_γ / (γc + T(γ+1)/T(1))",
@@ -205,10 +207,23 @@ TABLES = (
             "gamma_max": "most tokens drafted in one round",
             "tokens_per_call": "tokens emitted per target call (accepted drafts + 1 per round)",
             "tokens_per_call_sd": "standard deviation of the tokens emitted per round",
-            "seconds": "wall time of all the row's generations",
-            "tokens_per_second": "tokens / seconds",
-            "speedup_measured": "tokens_per_second over that of plain sampling by the same "
-                                "library (the target-alone row of specsim or of transformers)",
+            "seconds": "wall time of one generation: the median over the prompts (each "
+                       "prompt a repeat, every row's generation of it interleaved: "
+                       "specsim.timing)",
+            "seconds_q25": "lower quartile of the generations' wall times",
+            "seconds_q75": "upper quartile of the generations' wall times",
+            "tokens_per_second": "tokens / seconds of one generation: the median over the prompts",
+            "tokens_per_second_q25": "its lower quartile over the prompts",
+            "tokens_per_second_q75": "its upper quartile over the prompts",
+            "speedup_measured": "seconds per token of plain sampling by the same library (the "
+                                "target-alone row of specsim or of transformers) over this row's, "
+                                "per prompt (paired): the median over the prompts",
+            "speedup_measured_q25": "lower quartile of the per-prompt speedups",
+            "speedup_measured_q75": "upper quartile of the per-prompt speedups",
+            "reliable": "the seconds per target call (the same work on every prompt) of this row "
+                        "and of its library's plain row agree across the prompts (IQR / median "
+                        "<= specsim.timing.TOLERANCE, at least 3 prompts); False: the timings are "
+                        "noise (a busy machine: see the load)",
             "target_share": "share of the wall time spent inside target forward calls (the "
                             "rest: draft calls and each loop's own code)",
             "accept_rate": "drafts accepted / drafts tested (up to and including the first "
@@ -224,6 +239,9 @@ TABLES = (
             "speedup_cost_model": "the same with the measured T(γ+1)/T(1) of the costs table "
                                   "in place of 1: Σ Eq. 1 / Σ (γ c + T(γ+1)/T(1))",
             "threads": "torch threads",
+            "load_before": "the machine's 1-minute load average before the runs",
+            "load_after": "the same after them (above cpus: the runs shared the cores)",
+            "cpus": "the machine's CPU count (os.cpu_count)",
         },
         csv="results/llm/assisted.csv"),
     Table(
@@ -273,7 +291,13 @@ TABLES = (
         "rejection_q_once": "the same with q warped once",
         "q_twice_covered": "the Wilson interval covers rejection_q_twice",
         "q_once_covered": "the Wilson interval covers rejection_q_once",
-        "seconds_per_trial": "wall time per generate call",
+        "seconds_per_trial": "wall time of one generate call: the median over the trials",
+        "seconds_per_trial_q25": "its lower quartile over the trials",
+        "seconds_per_trial_q75": "its upper quartile over the trials",
+        "reliable": "the trials' wall times agree (IQR / median <= specsim.timing.TOLERANCE)",
+        "load_before": "the machine's 1-minute load average before the setting's trials",
+        "load_after": "the same after them (above cpus: the trials shared the cores)",
+        "cpus": "the machine's CPU count (os.cpu_count)",
         "significance": "the test's level (the config's significance)",
         "threads": "torch threads",
         },

@@ -181,11 +181,13 @@ def pair_costs_table(traces: dict[str, Trace], s: Settings, costs: pd.DataFrame
     rows = []
     for k, (name, trace) in zip(s.draft_orders, traces.items(), strict=True):
         for b in sorted(calls["batch"].unique()):
-            t_k = calls[calls["batch"] == b].set_index("positions")["ratio"]
+            at_b = calls[calls["batch"] == b].set_index("positions")
+            t_k = at_b["ratio"]
             step = steps[(steps["batch"] == b) & (steps["draft_order"] == k)]
             if step.empty:
                 raise ValueError(f"the costs table has no draft_step of order {k} at batch {b}")
             c = float(step["c"].iloc[0])
+            step_ok = bool(step["reliable"].iloc[0])
             g_top = min(s.optimal_gamma_max, int(t_k.index.max()) - 1)
             gammas = np.arange(1, g_top + 1)
             tokens = exact_tokens(trace, g_top)
@@ -196,7 +198,9 @@ def pair_costs_table(traces: dict[str, Trace], s: Settings, costs: pd.DataFrame
             for n, g in enumerate(gammas):
                 rows.append({
                     "batch": int(b), "pair": name, "gamma": int(g), "c": c,
-                    "verify_ratio": verify[n], "tokens_exact": tokens[n],
+                    "verify_ratio": verify[n],
+                    "costs_reliable": step_ok and bool(at_b.loc[g + 1, "reliable"]),
+                    "tokens_exact": tokens[n],
                     "speedup_thm38": thm38[n], "speedup_cost_model": model[n],
                     "optimal_thm38": bool(n == i), "optimal_cost_model": bool(n == j),
                     "c_break_even_thm38": (tokens[n] - 1.0) / g,
