@@ -316,6 +316,9 @@ def test_a_target_that_is_no_grid_point_is_one_line(tmp_path: Path, target: str)
 def test_make_run_checks_the_config_before_snakemake() -> None:
     res = subprocess.run(["make", "-n", "run", "CONFIG=tests/data/tiny.yaml"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60, check=False)
-    lines = [ln for ln in res.stdout.splitlines() if "check-config" in ln or "snakemake" in ln]
-    assert lines[-2].endswith("specsim check-config tests/data/tiny.yaml"), lines
-    assert lines[-1].endswith("--configfile tests/data/tiny.yaml"), lines
+    lines = res.stdout.splitlines()
+    check = [i for i, ln in enumerate(lines)
+             if ln.endswith("specsim check-config tests/data/tiny.yaml")]
+    run = [i for i, ln in enumerate(lines)
+           if "snakemake --cores" in ln and ln.endswith("--configfile tests/data/tiny.yaml")]
+    assert check and run and check[0] < run[0], lines  # checked first, then run

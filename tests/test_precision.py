@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from specsim import precision, tablediff
-from specsim.io import write_table
+from specsim.io import write_checksum, write_table
 
 
 def test_round_printed_digits_and_zero_sign() -> None:
@@ -101,11 +101,16 @@ def test_tablediff_names_the_first_differing_cell(tmp_path, capsys) -> None:
     a.mkdir()
     b.mkdir()
     head = "study,model,rule,covered,tokens\n"
-    (a / "s.csv").write_text(head + "x,m,correct,True,3.0\nx,m,lenient,False,5.0\n")
-    (b / "s.csv").write_text(head + "x,m,correct,True,3.0\nx,m,lenient,True,5.0\n")
-    (a / "same.csv").write_text(head)
-    (b / "same.csv").write_text(head)
-    (a / "only.csv").write_text(head)
+
+    def put(path, text: str) -> None:  # a table as the DAG leaves it: with its sidecar
+        path.write_text(text)
+        write_checksum(path, text.encode())
+
+    put(a / "s.csv", head + "x,m,correct,True,3.0\nx,m,lenient,False,5.0\n")
+    put(b / "s.csv", head + "x,m,correct,True,3.0\nx,m,lenient,True,5.0\n")
+    put(a / "same.csv", head)
+    put(b / "same.csv", head)
+    put(a / "only.csv", head)
     assert tablediff.compare_dirs(a, b) == [
         f"only.csv: only in {a}",
         "s.csv: row 2 (study=x, model=m, rule=lenient), column covered: 'False' vs 'True'",
@@ -113,7 +118,9 @@ def test_tablediff_names_the_first_differing_cell(tmp_path, capsys) -> None:
     assert tablediff.main([str(a), str(b)]) == 1
     assert "s.csv: row 2" in capsys.readouterr().out
     (a / "only.csv").unlink()
-    (b / "s.csv").write_bytes((a / "s.csv").read_bytes())
+    put(b / "s.csv", (a / "s.csv").read_text())
     assert tablediff.main([str(a), str(b)]) == 0
+    (b / "s.csv").write_text(head)  # edited, its sidecar not: refused as damage, not compared
+    assert "does not match" in tablediff.compare_dirs(a, b)[0]
     assert tablediff.main([str(a)]) == 2
     assert tablediff.first_difference("t.csv", b"a\n1\n", b"a\n1\n2\n") == "t.csv: 1 rows vs 2 rows"
