@@ -128,6 +128,14 @@ def test_the_gate_refuses_damaged_results(results: Path,
 
 
 # --- stale locks --------------------------------------------------------------------------------
+def wait_until_running(where: Path) -> None:
+    """Until a process started there shows up as working in ``where`` (at most ~5 s)."""
+    for _ in range(100):
+        if runs_in(where):
+            return
+        time.sleep(0.05)
+
+
 def test_a_lock_is_stale_only_when_no_run_is_alive_there(tmp_path: Path) -> None:
     assert stale_lock(tmp_path)[0] is False  # no lock at all
     locks = tmp_path / ".snakemake" / "locks"
@@ -136,10 +144,7 @@ def test_a_lock_is_stale_only_when_no_run_is_alive_there(tmp_path: Path) -> None
     # a process named snakemake, working in the directory: a live run
     live = subprocess.Popen(["bash", "-c", "exec -a snakemake sleep 60"], cwd=tmp_path)
     try:
-        for _ in range(100):
-            if runs_in(tmp_path):
-                break
-            time.sleep(0.05)
+        wait_until_running(tmp_path)
         stale, why = stale_lock(tmp_path)
         assert not stale and f"pid {live.pid}" in why
         assert resume_main([str(tmp_path)]) == 1  # a live Snakemake is never waited for
@@ -153,10 +158,7 @@ def test_a_lock_is_stale_only_when_no_run_is_alive_there(tmp_path: Path) -> None
     # a job the killed run left (no Snakemake there) is waited for, then the lock is stale
     orphan = subprocess.Popen(["bash", "-c", "exec -a specsim sleep 1.5"], cwd=tmp_path)
     try:
-        for _ in range(100):
-            if runs_in(tmp_path):
-                break
-            time.sleep(0.05)
+        wait_until_running(tmp_path)
         assert resume_main([str(tmp_path)], poll=0.1) == 0
         assert orphan.poll() is not None  # it had finished
     finally:

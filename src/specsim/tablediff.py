@@ -19,7 +19,7 @@ import io
 import sys
 from pathlib import Path
 
-from specsim.io import IntegrityError, check_cells, read_verified
+from specsim.io import IntegrityError, table_bytes
 
 __all__ = ["compare_dirs", "first_difference", "main"]
 
@@ -61,7 +61,7 @@ def compare_dirs(dir_a: str | Path, dir_b: str | Path) -> list[str]:
     out += [f"{n}: only in {b}" for n in sorted(names_b - names_a)]
     for n in sorted(names_a & names_b):
         try:  # each table verified whole against its sidecar, bounded, before it is parsed
-            data_a, data_b = _verified(a / n), _verified(b / n)
+            data_a, data_b = table_bytes(a / n), table_bytes(b / n)
         except IntegrityError as err:
             out.append(f"{n}: {err}")
             continue
@@ -69,12 +69,6 @@ def compare_dirs(dir_a: str | Path, dir_b: str | Path) -> list[str]:
         if line:
             out.append(line)
     return out
-
-
-def _verified(path: Path) -> bytes:
-    data = read_verified(path)
-    check_cells(data, path)
-    return data
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,7 @@ from specsim.io.atomic import (
     write_json_verified,
     write_text,
 )
-from specsim.io.frames import read_frame, read_table, write_frame, write_table
+from specsim.io.frames import read_frame, read_table, table_bytes, write_frame, write_table
 from specsim.io.parquet import read_parquet, write_parquet
 from specsim.io.points import PointFileError, PointSchema, read_point_file, write_point_file
 from specsim.io.provenance import NOT_INSTALLED, point_versions, requirement_name, versions
@@ -66,6 +66,7 @@ __all__ = [
     "read_verified",
     "requirement_name",
     "seal",
+    "table_bytes",
     "to_markdown",
     "versions",
     "write_checksum",

@@ -10,17 +10,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from specsim.io.atomic import atomic_path, read_verified, write_checksum
+from specsim.io.atomic import atomic_path, read_verified
 
 
 def write_npz(path: str | os.PathLike[str], arrays: dict[str, Any]) -> None:
-    """``arrays`` as an uncompressed ``.npz`` file with its checksum beside it."""
+    """``arrays`` as an uncompressed ``.npz`` file (its sidecar written by :func:`atomic_path`)."""
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     data = buffer.getvalue()
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
-    write_checksum(path, data)
 
 
 def read_npz(path: str | os.PathLike[str]) -> dict[str, NDArray[Any]]:

@@ -40,14 +40,21 @@ def write_table(df: pd.DataFrame, csv_path: str | os.PathLike[str]) -> pd.DataFr
     write_text(md, to_markdown(out))
     return out
 
+def table_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a table, verified whole against its sidecar and its cells' lengths checked,
+    before any parser sees them (:func:`read_table`, ``specsim.tablediff``)."""
+    data = read_verified(path)
+    check_cells(data, path)
+    return data
+
+
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A table written by :func:`write_table`, verified against its checksum first."""
     import io as _io
 
     import pandas as pd
 
-    data = read_verified(path)  # whole, against its sidecar, before any decoding
-    check_cells(data, path)
+    data = table_bytes(path)
     try:
         return pd.read_csv(_io.BytesIO(data))
     except Exception as err:
