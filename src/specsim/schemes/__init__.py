@@ -65,7 +65,8 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
 TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = MappingProxyType({
     "correct": lambda P, Q, knobs: tokenwise.correct_tables(P, Q),
     "lenient": lenient.tables, "typical": typical.tables})
-WHOLE_DRAFT: Final = ("block", "multi_draft", "tree")  # rules that verify whole drafts, fixed γ only
+# rules that verify whole drafts (or trees), fixed γ only
+WHOLE_DRAFT: Final = ("block", "multi_draft", "tree")
 RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
 
 

@@ -109,7 +109,9 @@ class RuleSpec:
     few words, for figure legends (``name (label)``). ``scheme``: the module of
     :mod:`specsim.schemes` that plays the rule (its accept step is then ``"scheme"``: not a
     per-token table of the Markov engine) -- None for the engine's own rules. ``knobs``: the
-    rule's settings; ``source``: the paper it is written from.
+    rule's settings; ``source``: the paper it is written from; ``at_least_tokenwise``: why
+    the rule never emits fewer tokens per call than Algorithm 1 at the same γ (checked on the
+    ``schemes`` table), empty where nobody claims it.
     """
 
     name: Rule
@@ -122,6 +124,7 @@ class RuleSpec:
     scheme: str | None = None
     knobs: tuple[KnobSpec, ...] = ()
     source: str = ""
+    at_least_tokenwise: str = ""
 
     @property
     def legend(self) -> str:
@@ -176,7 +179,10 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         scheme="tree",
         knobs=(KnobSpec("branches", "children per node at each depth; the depth is the "
                         "point's gamma", 1, 4096, "2x1", shape=True, neutral=1),),
-        source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, token tree verification"),
+        source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, token tree verification",
+        at_least_tokenwise="SpecInfer (arXiv 2305.09781): a token tree verifies more tokens "
+                           "per step than a sequence of its depth (checked per table, not a "
+                           "theorem: the accepted child's law differs from a chain's)"),
 })
 assert tuple(RULES) == RULE_NAMES
 CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
