@@ -180,9 +180,8 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         knobs=(KnobSpec("branches", "children per node at each depth; the depth is the "
                         "point's gamma", 1, 4096, "2x1", shape=True, neutral=1),),
         source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, token tree verification",
-        at_least_tokenwise="SpecInfer (arXiv 2305.09781): a token tree verifies more tokens "
-                           "per step than a sequence of its depth (checked per table, not a "
-                           "theorem: the accepted child's law differs from a chain's)"),
+        at_least_tokenwise="SpecInfer (arXiv 2305.09781): a token tree accepts more than a "
+                           "chain of its depth (an observation, checked per table)"),
 })
 assert tuple(RULES) == RULE_NAMES
 CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
