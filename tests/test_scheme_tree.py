@@ -182,7 +182,8 @@ def test_play_is_reproducible() -> None:
 
 @pytest.mark.parametrize(("knobs", "needle"), [
     ({}, "branches"), ({"branches": "2x0"}, "branches"), ({"branches": "2x"}, "branches"),
-    ({"branches": 2}, "branches"), ({"branches": "2,2"}, "branches"),
+    ({"branches": 2.5}, "branches"), ({"branches": "2,2"}, "branches"),
+    ({"branches": True}, "branches"), ({"branches": 0}, "branches"),
     ({"branches": "-1x2"}, "branches"), ({"branches": "64x64x64"}, "266304 nodes"),
     ({"branches": "2x2", "drafts": 2}, "branches"),
 ])
@@ -211,6 +212,7 @@ def test_scheme_segment_and_study_pairing(tiny_config: dict) -> None:
     s = Scheme.build("tree", {"branches": "2x02x1"})
     assert s.rule_segment == "tree+branches=2x2x1" and s.depth == 3
     assert Scheme.build("correct").depth is None
+    assert Scheme.build("tree", {"branches": 3}).rule_segment == "tree+branches=3"
     tiny_config["studies"] = {"t": {"analysis": "schemes", "models": ["seed_good"],
                                     "gamma": [2, 3], "rule": ["correct", "tree"],
                                     "knobs": {"branches": ["2x2x1", "3x3", "1x1"]}}}
@@ -225,3 +227,21 @@ def test_scheme_segment_and_study_pairing(tiny_config: dict) -> None:
     tiny_config["studies"]["t"]["knobs"]["branches"] = ["2y2"]
     with pytest.raises(ConfigError, match="branches"):
         load_grid(tiny_config, SCHEMA)
+
+
+def test_play_matches_law_and_lossless_on_iid_stub() -> None:
+    """The i.i.d. stub's frozen position-indexed chain (one round from its start)."""
+    from specsim.models.iid import iid_frozen_markov
+    from specsim.models.spec import ModelSpec
+
+    spec = ModelSpec(name="stub", family="iid", vocab=20, draft="noise", sigma=1.0, noise=0.3,
+                     share="round", seed=7)
+    p, q, start = iid_frozen_markov(spec, 1.0, None, 4)
+    exact = law(p, q, 2, {"branches": "3x2"})
+    assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
+    state = np.full(60_000, start)
+    sample = play(p, q, state, 2, {"branches": "3x2"}, np.random.default_rng(78))
+    tokens = np.bincount(sample.n_emitted, minlength=4)
+    nxt = np.bincount(sample.next_state, minlength=p.shape[0])
+    assert gof_test(tokens, exact.tokens[start]).p_value > LEVEL / 2
+    assert gof_test(nxt, exact.next_state[start]).p_value > LEVEL / 2

@@ -69,6 +69,8 @@ class KnobSpec:
         return bool(value == self.neutral)
 
     def _check_shape(self, value: object, where: str) -> str:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # a depth-1 tree, as YAML reads `3`
         entries = value.split("x") if isinstance(value, str) else []
         ok = bool(entries) and all(e.isdigit() and e.isascii() and len(e) <= 6
                                    for e in entries)
