@@ -40,7 +40,8 @@ DEFAULTS = {"confidence": (20, 0.4), "heuristic": (5, None)}  # transformers' (Î
 
 
 def _scheme_label(row: pd.Series) -> str:
-    knobs = [f"{k}={row[k]:g}" for k in KNOB_COLUMNS if k in row and pd.notna(row[k])
+    knobs = [f"{k}={row[k] if isinstance(row[k], str) else format(row[k], 'g')}"
+             for k in KNOB_COLUMNS if k in row and pd.notna(row[k])
              and k not in ("threshold", "cap")]
     return row["rule"] + (f" ({', '.join(knobs)})" if knobs else "")
 
