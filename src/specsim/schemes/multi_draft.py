@@ -50,8 +50,13 @@ from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
-from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables, \
-    round_law
+from specsim.schemes.survivors import (
+    Kernel,
+    checked_drafts,
+    checked_state,
+    checked_tables,
+    round_law,
+)
 from specsim.verify import accept, residual
 
 __all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "sequence_law"]
@@ -99,7 +104,8 @@ def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
     """Exact law of one MSS round ([M] §4) from every context: forward DP over depths.
 
     Carries F[s, (c, m)] = P(start s, depth i reached at context c with m survivors); each
-    depth is one (S, Sk) x (Sk, Sk) product, O(γ S^3 k^2) (:func:`.survivors.round_law`). Refuses (S k)^2 > ``budget``.
+    depth is one (S, Sk) x (Sk, Sk) product, O(γ S^3 k^2)
+    (:func:`.survivors.round_law`). Refuses (S k)^2 > ``budget``.
     """
     P, Q, g = checked_tables(P, Q, gamma)
     k = checked_drafts(knobs, "multi_draft")
