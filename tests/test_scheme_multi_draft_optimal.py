@@ -20,8 +20,14 @@ from test_scheme_multi_draft import DRAFT, P3, PAIRS, Q3, Q3B, TARGET, _stub
 from specsim.exact import first_two_law, stationary_rates, target_joint, tv
 from specsim.models.maths import random_table
 from specsim.schemes import multi_draft, spectr
-from specsim.schemes.multi_draft_optimal import (coupling, law, limit, optimal_acceptance, play,
-                                                 sequence_law)
+from specsim.schemes.multi_draft_optimal import (
+    coupling,
+    law,
+    limit,
+    optimal_acceptance,
+    play,
+    sequence_law,
+)
 from specsim.stats import gof_test
 
 LEVEL = 1e-3
