@@ -10,8 +10,10 @@ the contract of :mod:`specsim.schemes.law`:
   ``correct`` (Leviathan et al. 2022, Alg. 1), ``lenient`` (:mod:`.lenient`), ``typical``
   (:mod:`.typical`) -- their tables drive :mod:`.tokenwise`, and only they run under the
   policies ``confidence`` (:mod:`.confidence`) and ``heuristic`` (:mod:`.heuristic`);
-* ``block`` (:mod:`.block`) and ``multi_draft`` (:mod:`.multi_draft`) verify a whole draft
-  (or several) at once, with a fixed draft length.
+* ``block`` (:mod:`.block`) verifies a whole draft at once; ``multi_draft`` (:mod:`.multi_draft`,
+  SpecInfer), ``spectr`` (:mod:`.spectr`, K-SEQ) and ``multi_draft_optimal``
+  (:mod:`.multi_draft_optimal`, the LP bound) verify k drafts depth by depth on the shared
+  (context, survivors) chain of :mod:`.survivors`; all with a fixed draft length.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
 TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = MappingProxyType({
     "correct": lambda P, Q, knobs: tokenwise.correct_tables(P, Q),
     "lenient": lenient.tables, "typical": typical.tables})
-WHOLE_DRAFT: Final = ("block", "multi_draft")  # rules that verify whole drafts, fixed γ only
+WHOLE_DRAFT: Final = ("block", "multi_draft", "spectr", "multi_draft_optimal")  # fixed γ only
 RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
 
 
@@ -127,6 +129,15 @@ class Scheme:
     @property
     def knobs(self) -> dict[str, float]:
         return dict(self.rule_knobs) | dict(self.policy_knobs)
+
+    def check_vocab(self, vocab: int, where: str) -> None:
+        """Refuse a vocabulary beyond the rule's exact limit: a scheme module may define
+        ``limit(vocab, knobs) -> str | None`` (why it cannot run; :mod:`.multi_draft_optimal`)."""
+        if self.rule not in WHOLE_DRAFT:
+            return
+        why = getattr(self._module(), "limit", lambda v, k: None)(vocab, dict(self.rule_knobs))
+        if why is not None:
+            raise ValueError(f"{where}: {why}")
 
     def check_gamma(self, gamma: int, where: str) -> None:
         """The heuristic schedule starts at γ and must fit under its cap."""
