@@ -43,6 +43,9 @@ CASES = {
     "heuristic": one_study(markov(16), analysis="schemes", rule=["correct"],
                            policy=["heuristic"], knobs={"cap": [64]}),
     "iid": one_study(IID, analysis="accept_curve"),
+    "spectr": one_study(markov(96), analysis="schemes", rule=["spectr"], knobs={"drafts": [3]}),
+    "multi_draft_optimal": one_study(markov(8), analysis="schemes", rule=["multi_draft_optimal"],
+                                     knobs={"drafts": [4]}),
 }
 
 

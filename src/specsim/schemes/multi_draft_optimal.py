@@ -61,7 +61,8 @@ __all__ = ["MAX_MULTISETS", "coupling", "footprint", "law", "limit", "optimal_ac
 
 MAX_MULTISETS: Final = 3003  # rows of one LP: multisets of k candidates
 LP_TOL: Final = 1e-9  # the second stage keeps the acceptance within this of the LP value
-_CACHE: dict[tuple[bytes, bytes, int], tuple[Kernel, FloatArray, IntArray]] = {}
+# the couplings and play's samplers of the last few (P, Q, k): play runs once per chunk of rounds
+_CACHE: dict[tuple[bytes, bytes, int], tuple[Kernel, TableSampler, IntArray, TableSampler]] = {}
 
 
 def optimal_acceptance(p: Any, q: Any, m: int) -> FloatArray:
@@ -129,9 +130,11 @@ def coupling(p: FloatArray, q: FloatArray,
     return sets, mass, w
 
 
-def _build(P: FloatArray, Q: FloatArray, k: int) -> tuple[Kernel, FloatArray, IntArray]:
-    """The kernel of :mod:`.survivors`, plus play's table: one row per (context, multiset of
-    1..k candidates) of (accept token 0..S-1, reject), and the rows' sorted keys."""
+def _build(P: FloatArray, Q: FloatArray,
+           k: int) -> tuple[Kernel, TableSampler, IntArray, TableSampler]:
+    """The kernel of :mod:`.survivors`, plus play's sampler of a table with one row per
+    (context, multiset of 1..k candidates) of (accept token 0..S-1, reject), the rows' sorted
+    keys, and the sampler of the residuals (rows c k + m - 1); built once per (P, Q, k)."""
     key = (P.tobytes(), Q.tobytes(), k)
     if key in _CACHE:
         return _CACHE[key]
@@ -159,8 +162,8 @@ def _build(P: FloatArray, Q: FloatArray, k: int) -> tuple[Kernel, FloatArray, In
             stop[c, m - 1] = z
             final[c, m - 1] = left / z if z > 0 else P[c]
     order = np.argsort(np.array(keys, dtype=np.int64), kind="stable")
-    out = (Kernel(trans=trans, stop=stop, final=final), np.array(table)[order],
-           np.array(keys, dtype=np.int64)[order])
+    out = (Kernel(trans=trans, stop=stop, final=final), TableSampler(np.array(table)[order]),
+           np.array(keys, dtype=np.int64)[order], TableSampler(final.reshape(size * k, size)))
     if len(_CACHE) > 8:
         _CACHE.clear()
     _CACHE[key] = out
@@ -198,12 +201,11 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     k = checked_drafts(knobs, "multi_draft_optimal")
     size = P.shape[0]
     s = checked_state(state, size)
-    kern = _kernel(P, Q, k)
-    _, table, keys = _build(P, Q, k)
+    _kernel(P, Q, k)  # the vocabulary limit
+    _, draw_w, keys, draw_r = _build(P, Q, k)
     base = size + 1
     n = s.size
-    draw_q, draw_p, draw_w = TableSampler(Q), TableSampler(P), TableSampler(table)
-    draw_r = TableSampler(kern.final.reshape(size * k, size))
+    draw_q, draw_p = TableSampler(Q), TableSampler(P)
     x = np.empty((n, k, g), dtype=np.intp)
     prev = np.repeat(s[:, None], k, axis=1)
     for i in range(g):
@@ -237,26 +239,32 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
 
 def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
               chains: int) -> LawSize:
-    """What :func:`law` and :func:`play` cost: S k LPs of at most C(u + k - 1, k) multisets
-    (u = ``support``) times k variables (HiGHS, ~1e3 operations per nonzero, twice), the
-    (S k)^2 transition and the (S, S k) carried law, play's table of S Σ_m C(u+m-1, m) rows
-    of S + 1 outcomes. Beyond the vocabulary limit the law is None and :func:`limit` refuses."""
+    """What :func:`law` and :func:`play` cost: 2 S k LPs of at most C(u + k - 1, k) multisets
+    (u = ``support``) times k variables, the (S k)^2 transition and the (S, S k) carried law,
+    play's samplers of S Σ_m C(u+m-1, m) rows of S + 1 outcomes (the LPs and samplers are
+    built once per job and cached; the play estimate counts the samplers' cells, not their
+    building). Beyond the vocabulary limit the law is None and :func:`limit` refuses."""
     k = checked_drafts(knobs or {}, "multi_draft_optimal")
     sets = sum(comb(support + m - 1, m) for m in range(1, k + 1))
+    rows = float(size * sets)
+    # built once per job (cached): 2 S k LPs (~1 ms each plus ~1e3 operations per variable)
+    # and play's two samplers, alive from then on (one guide-table bound covers every sampler
+    # of a call, as multi_draft's estimate counts them)
+    samplers = Footprint(TableSampler.cells(rows + size * k, size + 1) + 2 * rows * (size + 1),
+                         TableSampler.work(rows, size + 1) + TableSampler.work(size * k, size))
     lp = Footprint(30.0 * comb(support + k - 1, k) * k + 10 * size * size,
-                   2e3 * size * sets * k, what="multi_draft_optimal LPs")
+                   2e3 * size * sets * k + 4e6 * size * k, what="multi_draft_optimal LPs")
+    built = lp.then(samplers)
     sk, s2 = float(size * k), float(size) ** 2
     law_fp = None
     if limit(support, {"drafts": k}) is None:
-        law_fp = lp.then(Footprint(3 * sk * sk + 2 * s2 * k + 4 * size * sk + 2.0 * size**3,
-                                   2 * gamma * size * sk * sk + 2 * s2 * size * k)).named(
+        law_fp = built.then(samplers.plus(Footprint(
+            3 * sk * sk + 2 * s2 * k + 4 * size * sk + 2.0 * size**3,
+            2 * gamma * size * sk * sk + 2 * s2 * size * k))).named(
             f"multi_draft_optimal exact law ({k} drafts on {size} states)")
     n = float(chains)
-    rows = float(size * sets)
-    samplers = TableSampler.cells(rows, size + 1) + TableSampler.cells(size * k, size)
-    play_fp = Footprint(2 * rows * (size + 1) + 2 * sk * sk + samplers + 3 * n * k * gamma
+    play_fp = Footprint(2 * sk * sk + 3 * n * k * gamma
                         + 6 * n * k + 2 * n * (gamma + 1) + 14 * n,
-                        lp.flops + TableSampler.work(rows, size + 1)
-                        + 10 * n * gamma * (8 * k + 16),
-                        what=f"simulation ({chains} chains at once)")
+                        2 * TableSampler.work(size, size) + 10 * n * gamma * (8 * k + 16),
+                        what=f"simulation ({chains} chains at once)").plus(samplers)
     return LawSize(size, law_fp, play_fp)
