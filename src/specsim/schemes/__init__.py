@@ -12,8 +12,9 @@ the contract of :mod:`specsim.schemes.law`:
   policies ``confidence`` (:mod:`.confidence`) and ``heuristic`` (:mod:`.heuristic`);
 * ``block`` (:mod:`.block`) verifies a whole draft at once; ``multi_draft`` (:mod:`.multi_draft`,
   SpecInfer), ``spectr`` (:mod:`.spectr`, K-SEQ) and ``multi_draft_optimal``
-  (:mod:`.multi_draft_optimal`, the LP bound) verify k drafts depth by depth on the shared
-  (context, survivors) chain of :mod:`.survivors`; all with a fixed draft length.
+  (:mod:`.multi_draft_optimal`, the LP bound) verify k i.i.d. drafts depth by depth on the
+  shared (context, survivors) chain of :mod:`.survivors`, as does ``multi_draft_wor``
+  (:mod:`.multi_draft_wor`, drafts without replacement, RSD-C); all with a fixed draft length.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
 TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = MappingProxyType({
     "correct": lambda P, Q, knobs: tokenwise.correct_tables(P, Q),
     "lenient": lenient.tables, "typical": typical.tables})
-WHOLE_DRAFT: Final = ("block", "multi_draft", "spectr", "multi_draft_optimal")  # fixed γ only
+WHOLE_DRAFT: Final = ("block", "multi_draft", "spectr", "multi_draft_optimal",
+                      "multi_draft_wor")  # rules that verify whole drafts, fixed γ only
 RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
 
 

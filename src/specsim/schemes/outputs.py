@@ -20,9 +20,10 @@ TABLES = (
             **KEYS,
             "rule": "verification rule: correct (Leviathan Alg. 1), block (Sun et al. 2024), "
                     "multi_draft (SpecInfer), lenient (Leviathan App. A.5), typical (Medusa), "
-                    "spectr (SpecTr K-SEQ), multi_draft_optimal (the LP optimum per depth)",
-            "drafts": "multi_draft, spectr, multi_draft_optimal: number k of independent draft "
-                      "sequences",
+                    "spectr (SpecTr K-SEQ), multi_draft_optimal (the LP optimum per depth), "
+                    "multi_draft_wor (RSD-C, drafts without replacement)",
+            "drafts": "multi_draft, spectr, multi_draft_optimal, multi_draft_wor: number k of "
+                      "draft sequences",
             "lenience": "lenient: lenience l (1 = Algorithm 1, 0 accepts every draft p allows)",
             "epsilon": "typical: hard probability threshold ε",
             "delta": "typical: entropy-scaled threshold δ (accept iff p(x) > min(ε, δ e^(−H(p))))",

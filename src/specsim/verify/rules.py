@@ -19,7 +19,8 @@ from typing import Any, Final, Literal, cast, get_args
 from specsim.errors import shown
 
 Rule = Literal["correct", "greedy", "no_resample", "continue",
-               "block", "multi_draft", "lenient", "typical", "spectr", "multi_draft_optimal"]
+               "block", "multi_draft", "lenient", "typical", "spectr", "multi_draft_optimal",
+               "multi_draft_wor"]
 RULE_NAMES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
 
 
@@ -147,6 +148,12 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         multi_draft=True, bound=True,
         source="Hu et al. 2025, arXiv 2502.18779; Khisti et al. 2024, arXiv 2410.18234 "
                "(optimal multi-draft acceptance by LP)"),
+    "multi_draft_wor": RuleSpec(
+        "multi_draft_wor", "k drafts whose tokens are distinct at each depth (sampled without "
+        "replacement), recursive rejection sampling without replacement; lossless; not i.i.d., "
+        "so outside the i.i.d. LP bound", True, "scheme", "residual",
+        label="k drafts w/o replacement", scheme="multi_draft_wor", knobs=(_DRAFTS,),
+        source="Jeon et al. 2024 (Recursive Speculative Decoding), arXiv 2402.14160, RSD-C"),
 })
 assert tuple(RULES) == RULE_NAMES
 CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
