@@ -180,8 +180,9 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
 def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost: the enumeration of S k sets of ordered candidate
-    tuples (~30 Python-level operations and one (V,) residual per prefix), the (S k)^2 transition and the
-    carried law; a round holds (n, V) rows per chain for the first depth and the samplers."""
+    tuples (Python-level work and one (V,) residual per prefix), the (S k)^2 transition and
+    the carried law; a round holds (n, V) rows per chain for the first depth and the
+    samplers."""
     k = checked_drafts(knobs or {}, "multi_draft_wor")
     tuples = float(sum(perm(support, min(m, support)) for m in range(1, k + 1)))
     sk, s2 = float(size * k), float(size) ** 2
