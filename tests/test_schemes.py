@@ -49,13 +49,18 @@ def _grid_with(config: dict[str, Any], study: dict[str, Any]) -> Any:
 # ---------------------------------------------------------------------------------------------
 def test_every_scheme_rule_is_registered_with_its_module_and_source() -> None:
     schemes = [n for n, s in RULES.items() if s.scheme is not None]
-    assert schemes == ["block", "multi_draft", "lenient", "typical", "tree"]
+    assert schemes == ["block", "multi_draft", "lenient", "typical", "tree", "spectr",
+                       "multi_draft_optimal", "multi_draft_wor"]
     for name in schemes:
         spec = RULES[name]  # type: ignore[index]
         assert spec.source and "arXiv" in spec.source, name
         __import__(f"specsim.schemes.{spec.scheme}")
     assert set(CLASSIC_RULES) == {"correct", "greedy", "no_resample", "continue"}
-    assert [RULES[n].lossless for n in schemes] == [True, True, False, False, True]  # type: ignore[index]
+    assert [RULES[n].lossless for n in schemes] == [  # type: ignore[index]
+        True, True, False, False, True, True, True, True]
+    assert [n for n in schemes if RULES[n].multi_draft] == [  # type: ignore[index]
+        "multi_draft", "spectr", "multi_draft_optimal"]
+    assert [n for n in schemes if RULES[n].bound] == ["multi_draft_optimal"]  # type: ignore[index]
     assert list(POLICIES) == ["fixed", "confidence", "heuristic"]
 
 
@@ -73,6 +78,11 @@ def test_verify_refuses_scheme_rules_with_a_pointer() -> None:
     ({"rule": ["multi_draft"], "knobs": {"drafts": [0]}}, ["studies.s.knobs.drafts", "0",
                                                            "integer [1, 64]"]),
     ({"rule": ["multi_draft"], "knobs": {"drafts": [2.5]}}, ["studies.s.knobs.drafts", "2.5"]),
+    ({"rule": ["spectr"], "knobs": {"drafts": [65]}}, ["studies.s.knobs.drafts", "65"]),
+    ({"models": ["stub"], "rule": ["multi_draft_wor"], "knobs": {"drafts": [5]}},
+     ["studies.s.knobs.drafts", "drafts=5", "vocab 20", "1860480"]),
+    ({"rule": ["multi_draft_optimal"], "knobs": {"drafts": [11]}},
+     ["studies.s.knobs.drafts", "drafts=11", "vocab 6", "C(6+11-1, 11) = 4368", "3003"]),
     ({"rule": ["lenient"], "knobs": {"lenience": [1.5]}}, ["studies.s.knobs.lenience", "1.5",
                                                            "[0, 1]"]),
     ({"rule": ["lenient"], "knobs": {"lenience": [-0.1]}}, ["studies.s.knobs.lenience"]),

@@ -10,9 +10,12 @@ the contract of :mod:`specsim.schemes.law`:
   ``correct`` (Leviathan et al. 2022, Alg. 1), ``lenient`` (:mod:`.lenient`), ``typical``
   (:mod:`.typical`) -- their tables drive :mod:`.tokenwise`, and only they run under the
   policies ``confidence`` (:mod:`.confidence`) and ``heuristic`` (:mod:`.heuristic`);
-* ``block`` (:mod:`.block`), ``multi_draft`` (:mod:`.multi_draft`) and ``tree``
-  (:mod:`.tree`) verify a whole draft (or several, or a tree) at once, with a fixed draft
-  length (a tree's: its depth).
+* ``block`` (:mod:`.block`) verifies a whole draft at once; ``multi_draft`` (:mod:`.multi_draft`,
+  SpecInfer), ``spectr`` (:mod:`.spectr`, K-SEQ) and ``multi_draft_optimal``
+  (:mod:`.multi_draft_optimal`, the LP bound) verify k i.i.d. drafts depth by depth on the
+  shared (context, survivors) chain of :mod:`.survivors`, as does ``multi_draft_wor``
+  (:mod:`.multi_draft_wor`, drafts without replacement, RSD-C); ``tree`` (:mod:`.tree`)
+  verifies a SpecInfer token tree; all with a fixed draft length (a tree's: its depth).
 """
 
 from __future__ import annotations
@@ -66,7 +69,8 @@ TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = M
     "correct": lambda P, Q, knobs: tokenwise.correct_tables(P, Q),
     "lenient": lenient.tables, "typical": typical.tables})
 # rules that verify whole drafts (or trees), fixed γ only
-WHOLE_DRAFT: Final = ("block", "multi_draft", "tree")
+WHOLE_DRAFT: Final = ("block", "multi_draft", "spectr", "multi_draft_optimal",
+                      "multi_draft_wor", "tree")
 RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
 
 
@@ -134,6 +138,15 @@ class Scheme:
             if k.shape:
                 return len(str(dict(self.rule_knobs)[k.name]).split("x"))
         return None
+
+    def check_vocab(self, vocab: int, where: str) -> None:
+        """Refuse a vocabulary beyond the rule's exact limit: a scheme module may define
+        ``limit(vocab, knobs) -> str | None`` (why it cannot run; :mod:`.multi_draft_optimal`)."""
+        if self.rule not in WHOLE_DRAFT:
+            return
+        why = getattr(self._module(), "limit", lambda v, k: None)(vocab, dict(self.rule_knobs))
+        if why is not None:
+            raise ValueError(f"{where}: {why}")
 
     def check_gamma(self, gamma: int, where: str) -> None:
         """The heuristic schedule starts at γ and must fit under its cap."""

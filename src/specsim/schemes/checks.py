@@ -118,6 +118,7 @@ def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
                     "SpecInfer (arXiv 2305.09781): more drafts never fewer tokens", ok,
                     " ".join(f"k={k:g}:{t:.4f}" for k, t in zip(ks, toks, strict=True)),
                     "non-decreasing in k (k = 1: correct), to the printed digits"))
+    out += _bounds(fixed)
     for _, r in fixed[[_neutral(r) for _, r in fixed.iterrows()]].iterrows():
         base = correct.get(_key(r))
         if base is not None:
@@ -128,6 +129,28 @@ def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
                         "registry: the knob's neutral value is Algorithm 1",
                         bool(diff <= tol), f"max |diff| = {diff:.3g}",
                         f"<= {tol:.2g} (tokens per call and TV, to the printed digits)"))
+    return out
+
+
+def _bounds(fixed: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
+    """Every ``bound`` rule of the registry (:attr:`specsim.verify.RuleSpec.bound`) at or above
+    every ``multi_draft`` rule at the same model, γ, temperature and k, in exact tokens per
+    target call (to the printed digits)."""
+    out = []
+    spec = {r: RULES[r] for r in set(fixed["rule"])}  # type: ignore[index]
+    multi = fixed[[spec[r].multi_draft for r in fixed["rule"]]]
+    for _, b in multi[[spec[r].bound for r in multi["rule"]]].iterrows():
+        same = multi[[_key(r) == _key(b) and r["drafts"] == b["drafts"] and r["rule"] != b["rule"]
+                      for _, r in multi.iterrows()]]
+        if same.empty:
+            continue
+        top = float(same["tokens_exact"].max())
+        out.append((f"multi_draft_bound[{_label(b)}]",
+                    f"{RULES[b['rule']].source}: no verification of k drafts "  # type: ignore[index]
+                    f"accepts more", bool(b["tokens_exact"] >= top - printed_tolerance(top)),
+                    f"bound={b['tokens_exact']:.6f}; " + " ".join(
+                        f"{r['rule']}={r['tokens_exact']:.6f}" for _, r in same.iterrows()),
+                    f">= {top:.6f} (to the printed digits)"))
     return out
 
 

@@ -40,9 +40,7 @@ tuples and accept outcomes in exact rational arithmetic.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from math import comb
-from numbers import Integral
 from typing import Any, Final
 
 import numpy as np
@@ -50,47 +48,21 @@ import numpy as np
 from specsim.exact import RoundLaw
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
+from specsim.schemes import survivors
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.survivors import (
+    Kernel,
+    checked_drafts,
+    checked_state,
+    checked_tables,
+    round_law,
+)
 from specsim.verify import accept, residual
 
 __all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "residuals", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
 BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition matrix
-_ROW_SUM_TOL: Final = 1e-9
-
-
-def _drafts(knobs: Mapping[str, Any]) -> int:
-    """k from ``knobs`` = {"drafts": k}; one-line ValueError otherwise."""
-    if not isinstance(knobs, Mapping):
-        raise ValueError(f"multi_draft knobs must be a mapping {{'drafts': k}}, got {knobs!r}")
-    if set(knobs) != set(KNOBS):
-        missing, extra = set(KNOBS) - set(knobs), sorted(map(str, set(knobs) - set(KNOBS)))
-        raise ValueError(f"multi_draft knobs must be exactly {list(KNOBS)}: "
-                         f"missing {sorted(missing)}, unexpected {extra}")
-    k = knobs["drafts"]
-    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-        raise ValueError(f"multi_draft knob 'drafts' must be an integer >= 1, got {k!r}")
-    return int(k)
-
-
-def _tables(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, int]:
-    """Validated float tables (S, S) and γ."""
-    out = []
-    for name, t in (("P", P), ("Q", Q)):
-        a = np.asarray(t, dtype=np.float64)
-        if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
-            raise ValueError(f"{name} must be a square (S, S) table, got shape {a.shape}")
-        if not np.isfinite(a).all() or (a < 0).any() or \
-                (np.abs(a.sum(axis=1) - 1.0) > _ROW_SUM_TOL).any():
-            raise ValueError(f"{name} must be finite, >= 0, rows summing to 1 "
-                             f"(tolerance {_ROW_SUM_TOL})")
-        out.append(a)
-    if out[0].shape != out[1].shape:
-        raise ValueError(f"P and Q shapes differ: {out[0].shape} vs {out[1].shape}")
-    if isinstance(gamma, bool) or not isinstance(gamma, Integral) or gamma < 1:
-        raise ValueError(f"gamma must be an integer >= 1, got {gamma!r}")
-    return out[0], out[1], int(gamma)
 
 
 def residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
@@ -102,23 +74,7 @@ def residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
     return res
 
 
-@dataclass(frozen=True)
-class _Kernel:
-    """One depth of verification as a sub-stochastic kernel on (context c, survivors m).
-
-    res[j, c]           r_j(c), the law RRS holds after j rejections at context c (k+1, S, S);
-                        res[m, c] is the law of the token drawn when all m are rejected
-    trans[c, m-1, a, n-1]  P(some candidate is accepted, it is a, and n drafts survive)
-                        (S, k, S, k)
-    stop[c, m-1]        P(all m candidates are rejected) = prod_{l<m} rho_l(c)     (S, k)
-    """
-
-    res: FloatArray
-    trans: FloatArray
-    stop: FloatArray
-
-
-def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> _Kernel:
+def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> Kernel:
     """[M] §4 MSS (RRS with i.i.d. candidates) at every context, for 1..k candidates."""
     size = P.shape[0]
     cells = (size * k) ** 2
@@ -139,7 +95,8 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> _Kernel:
         for j in range(1, m + 1):  # rejected j-1 times, then accepted; m-j untested remain
             hit = reach[j - 1][:, None] * acc[j - 1]  # (S, S)
             trans[:, m - 1] += np.moveaxis(hit * binom[m - j], 0, -1)
-    return _Kernel(res=res, trans=trans, stop=reach[1:].T.copy())
+    # final[c, m-1] = r_m(c), the law RRS holds after m rejections
+    return Kernel(trans=trans, stop=reach[1:].T.copy(), final=np.moveaxis(res[1:], 0, 1))
 
 
 def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
@@ -147,43 +104,12 @@ def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
     """Exact law of one MSS round ([M] §4) from every context: forward DP over depths.
 
     Carries F[s, (c, m)] = P(start s, depth i reached at context c with m survivors); each
-    depth is one (S, Sk) x (Sk, Sk) product, O(γ S^3 k^2). Refuses (S k)^2 > ``budget``.
+    depth is one (S, Sk) x (Sk, Sk) product, O(γ S^3 k^2)
+    (:func:`.survivors.round_law`). Refuses (S k)^2 > ``budget``.
     """
-    P, Q, g = _tables(P, Q, gamma)
-    k = _drafts(knobs)
-    kern = _kernel(P, Q, k, budget)
-    size, sk = P.shape[0], P.shape[0] * k
-    trans, stop = kern.trans.reshape(sk, sk), kern.stop.reshape(sk)
-    final = np.moveaxis(kern.res[1:], 0, 1).reshape(sk, size)  # r_m(c) after m rejections
-    F = np.zeros((size, sk))
-    F[np.arange(size), np.arange(size) * k + k - 1] = 1.0
-    tokens, nxt = np.zeros((size, g + 2)), np.zeros((size, size))
-    for i in range(g):
-        halt = F * stop
-        tokens[:, i + 1] = halt.sum(axis=1)
-        nxt += halt @ final
-        F = F @ trans
-    tokens[:, g + 1] = F.sum(axis=1)
-    nxt += F.reshape(size, size, k).sum(axis=2) @ P
-    single = kern.stop[:, k - 1, None] * kern.res[k]
-    first = kern.trans[np.arange(size), k - 1]  # (s, a, m'): first token a, m' survivors
-    if g == 1:
-        second = np.broadcast_to(P[:, None, :], (size, k, size))
-    else:  # second[a, m', b]: law of the next token from context a with m' survivors
-        second = kern.trans.sum(axis=3) + kern.stop[..., None] * np.moveaxis(kern.res[1:], 0, 1)
-    pair = np.einsum("sam,amb->sab", first, second)
-    return RoundLaw(tokens=tokens, next_state=nxt, drafted=np.full(size, float(k * g)),
-                    single=single, pair=pair, context=np.arange(size))
-
-
-def _expand(row: IntArray, table: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:
-    """For items in rows ``row`` of ``table``: (item, column, value) of each non-zero entry."""
-    r, c = np.nonzero(table)
-    ptr = np.searchsorted(r, np.arange(table.shape[0] + 1))
-    counts = ptr[row + 1] - ptr[row]
-    item = np.repeat(np.arange(row.size), counts)
-    at = ptr[row][item] + np.arange(item.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    return item, c[at], table[r[at], c[at]]
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "multi_draft")
+    return round_law(P, _kernel(P, Q, k, budget), g)
 
 
 def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
@@ -194,41 +120,10 @@ def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: in
     probabilities (N,)), enumerating only positive-mass branches of the (c, m) chain of
     :func:`law`. Refuses more than ``budget`` path cells.
     """
-    P, Q, g = _tables(P, Q, gamma)
-    k = _drafts(knobs)
-    kern = _kernel(P, Q, k, budget)
-    size, sk = P.shape[0], P.shape[0] * k
-    if isinstance(start, bool) or not isinstance(start, Integral) or not 0 <= start < size:
-        raise ValueError(f"start must be a context in [0, {size}), got {start!r}")
-    trans = kern.trans.reshape(sk, sk)
-    halt = kern.stop.reshape(sk, 1) * np.moveaxis(kern.res[1:], 0, 1).reshape(sk, size)
-    prefix = np.empty((1, 0), dtype=np.intp)  # accepted tokens of each live branch
-    state, mass = np.array([start * k + k - 1]), np.ones(1)  # its (c, m) index, probability
-    paths: list[IntArray] = []
-    probs: list[FloatArray] = []
-    for i in range(g + 1):  # emitted at depth i: a token of the final r, or the bonus
-        item, tok, val = _expand(state, halt) if i < g else _expand(state // k, P)
-        paths.append(np.column_stack([prefix[item], tok, np.full((item.size, g - i), -1)]))
-        probs.append(mass[item] * val)
-        if i == g:
-            break
-        item, col, val = _expand(state, trans)
-        if item.size * (g + 1) > budget:
-            raise ValueError(f"multi_draft sequence_law needs at least {item.size * (g + 1)} "
-                             f"path cells, more than budget={budget}")
-        prefix, state, mass = np.column_stack([prefix[item], col // k]), col, mass[item] * val
-    return _merge_rows(np.concatenate(paths), np.concatenate(probs))
-
-
-def _merge_rows(rows: IntArray, mass: FloatArray) -> tuple[IntArray, FloatArray]:
-    """Distinct rows of ``rows`` (N, L) in lexicographic order, with their summed ``mass``
-    (an integer lexsort: ``np.unique(axis=0)`` sorts opaque byte strings, far slower)."""
-    if rows.shape[0] == 0:
-        return rows, mass
-    order = np.lexsort(rows.T[::-1])
-    rows, mass = rows[order], mass[order]
-    new = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)])
-    return rows[new], np.add.reduceat(mass, np.flatnonzero(new))
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "multi_draft")
+    return survivors.sequence_law(P, _kernel(P, Q, k, budget), g, start, budget,
+                                  "multi_draft")
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
@@ -238,13 +133,10 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     Loops over depth and candidate index only. Uniforms per round: k γ for the drafts, k γ
     for the tests (drawn whether or not a test happens), γ for the rejection tokens, 1 bonus.
     """
-    P, Q, g = _tables(P, Q, gamma)
-    k = _drafts(knobs)
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "multi_draft")
     size = P.shape[0]
-    s = np.asarray(state)
-    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
-        raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
-    s = s.astype(np.intp)
+    s = checked_state(state, size)
     n = s.size
     res = residuals(P, Q, k)
     draw_q, draw_p = TableSampler(Q), TableSampler(P)
@@ -288,7 +180,7 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     binomials and the k + 1 residuals, the carried (S, S k) law and its product, the
     (S, S, S) pair law by einsum -- γ (S, S k) x (S k, S k) products. A round holds the
     residuals' samplers, which every call builds, and k γ drafts per chain."""
-    k = _drafts(knobs)
+    k = checked_drafts(knobs, "multi_draft")
     sk, s2 = float(size * k), float(size) ** 2
     law_fp = None
     if sk * sk <= BUDGET:

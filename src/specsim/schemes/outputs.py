@@ -20,8 +20,11 @@ TABLES = (
             **KEYS,
             "rule": "verification rule: correct (Leviathan Alg. 1), block (Sun et al. 2024), "
                     "multi_draft (SpecInfer), lenient (Leviathan App. A.5), typical (Medusa), "
+                    "spectr (SpecTr K-SEQ), multi_draft_optimal (the LP optimum per depth), "
+                    "multi_draft_wor (RSD-C, drafts without replacement), "
                     "tree (SpecInfer token trees)",
-            "drafts": "multi_draft: number k of independent draft sequences",
+            "drafts": "multi_draft, spectr, multi_draft_optimal, multi_draft_wor: number k of "
+                      "draft sequences",
             "branches": "tree: children per node at each depth, e.g. 2x2x1 (its depth is γ; "
                         "all ones is a chain)",
             "lenience": "lenient: lenience l (1 = Algorithm 1, 0 accepts every draft p allows)",

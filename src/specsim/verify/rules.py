@@ -19,7 +19,8 @@ from typing import Any, Final, Literal, cast, get_args
 from specsim.errors import shown
 
 Rule = Literal["correct", "greedy", "no_resample", "continue",
-               "block", "multi_draft", "lenient", "typical", "tree"]
+               "block", "multi_draft", "lenient", "typical", "tree", "spectr",
+               "multi_draft_optimal", "multi_draft_wor"]
 RULE_NAMES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
 
 
@@ -113,7 +114,10 @@ class RuleSpec:
     per-token table of the Markov engine) -- None for the engine's own rules. ``knobs``: the
     rule's settings; ``source``: the paper it is written from; ``at_least_tokenwise``: why
     the rule never emits fewer tokens per call than Algorithm 1 at the same γ (checked on the
-    ``schemes`` table), empty where nobody claims it.
+    ``schemes`` table), empty where nobody claims it. ``multi_draft``: the rule
+    verifies ``drafts`` i.i.d. drafts (compared with the other such rules at the same k);
+    ``bound``: no verification of those drafts accepts more at a step (the checks hold every
+    ``multi_draft`` rule at or below it, same model, γ and k).
     """
 
     name: Rule
@@ -127,6 +131,8 @@ class RuleSpec:
     knobs: tuple[KnobSpec, ...] = ()
     source: str = ""
     at_least_tokenwise: str = ""
+    multi_draft: bool = False
+    bound: bool = False
 
     @property
     def legend(self) -> str:
@@ -134,6 +140,8 @@ class RuleSpec:
         return f"{self.name} ({self.label})" if self.label else self.name
 
 
+_DRAFTS: Final = KnobSpec("drafts", "independent draft sequences k", 1, 64, 2, integer=True,
+                          neutral=1)  # k = 1 is Algorithm 1 exactly
 RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
     "correct": RuleSpec(
         "correct", "accept x w.p. min(1, p(x)/q(x)); on rejection sample norm(max(p - q, 0)) "
@@ -156,11 +164,9 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
     "multi_draft": RuleSpec(
         "multi_draft", "k independent drafts verified depth by depth by recursive rejection "
         "sampling over the surviving drafts' tokens; lossless", True, "scheme", "residual",
-        label="k drafts", scheme="multi_draft",
-        knobs=(KnobSpec("drafts", "independent draft sequences k", 1, 64, 2, integer=True,
-                        neutral=1),),
+        label="k drafts", scheme="multi_draft", knobs=(_DRAFTS,),
         source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, multi-step speculative "
-               "sampling"),
+               "sampling", multi_draft=True),
     "lenient": RuleSpec(
         "lenient", "LOSSY: accept x w.p. min(1, p(x)/(l q(x))), on rejection sample "
         "norm(max(p - l q, 0)); l = 1 is Algorithm 1", False, "scheme", "residual",
@@ -184,6 +190,27 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, token tree verification",
         at_least_tokenwise="SpecInfer (arXiv 2305.09781): a token tree accepts more than a "
                            "chain of its depth (an observation, checked per table)"),
+    "spectr": RuleSpec(
+        "spectr", "k independent drafts verified depth by depth by SpecTr's K-SEQ: accept a "
+        "survivor's token w.p. min(1, p/(rho q)), rho solving 1 - (1 - beta)^m = rho beta; "
+        "lossless", True, "scheme", "residual", label="K-SEQ, k drafts", scheme="spectr",
+        knobs=(_DRAFTS,), multi_draft=True,
+        source="Sun et al. 2023 (SpecTr), arXiv 2310.15141, K-SEQ draft selection"),
+    "multi_draft_optimal": RuleSpec(
+        "multi_draft_optimal", "k independent drafts verified depth by depth by an LP-optimal "
+        "coupling: the best acceptance any verification of the survivors reaches, "
+        "min_H p(H) + 1 - q(H)^m; lossless; exact up to a vocabulary limit", True, "scheme",
+        "residual", label="LP optimum, k drafts", scheme="multi_draft_optimal",
+        knobs=(KnobSpec("drafts", "independent draft sequences k", 1, 64, 2, integer=True),),
+        multi_draft=True, bound=True,
+        source="Hu et al. 2025, arXiv 2502.18779; Khisti et al. 2024, arXiv 2410.18234 "
+               "(optimal multi-draft acceptance by LP)"),
+    "multi_draft_wor": RuleSpec(
+        "multi_draft_wor", "k drafts whose tokens are distinct at each depth (sampled without "
+        "replacement), recursive rejection sampling without replacement; lossless; not i.i.d., "
+        "so outside the i.i.d. LP bound", True, "scheme", "residual",
+        label="k drafts w/o replacement", scheme="multi_draft_wor", knobs=(_DRAFTS,),
+        source="Jeon et al. 2024 (Recursive Speculative Decoding), arXiv 2402.14160, RSD-C"),
 })
 assert tuple(RULES) == RULE_NAMES
 CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)

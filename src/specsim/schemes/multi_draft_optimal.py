@@ -1,0 +1,270 @@
+"""The best verification of k i.i.d. drafts at every depth: an optimal coupling from the LP.
+
+Hu et al. 2025, "Towards Optimal Multi-draft Speculative Decoding" (arXiv 2502.18779) and
+Khisti et al. 2024, "Multi-Draft Speculative Sampling: Canonical Architectures and Theoretical
+Limits" (arXiv 2410.18234); the LP is SpecTr's optimal transport with membership cost (Sun et
+al. 2023, arXiv 2310.15141, [S]). Knob ``drafts`` = k >= 1. A bound, not a production rule.
+
+One step, m candidates X = (x_1..x_m) i.i.d. q, target p: a verification is a coupling of X
+with the emitted Y ~ p; it accepts when Y is one of the candidates. The best acceptance is the
+value of the LP over couplings, a max-flow from candidate multisets (mass = their multinomial
+probability) to tokens (capacity p(y)) along "y is in the multiset"; by max-flow/min-cut
+
+    alpha*_m(p, q) = min over token sets H of [ p(H) + 1 - q(H)^m ]
+
+(a cut keeps the multisets inside H^m and the tokens of H; checked against a direct LP in
+``tests/test_scheme_multi_draft_optimal.py``). The minimising H is a prefix of the tokens sorted
+by p/q ascending (at an optimum every x in H has p(x)/q(x) <= m q(H)^{m-1} <= that of every x
+outside, by the exchange argument on the convex t^m), so :func:`optimal_acceptance` takes the
+minimum over the V+1 prefixes. m = 1 gives Σ min(p, q), Algorithm 1's.
+
+A round (multi-step): depth by depth the m survivors (the drafts whose tokens so far equal the
+emitted ones; their next tokens i.i.d. Q(.|c)) are verified by one optimal coupling per (c, m):
+accepted mass w(M, z) >= 0 for each multiset M of m candidates and token z in M, with
+Σ_z w(M, z) <= P(M) and Σ_M w(M, z) <= p(z). Given M, z is emitted with probability
+w(M, z)/P(M) and the survivors become the count of z in M; otherwise a token of the residual
+norm(p - Σ_M w(M, .)) ends the round -- lossless by construction (the emitted law is
+Σ_M w(M, .) + that residual's mass times it = p). The LP has many optimal couplings, and the
+survivors depend on which: this module takes, among couplings whose acceptance is the LP value
+(to HiGHS's tolerance, 1e-9), one that maximises the expected survivors Σ w(M, z) count_M(z)
+(more drafts carry on to the next depth), as HiGHS's simplex returns it (scipy.optimize.linprog,
+two stages). Its acceptance is checked against alpha* to 1e-8. Every depth is then optimal in
+acceptance; the round as a whole need not be the best over all multi-step schemes (a coupling
+trading acceptance now for survivors later is not considered).
+
+Exact law: the (context, survivors) chain of :mod:`.survivors` with these couplings. Vocabulary
+limit: the LP of (c, m = k) has one row per multiset of k tokens of the row's support u,
+C(u + k - 1, k); above :data:`MAX_MULTISETS` (3003: vocab 6 up to k = 10, vocab 20 up to k = 3,
+vocab 77 at k = 2) the rule refuses before any job (:func:`limit`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from math import comb, factorial, prod
+from typing import Any, Final
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linprog
+
+from specsim.exact import RoundLaw
+from specsim.resources import Footprint
+from specsim.sampling import TableSampler
+from specsim.schemes import survivors
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables
+
+__all__ = ["MAX_MULTISETS", "coupling", "footprint", "law", "limit", "optimal_acceptance",
+           "play", "sequence_law"]
+
+MAX_MULTISETS: Final = 3003  # rows of one LP: multisets of k candidates
+LP_TOL: Final = 1e-9  # the second stage keeps the acceptance within this of the LP value
+# the couplings and play's samplers of the last few (P, Q, k): play runs once per chunk of rounds
+_CACHE: dict[tuple[bytes, bytes, int], tuple[Kernel, TableSampler, IntArray, TableSampler]] = {}
+
+
+def optimal_acceptance(p: Any, q: Any, m: int) -> FloatArray:
+    """alpha*_m per row of (p, q) (..., V): min over prefixes H of the tokens sorted by p/q
+    ascending of p(H) + 1 - q(H)^m (tokens with q = 0 sort last, p = q = 0 are irrelevant)."""
+    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.inf)
+    order = np.argsort(ratio, axis=-1, kind="stable")
+    ph = np.cumsum(np.take_along_axis(p, order, axis=-1), axis=-1)
+    qh = np.cumsum(np.take_along_axis(q, order, axis=-1), axis=-1)
+    value = ph + 1.0 - np.minimum(qh, 1.0) ** m
+    return np.minimum(value.min(axis=-1), 1.0)  # H empty: 1
+
+
+def limit(vocab: int, knobs: Mapping[str, Any]) -> str | None:
+    """Why the exact couplings cannot be built on ``vocab`` tokens with these knobs (None if
+    they can): C(vocab + k - 1, k) multisets in the largest LP, at most :data:`MAX_MULTISETS`."""
+    k = checked_drafts(knobs, "multi_draft_optimal")
+    rows = comb(vocab + k - 1, k)
+    if rows <= MAX_MULTISETS:
+        return None
+    return (f"multi_draft_optimal with drafts={k} on vocab {vocab} needs LPs over C({vocab}+{k}"
+            f"-1, {k}) = {rows} candidate multisets, more than {MAX_MULTISETS} (its vocabulary "
+            f"limit); lower drafts or use a smaller vocab")
+
+
+def coupling(p: FloatArray, q: FloatArray,
+              m: int) -> tuple[list[tuple[int, ...]], FloatArray, FloatArray]:
+    """One optimal coupling for one context: the multisets of m candidates over q's support
+    (their probabilities) and w (n_multisets, V), accepted mass, clipped inside its
+    constraints."""
+    support = np.flatnonzero(q > 0)
+    sets = list(itertools.combinations_with_replacement(support.tolist(), m))
+    if len(sets) > MAX_MULTISETS:
+        raise ValueError(f"multi_draft_optimal: {len(sets)} candidate multisets (support "
+                         f"{support.size}, m={m}), more than {MAX_MULTISETS}")
+    mass = np.array([factorial(m) / prod(factorial(s.count(t)) for t in set(s))
+                     * prod(q[t] for t in s) for s in sets])
+    rows, cols, count = [], [], []
+    for i, s in enumerate(sets):
+        for t in sorted(set(s)):
+            rows.append(i)
+            cols.append(t)
+            count.append(s.count(t))
+    nv, v = len(rows), p.size
+    var = np.arange(nv)
+    a_ub = sparse.vstack([sparse.csr_matrix((np.ones(nv), (rows, var)), shape=(len(sets), nv)),
+                          sparse.csr_matrix((np.ones(nv), (cols, var)), shape=(v, nv))])
+    b_ub = np.concatenate([mass, p])
+    opts = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    first = linprog(-np.ones(nv), A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs",
+                    options=opts)
+    best = -first.fun
+    second = linprog(-np.asarray(count, dtype=np.float64),
+                     A_ub=sparse.vstack([a_ub, -np.ones((1, nv))]),
+                     b_ub=np.concatenate([b_ub, [-(best - LP_TOL)]]), bounds=(0, None),
+                     method="highs", options=opts)
+    x = second.x if second.status == 0 else first.x
+    w = np.zeros((len(sets), v))
+    w[rows, cols] = np.clip(x, 0.0, None)
+    over = w.sum(axis=1) / mass  # rows inside the multiset's mass
+    w /= np.maximum(over, 1.0)[:, None]
+    col = w.sum(axis=0)  # columns inside p
+    w *= np.where(col > p, p / np.where(col > 0, col, 1.0), 1.0)[None, :]
+    return sets, mass, w
+
+
+def _build(P: FloatArray, Q: FloatArray,
+           k: int) -> tuple[Kernel, TableSampler, IntArray, TableSampler]:
+    """The kernel of :mod:`.survivors`, plus play's sampler of a table with one row per
+    (context, multiset of 1..k candidates) of (accept token 0..S-1, reject), the rows' sorted
+    keys, and the sampler of the residuals (rows c k + m - 1); built once per (P, Q, k)."""
+    key = (P.tobytes(), Q.tobytes(), k)
+    if key in _CACHE:
+        return _CACHE[key]
+    size = P.shape[0]
+    base = size + 1
+    if base ** (k + 1) >= 2**62:
+        raise ValueError(f"multi_draft_optimal: (S+1)^(k+1) = {base}^{k + 1} multiset keys do "
+                         f"not fit in 64 bits")
+    trans, stop = np.zeros((size, k, size, k)), np.zeros((size, k))
+    final = np.zeros((size, k, size))
+    keys, table = [], []
+    for c in range(size):
+        for m in range(1, k + 1):
+            sets, mass, w = coupling(P[c], Q[c], m)
+            for i, s in enumerate(sets):
+                for t in set(s):
+                    trans[c, m - 1, t, s.count(t) - 1] += w[i, t]
+                row = np.append(w[i] / mass[i], 0.0)
+                row[size] = max(1.0 - row[:size].sum(), 0.0)
+                table.append(row)
+                digits = list(s) + [size] * (k - m)
+                keys.append(c * base**k + sum(d * base**j for j, d in enumerate(digits)))
+            left = np.clip(P[c] - w.sum(axis=0), 0.0, None)
+            z = left.sum()
+            stop[c, m - 1] = z
+            final[c, m - 1] = left / z if z > 0 else P[c]
+    order = np.argsort(np.array(keys, dtype=np.int64), kind="stable")
+    out = (Kernel(trans=trans, stop=stop, final=final), TableSampler(np.array(table)[order]),
+           np.array(keys, dtype=np.int64)[order], TableSampler(final.reshape(size * k, size)))
+    if len(_CACHE) > 8:
+        _CACHE.clear()
+    _CACHE[key] = out
+    return out
+
+
+def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
+    why = limit(int((Q > 0).sum(axis=1).max()), {"drafts": k})
+    if why is not None:
+        raise ValueError(why)
+    return _build(P, Q, k)[0]
+
+
+def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any]) -> RoundLaw:
+    """Exact law of one round from every context (:func:`.survivors.round_law`)."""
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "multi_draft_optimal")
+    return survivors.round_law(P, _kernel(P, Q, k), g)
+
+
+def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
+                 budget: int = 2**22) -> tuple[IntArray, FloatArray]:
+    """Exact law of the whole sequence one round from ``start`` emits."""
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "multi_draft_optimal")
+    return survivors.sequence_law(P, _kernel(P, Q, k), g, start, budget, "multi_draft_optimal")
+
+
+def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+         rng: np.random.Generator) -> RoundSample:
+    """One round for n chains at once: at every depth the survivors' tokens as a multiset,
+    looked up in the coupling's table, one draw of (accepted token | reject), the residual on a
+    reject. Uniforms per round: k γ drafts, γ couplings, γ residual tokens, 1 bonus."""
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "multi_draft_optimal")
+    size = P.shape[0]
+    s = checked_state(state, size)
+    _kernel(P, Q, k)  # the vocabulary limit
+    _, draw_w, keys, draw_r = _build(P, Q, k)
+    base = size + 1
+    n = s.size
+    draw_q, draw_p = TableSampler(Q), TableSampler(P)
+    x = np.empty((n, k, g), dtype=np.intp)
+    prev = np.repeat(s[:, None], k, axis=1)
+    for i in range(g):
+        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
+        x[:, :, i] = prev
+    tokens = np.full((n, g + 1), -1, dtype=np.intp)
+    n_emitted = np.zeros(n, dtype=np.intp)
+    cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
+    powers = base ** np.arange(k, dtype=np.int64)
+    for i in range(g):
+        m = np.maximum(alive.sum(axis=1), 1)
+        digits = np.sort(np.where(alive, x[:, :, i], size), axis=1).astype(np.int64)
+        code = cur.astype(np.int64) * base**k + digits @ powers
+        row = np.minimum(np.searchsorted(keys, code), keys.size - 1)
+        outcome = draw_w(row, rng.random(n))
+        rejected = live & (outcome == size)
+        taken = np.where(live & ~rejected, outcome, -1)
+        out = np.where(rejected, draw_r(cur * k + m - 1, rng.random(n)), taken)
+        tokens[live, i] = out[live]
+        n_emitted += live
+        cur = np.where(live, out, cur)
+        alive &= x[:, :, i] == taken[:, None]
+        live &= ~rejected
+    bonus = draw_p(cur, rng.random(n))
+    tokens[live, g] = bonus[live]
+    n_emitted += live
+    cur = np.where(live, bonus, cur)
+    return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
+                       drafted=np.full(n, k * g, dtype=np.intp))
+
+
+def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+              chains: int) -> LawSize:
+    """What :func:`law` and :func:`play` cost: 2 S k LPs of at most C(u + k - 1, k) multisets
+    (u = ``support``) times k variables, the (S k)^2 transition and the (S, S k) carried law,
+    play's samplers of S Σ_m C(u+m-1, m) rows of S + 1 outcomes (the LPs and samplers are
+    built once per job and cached; the play estimate counts the samplers' cells, not their
+    building). Beyond the vocabulary limit the law is None and :func:`limit` refuses."""
+    k = checked_drafts(knobs or {}, "multi_draft_optimal")
+    sets = sum(comb(support + m - 1, m) for m in range(1, k + 1))
+    rows = float(size * sets)
+    # built once per job (cached): 2 S k LPs (~1 ms each plus ~1e3 operations per variable)
+    # and play's two samplers, alive from then on (one guide-table bound covers every sampler
+    # of a call, as multi_draft's estimate counts them)
+    samplers = Footprint(TableSampler.cells(rows + size * k, size + 1) + 2 * rows * (size + 1),
+                         TableSampler.work(rows, size + 1) + TableSampler.work(size * k, size))
+    lp = Footprint(30.0 * comb(support + k - 1, k) * k + 10 * size * size,
+                   2e3 * size * sets * k + 4e6 * size * k, what="multi_draft_optimal LPs")
+    built = lp.then(samplers)
+    sk, s2 = float(size * k), float(size) ** 2
+    law_fp = None
+    if limit(support, {"drafts": k}) is None:
+        law_fp = built.then(samplers.plus(Footprint(
+            3 * sk * sk + 2 * s2 * k + 4 * size * sk + 2.0 * size**3,
+            2 * gamma * size * sk * sk + 2 * s2 * size * k))).named(
+            f"multi_draft_optimal exact law ({k} drafts on {size} states)")
+    n = float(chains)
+    play_fp = Footprint(2 * sk * sk + 3 * n * k * gamma
+                        + 6 * n * k + 2 * n * (gamma + 1) + 14 * n,
+                        2 * TableSampler.work(size, size) + 10 * n * gamma * (8 * k + 16),
+                        what=f"simulation ({chains} chains at once)").plus(samplers)
+    return LawSize(size, law_fp, play_fp)

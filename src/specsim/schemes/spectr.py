@@ -1,0 +1,195 @@
+"""k independent drafts verified by SpecTr's K-SEQ draft selection (a scheme of :mod:`.law`).
+
+Sun, Suresh, Ro, Beirami, Jain & Yu 2023, "SpecTr: Fast Speculative Decoding via Optimal
+Transport" (arXiv 2310.15141), cited as [S]: the draft selection algorithm K-SEQ, applied at
+every depth to the drafts that survive (SpecTr's token-tree decoding). Knob ``drafts`` = k >= 1.
+
+K-SEQ on one step, m candidates y_1..y_m i.i.d. q, target p, division factor ρ in [1, m]:
+β(ρ) = Σ_x min(q(x), p(x)/ρ); for j = 1..m accept y_j with probability
+min(1, p(y_j)/(ρ q(y_j))) (:func:`specsim.verify.accept` on p/ρ) and stop; if all m are
+rejected (probability (1 - β)^m) emit a token of the residual
+p_res(x) = (p(x) - min(q(x), p(x)/ρ) (1 - (1 - β)^m)/β) / (1 - β)^m. The accepted token has law
+min(q, p/ρ) (1 - (1-β)^m)/β, so the output has law p whenever (1 - (1-β)^m)/β <= ρ; [S] takes
+ρ* the root of 1 - (1 - β(ρ))^m = ρ β(ρ) (ρ β(ρ) = Σ min(ρ q, p) grows with ρ, 1 - (1-β)^m
+falls: one root in [1, m]), where the acceptance 1 - (1 - β)^m is largest among valid ρ, and
+p_res vanishes wherever q >= p/ρ*. Here ρ* is found by bisection to the last bit (the upper end
+of the bracket, so the selection stays valid), per context and per m; the residual is clipped
+at 0 and renormalised (rounding only). m = 1 gives ρ* = 1: Algorithm 1 ([L], the ``correct``
+rule) exactly.
+
+Multi-step ([S] §5, SpecTr): depth by depth the survivors -- the drafts whose tokens so far
+equal the emitted ones, m of them, their next tokens i.i.d. Q(.|c) -- go through K-SEQ with m
+candidates in draft-index order. An accepted token is emitted; its survivors are *all* m drafts
+carrying it, including earlier candidates rejected by their coin (unlike recursive rejection
+sampling, K-SEQ's test does not change after a rejection, so a rejected token can be accepted
+later). If all are rejected, the residual token ends the round; past depth γ a bonus token from
+P. Lossless: each emitted token has the target's law given the ones before it.
+
+Exact law: the (context, survivors) chain of :mod:`.survivors`. Accepting a at the j-th test
+has mass (1-β)^{j-1} min(q(a), p(a)/ρ); given that, each of the j-1 rejected candidates carries a
+with probability (q(a) - min(q(a), p(a)/ρ))/(1-β) and each of the m-j untested ones with q(a),
+independently, so the survivors are 1 + Binomial(j-1, .) + Binomial(m-j, q(a)).
+``tests/test_scheme_spectr.py`` checks it against a brute-force enumeration of draft tuples and
+coin outcomes in exact rational arithmetic (at the float ρ*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from math import comb
+from typing import Any, Final
+
+import numpy as np
+
+from specsim.exact import RoundLaw
+from specsim.resources import Footprint
+from specsim.sampling import TableSampler
+from specsim.schemes import survivors
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables
+from specsim.verify import accept
+
+__all__ = ["BUDGET", "division_factor", "footprint", "law", "play", "selection",
+           "sequence_law"]
+
+BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition matrix
+_BISECTIONS: Final = 80  # [1, m] halved 80 times: below the float spacing near m <= 64
+
+
+def division_factor(P: FloatArray, Q: FloatArray, m: int) -> FloatArray:
+    """ρ* per row of (P, Q) for m candidates ([S] K-SEQ): the smallest ρ in [1, m] with
+    ρ β(ρ) >= 1 - (1 - β(ρ))^m, by bisection (the bracket's upper end: always valid)."""
+    lo, hi = np.ones(P.shape[0]), np.full(P.shape[0], float(m))
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        beta = np.minimum(Q, P / mid[:, None]).sum(axis=1)
+        ok = mid * beta >= 1.0 - (1.0 - beta) ** m
+        hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
+    ok_low = np.minimum(Q, P).sum(axis=1) >= 1.0 - (1.0 - np.minimum(Q, P).sum(axis=1)) ** m
+    return np.where(ok_low, 1.0, hi)
+
+
+def selection(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """For m = 1..k candidates at every context: (ρ* (k, S), accepted mass per candidate
+    min(Q, P/ρ*) (k, S, S), residual law (k, S, S))."""
+    rho = np.stack([division_factor(P, Q, m) for m in range(1, k + 1)])
+    acc = np.minimum(Q, P / rho[..., None])
+    beta = acc.sum(axis=-1, keepdims=True)
+    m = np.arange(1, k + 1, dtype=np.float64)[:, None, None]
+    p_acc = 1.0 - (1.0 - beta) ** m
+    scale = np.divide(p_acc, beta, out=np.zeros_like(beta), where=beta > 0)
+    left = np.clip(P - acc * scale, 0.0, None)
+    z = left.sum(axis=-1, keepdims=True)
+    res = np.where(z > 0, left / np.where(z > 0, z, 1.0), P)
+    return rho, acc, res
+
+
+def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> Kernel:
+    size = P.shape[0]
+    cells = (size * k) ** 2
+    if cells > budget:
+        raise ValueError(f"spectr needs (S*drafts)**2 = ({size}*{k})**2 = {cells} DP cells, "
+                         f"more than budget={budget}")
+    _, acc, res = selection(P, Q, k)
+    beta = acc.sum(axis=-1)  # (k, S)
+    trans = np.zeros((size, k, size, k))
+    for m in range(1, k + 1):
+        a = acc[m - 1]  # (S, S)
+        u = Q - a  # a candidate rejected and carrying this token
+        v = np.clip(1.0 - beta[m - 1][:, None] - u, 0.0, None)  # rejected, another token
+        for j in range(1, m + 1):  # j-1 rejections, then a accepted; m-j untested
+            for x in range(j):
+                before = comb(j - 1, x) * u**x * v ** (j - 1 - x)
+                for y in range(m - j + 1):
+                    after = comb(m - j, y) * Q**y * (1.0 - Q) ** (m - j - y)
+                    trans[:, m - 1, :, x + y] += a * before * after
+    stop = ((1.0 - beta) ** np.arange(1, k + 1)[:, None]).T.copy()
+    return Kernel(trans=trans, stop=stop, final=np.moveaxis(res, 0, 1).copy())
+
+
+def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+        budget: int = BUDGET) -> RoundLaw:
+    """Exact law of one SpecTr round from every context (:func:`.survivors.round_law`).
+    Refuses (S k)^2 > ``budget``."""
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "spectr")
+    return survivors.round_law(P, _kernel(P, Q, k, budget), g)
+
+
+def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
+                 budget: int = BUDGET) -> tuple[IntArray, FloatArray]:
+    """Exact law of the whole sequence one round from ``start`` emits
+    (:func:`.survivors.sequence_law`)."""
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "spectr")
+    return survivors.sequence_law(P, _kernel(P, Q, k, budget), g, start, budget, "spectr")
+
+
+def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+         rng: np.random.Generator) -> RoundSample:
+    """One SpecTr round for n chains at once from contexts ``state`` (n,): K-SEQ at every
+    depth on the survivors, in draft-index order. Uniforms per round: k γ for the drafts, k γ
+    for the tests (drawn whether or not a test happens), γ for the residual tokens, 1 bonus."""
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, "spectr")
+    size = P.shape[0]
+    s = checked_state(state, size)
+    n = s.size
+    rho, _, res = selection(P, Q, k)
+    draw_q, draw_p = TableSampler(Q), TableSampler(P)
+    draw_r = TableSampler(res.reshape(k * size, size))
+    x = np.empty((n, k, g), dtype=np.intp)
+    prev = np.repeat(s[:, None], k, axis=1)
+    for i in range(g):
+        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
+        x[:, :, i] = prev
+    tokens = np.full((n, g + 1), -1, dtype=np.intp)
+    n_emitted = np.zeros(n, dtype=np.intp)
+    cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
+    for i in range(g):
+        m = alive.sum(axis=1)  # >= 1 on live chains
+        r = rho[np.maximum(m, 1) - 1, cur]
+        taken = np.full(n, -1, dtype=np.intp)
+        for d in range(k):
+            test = live & alive[:, d] & (taken < 0)
+            y = x[:, d, i]
+            ok = test & accept(rng.random(n), P[cur, y] / r, Q[cur, y])
+            taken = np.where(ok, y, taken)
+        stopped = live & (taken < 0)
+        out = np.where(stopped, draw_r((np.maximum(m, 1) - 1) * size + cur, rng.random(n)),
+                       taken)
+        tokens[live, i] = out[live]
+        n_emitted += live
+        cur = np.where(live, out, cur)
+        alive &= x[:, :, i] == taken[:, None]
+        live &= ~stopped
+    bonus = draw_p(cur, rng.random(n))
+    tokens[live, g] = bonus[live]
+    n_emitted += live
+    cur = np.where(live, bonus, cur)
+    return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
+                       drafted=np.full(n, k * g, dtype=np.intp))
+
+
+def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+              chains: int) -> LawSize:
+    """What :func:`law` and :func:`play` cost with k = ``drafts`` on S = ``size`` contexts:
+    the (S k)^2 transition (None beyond :data:`BUDGET`), ρ* by bisection (80 passes over k
+    (S, S) tables), the O(k^3) binomial sums, the carried (S, S k) law, the (S, S, S) pair law;
+    a round holds the residuals' samplers and k γ drafts per chain."""
+    k = checked_drafts(knobs or {}, "spectr")
+    sk, s2 = float(size * k), float(size) ** 2
+    law_fp = None
+    if sk * sk <= BUDGET:
+        cells = 2 * sk * sk + 12 * k * s2 + 4 * size * sk + 3 * s2 * k + 2.0 * size**3
+        law_fp = Footprint(cells, 2 * gamma * size * sk * sk + 2 * s2 * size * k
+                           + 4 * _BISECTIONS * k * s2 + 6 * k**3 * s2,
+                           what=f"spectr exact law ({k} drafts on {size} states)")
+    n = float(chains)
+    samplers = (TableSampler.cells(k * size, size), TableSampler.work(k * size, size)
+                + 2 * TableSampler.work(size, size))
+    play_fp = Footprint(6 * k * s2 + samplers[0] + 3 * n * k * gamma + 2 * n * (gamma + 1)
+                        + 14 * n, samplers[1] + 4 * _BISECTIONS * k * s2
+                        + 10 * n * gamma * (6 * k + 12),
+                        what=f"simulation ({chains} chains at once)")
+    return LawSize(size, law_fp, play_fp)

@@ -1,0 +1,171 @@
+"""The (context, survivors) chain the multi-draft rules share: k drafts verified depth by depth.
+
+A multi-draft rule (:mod:`.multi_draft`, :mod:`.spectr`, :mod:`.multi_draft_optimal`) drafts k
+order-1 Markov paths of length γ from Q and verifies them depth by depth: at depth i the
+*survivors* are the drafts whose first i tokens equal the i tokens emitted so far (all k at
+depth 0), their depth-i tokens are m i.i.d. draws of Q(.|c) (c the last emitted token: the
+paths are Markov), and the rule either emits one of them -- the survivors become the drafts
+carrying it -- or emits a token of its own law and ends the round. Past depth γ a bonus token
+is drawn from P(.|c). A rule is then its :class:`Kernel`: for every (c, m) the law of
+(accepted token, survivors) and of the rejection token; this module turns a kernel into the
+exact law of a round (:func:`round_law`, forward DP over depths, O(γ S^3 k^2)) and into the
+law of the emitted sequence from one start (:func:`sequence_law`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from numbers import Integral
+from typing import Any, Final
+
+import numpy as np
+
+from specsim.exact import RoundLaw
+from specsim.schemes.law import FloatArray, IntArray
+
+__all__ = ["Kernel", "checked_drafts", "checked_state", "checked_tables", "round_law",
+           "sequence_law"]
+
+KNOBS: Final = ("drafts",)
+ROW_SUM_TOL: Final = 1e-9
+
+
+def checked_drafts(knobs: Mapping[str, Any], rule: str) -> int:
+    """k from ``knobs`` = {"drafts": k}; one-line ValueError naming ``rule`` otherwise."""
+    if not isinstance(knobs, Mapping):
+        raise ValueError(f"{rule} knobs must be a mapping {{'drafts': k}}, got {knobs!r}")
+    if set(knobs) != set(KNOBS):
+        missing, extra = set(KNOBS) - set(knobs), sorted(map(str, set(knobs) - set(KNOBS)))
+        raise ValueError(f"{rule} knobs must be exactly {list(KNOBS)}: "
+                         f"missing {sorted(missing)}, unexpected {extra}")
+    k = knobs["drafts"]
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+        raise ValueError(f"{rule} knob 'drafts' must be an integer >= 1, got {k!r}")
+    return int(k)
+
+
+def checked_tables(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, int]:
+    """Validated float tables (S, S) and γ."""
+    out = []
+    for name, t in (("P", P), ("Q", Q)):
+        a = np.asarray(t, dtype=np.float64)
+        if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
+            raise ValueError(f"{name} must be a square (S, S) table, got shape {a.shape}")
+        if not np.isfinite(a).all() or (a < 0).any() or \
+                (np.abs(a.sum(axis=1) - 1.0) > ROW_SUM_TOL).any():
+            raise ValueError(f"{name} must be finite, >= 0, rows summing to 1 "
+                             f"(tolerance {ROW_SUM_TOL})")
+        out.append(a)
+    if out[0].shape != out[1].shape:
+        raise ValueError(f"P and Q shapes differ: {out[0].shape} vs {out[1].shape}")
+    if isinstance(gamma, bool) or not isinstance(gamma, Integral) or gamma < 1:
+        raise ValueError(f"gamma must be an integer >= 1, got {gamma!r}")
+    return out[0], out[1], int(gamma)
+
+
+def checked_state(state: Any, size: int) -> IntArray:
+    """Scheme states (n,) as contexts in [0, size); ValueError otherwise."""
+    s = np.asarray(state)
+    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
+        raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
+    return s.astype(np.intp)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One depth of verification as a sub-stochastic kernel on (context c, survivors m).
+
+    trans[c, m-1, a, n-1]  P(a survivor's token is emitted, it is a, and n drafts carry it on)
+                           (S, k, S, k)
+    stop[c, m-1]           P(no survivor's token is emitted: the round ends)            (S, k)
+    final[c, m-1, :]       the law of the token emitted then                         (S, k, S)
+    """
+
+    trans: FloatArray
+    stop: FloatArray
+    final: FloatArray
+
+
+def round_law(P: FloatArray, kern: Kernel, gamma: int) -> RoundLaw:
+    """Exact law of one round from every context: forward DP over depths.
+
+    Carries F[s, (c, m)] = P(start s, depth i reached at context c with m survivors); each
+    depth is one (S, Sk) x (Sk, Sk) product. Drafted tokens per round: k γ.
+    """
+    size, k = kern.stop.shape
+    sk, g = size * k, gamma
+    trans, stop = kern.trans.reshape(sk, sk), kern.stop.reshape(sk)
+    final = kern.final.reshape(sk, size)
+    F = np.zeros((size, sk))
+    F[np.arange(size), np.arange(size) * k + k - 1] = 1.0
+    tokens, nxt = np.zeros((size, g + 2)), np.zeros((size, size))
+    for i in range(g):
+        halt = F * stop
+        tokens[:, i + 1] = halt.sum(axis=1)
+        nxt += halt @ final
+        F = F @ trans
+    tokens[:, g + 1] = F.sum(axis=1)
+    nxt += F.reshape(size, size, k).sum(axis=2) @ P
+    single = kern.stop[:, k - 1, None] * kern.final[:, k - 1]
+    first = kern.trans[np.arange(size), k - 1]  # (s, a, m'): first token a, m' survivors
+    if g == 1:
+        second = np.broadcast_to(P[:, None, :], (size, k, size))
+    else:  # second[a, m', b]: law of the next token from context a with m' survivors
+        second = kern.trans.sum(axis=3) + kern.stop[..., None] * kern.final
+    pair = np.einsum("sam,amb->sab", first, second)
+    return RoundLaw(tokens=tokens, next_state=nxt, drafted=np.full(size, float(k * g)),
+                    single=single, pair=pair, context=np.arange(size))
+
+
+def _expand(row: IntArray, table: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:
+    """For items in rows ``row`` of ``table``: (item, column, value) of each non-zero entry."""
+    r, c = np.nonzero(table)
+    ptr = np.searchsorted(r, np.arange(table.shape[0] + 1))
+    counts = ptr[row + 1] - ptr[row]
+    item = np.repeat(np.arange(row.size), counts)
+    at = ptr[row][item] + np.arange(item.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    return item, c[at], table[r[at], c[at]]
+
+
+def sequence_law(P: FloatArray, kern: Kernel, gamma: int, start: Any, budget: int,
+                 rule: str) -> tuple[IntArray, FloatArray]:
+    """Exact law of the whole sequence one round from context ``start`` emits.
+
+    Returns (paths (N, γ+1), distinct rows padded with -1 after the last token; their
+    probabilities (N,)), enumerating only positive-mass branches of the (c, m) chain.
+    Refuses more than ``budget`` path cells.
+    """
+    size, k = kern.stop.shape
+    sk, g = size * k, gamma
+    if isinstance(start, bool) or not isinstance(start, Integral) or not 0 <= start < size:
+        raise ValueError(f"start must be a context in [0, {size}), got {start!r}")
+    trans = kern.trans.reshape(sk, sk)
+    halt = kern.stop.reshape(sk, 1) * kern.final.reshape(sk, size)
+    prefix = np.empty((1, 0), dtype=np.intp)  # accepted tokens of each live branch
+    state, mass = np.array([start * k + k - 1]), np.ones(1)  # its (c, m) index, probability
+    paths: list[IntArray] = []
+    probs: list[FloatArray] = []
+    for i in range(g + 1):  # emitted at depth i: a token of the final law, or the bonus
+        item, tok, val = _expand(state, halt) if i < g else _expand(state // k, P)
+        paths.append(np.column_stack([prefix[item], tok, np.full((item.size, g - i), -1)]))
+        probs.append(mass[item] * val)
+        if i == g:
+            break
+        item, col, val = _expand(state, trans)
+        if item.size * (g + 1) > budget:
+            raise ValueError(f"{rule} sequence_law needs at least {item.size * (g + 1)} "
+                             f"path cells, more than budget={budget}")
+        prefix, state, mass = np.column_stack([prefix[item], col // k]), col, mass[item] * val
+    return _merge_rows(np.concatenate(paths), np.concatenate(probs))
+
+
+def _merge_rows(rows: IntArray, mass: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Distinct rows of ``rows`` (N, L) in lexicographic order, with their summed ``mass``
+    (an integer lexsort: ``np.unique(axis=0)`` sorts opaque byte strings, far slower)."""
+    if rows.shape[0] == 0:
+        return rows, mass
+    order = np.lexsort(rows.T[::-1])
+    rows, mass = rows[order], mass[order]
+    new = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)])
+    return rows[new], np.add.reduceat(mass, np.flatnonzero(new))

@@ -1,0 +1,231 @@
+"""specsim.schemes.multi_draft_optimal: the LP-optimal verification of k i.i.d. drafts per depth.
+
+The closed form of the optimal acceptance is checked against a direct LP over draft tuples and
+against the minimum over every token subset; each coupling reaches it; the exact law against a
+brute-force enumeration of every draft tuple through the couplings; losslessness; optimal >=
+RRS (multi_draft) and K-SEQ (spectr) one step and on the seed tables; play against law; refusals.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+from test_scheme_multi_draft import DRAFT, P3, PAIRS, Q3, Q3B, TARGET, _stub
+
+from specsim.exact import first_two_law, stationary_rates, target_joint, tv
+from specsim.models.maths import random_table
+from specsim.schemes import multi_draft, spectr
+from specsim.schemes.multi_draft_optimal import (
+    coupling,
+    law,
+    limit,
+    optimal_acceptance,
+    play,
+    sequence_law,
+)
+from specsim.stats import gof_test
+
+LEVEL = 1e-3
+
+
+def _lp_over_tuples(p: np.ndarray, q: np.ndarray, k: int) -> float:
+    """max P(Y in X) over couplings of X ~ q^k (ordered tuples) and Y ~ p, by linprog."""
+    v = p.size
+    tuples = list(itertools.product(range(v), repeat=k))
+    var = [(i, y) for i, t in enumerate(tuples) for y in sorted(set(t))]
+    a = np.zeros((len(tuples) + v, len(var)))
+    for j, (i, y) in enumerate(var):
+        a[i, j] = a[len(tuples) + y, j] = 1.0
+    b = np.concatenate([[math.prod(q[x] for x in t) for t in tuples], p])
+    return -linprog(-np.ones(len(var)), A_ub=a, b_ub=b, bounds=(0, None), method="highs").fun
+
+
+def _min_over_subsets(p: np.ndarray, q: np.ndarray, k: int) -> float:
+    v = p.size
+    return min(p[list(h)].sum() + 1 - q[list(h)].sum() ** k
+               for r in range(v + 1) for h in itertools.combinations(range(v), r))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("v", "k"), [(3, 2), (4, 2), (4, 3), (3, 4)])
+def test_closed_form_equals_lp(seed: int, v: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    p, q = rng.dirichlet(np.ones(v)), rng.dirichlet(np.full(v, 0.7))
+    if seed == 5:
+        q[0], p[1] = 0.0, 0.0  # zeros on both sides
+        p, q = p / p.sum(), q / q.sum()
+    lp = _lp_over_tuples(p, q, k)
+    assert abs(optimal_acceptance(p, q, k) - lp) < 1e-9
+    assert abs(_min_over_subsets(p, q, k) - lp) < 1e-9
+
+
+def test_closed_form_edge_cases() -> None:
+    p = np.array([0.5, 0.5])
+    assert optimal_acceptance(p, p, 3) == pytest.approx(1.0, abs=1e-15)  # identical: all accepted
+    assert optimal_acceptance(np.array([1.0, 0]), np.array([0, 1.0]), 4) == 0.0  # disjoint
+    q = np.array([0.2, 0.8])
+    assert optimal_acceptance(p, q, 1) == pytest.approx(0.7, abs=1e-15)  # Σ min(p, q)
+    # i.i.d. k drafts of q cover token 0 with 1 - 0.8^k: the optimum is min(1, 0.5 + that)
+    for k in (2, 3, 4):
+        assert optimal_acceptance(p, q, k) == pytest.approx(min(1.0, 0.5 + 1 - 0.8**k), abs=1e-14)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_couplings_reach_the_optimum_and_are_couplings(pair: str, m: int) -> None:
+    p, q = PAIRS[pair]
+    for c in range(p.shape[0]):
+        sets, mass, w = coupling(p[c], q[c], m)
+        assert abs(mass.sum() - 1) < 1e-12 and (w >= 0).all()
+        assert (w.sum(axis=1) <= mass + 1e-15).all() and (w.sum(axis=0) <= p[c] + 1e-15).all()
+        for i, s in enumerate(sets):
+            assert (w[i, [t for t in range(p.shape[1]) if t not in s]] == 0).all()
+        assert abs(w.sum() - optimal_acceptance(p[c], q[c], m)) < 1e-8
+
+
+def reference_round(p: np.ndarray, q: np.ndarray, k: int, gamma: int,
+                    s: int) -> dict[tuple[int, ...], float]:
+    """P(one round from s emits this sequence): every tuple of k draft paths, each depth's
+    survivors' multiset through the module's coupling for (context, m), by enumeration."""
+    out: dict[tuple[int, ...], float] = defaultdict(float)
+    table = {}
+    for c in range(p.shape[0]):
+        for m in range(1, k + 1):
+            sets, mass, w = coupling(p[c], q[c], m)
+            left = np.clip(p[c] - w.sum(axis=0), 0, None)
+            table[c, m] = ({st: (mass[i], w[i]) for i, st in enumerate(sets)},
+                           left / left.sum() if left.sum() > 0 else p[c])
+
+    def paths(ctx: int, n: int):
+        if n == 0:
+            yield (), 1.0
+            return
+        for y in np.flatnonzero(q[ctx]):
+            for rest, pr in paths(int(y), n - 1):
+                yield (int(y), *rest), q[ctx, y] * pr
+
+    def depth(drafts, i, ctx, surv, emitted, prob):
+        if i == gamma:
+            for b in range(p.shape[0]):
+                out[(*emitted, b)] += prob * p[ctx, b]
+            return
+        by_set, res = table[ctx, len(surv)]
+        key = tuple(sorted(drafts[d][i] for d in surv))
+        mass, w = by_set[key]
+        for z in set(key):
+            if w[z] > 0:
+                keep = [d for d in surv if drafts[d][i] == z]
+                depth(drafts, i + 1, z, keep, (*emitted, z), prob * w[z] / mass)
+        rej = prob * (1 - w.sum() / mass)
+        for b in range(p.shape[0]):
+            out[(*emitted, b)] += rej * res[b]
+
+    for combo in itertools.product(list(paths(s, gamma)), repeat=k):
+        depth([c[0] for c in combo], 0, s, list(range(k)), (), math.prod(c[1] for c in combo))
+    return out
+
+
+@pytest.mark.parametrize("draft", [Q3, Q3B], ids=["Q3", "Q3B"])
+@pytest.mark.parametrize(("k", "gamma"), [(2, 1), (2, 2), (3, 2)])
+def test_law_equals_enumeration(draft, k: int, gamma: int) -> None:
+    p, q = np.array(P3, dtype=float), np.array(draft, dtype=float)
+    exact = law(p, q, gamma, {"drafts": k})
+    for s in range(3):
+        ref = reference_round(p, q, k, gamma, s)
+        assert abs(sum(ref.values()) - 1) < 1e-12
+        tokens, single, pair = np.zeros(gamma + 2), np.zeros(3), np.zeros((3, 3))
+        for seq, pr in ref.items():
+            tokens[len(seq)] += pr
+            if len(seq) == 1:
+                single[seq[0]] += pr
+            else:
+                pair[seq[0], seq[1]] += pr
+        np.testing.assert_allclose(exact.tokens[s], tokens, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(exact.single[s], single, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(exact.pair[s], pair, rtol=0, atol=1e-12)
+        paths, probs = sequence_law(p, q, gamma, {"drafts": k}, s)
+        got = {tuple(int(t) for t in row if t >= 0): float(pr)
+               for row, pr in zip(paths, probs, strict=True)}
+        for seq in set(got) | set(ref):
+            assert abs(got.get(seq, 0.0) - ref.get(seq, 0.0)) < 1e-12
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_lossless_and_at_least_every_multi_draft_scheme(pair: str, k: int) -> None:
+    p, q = PAIRS[pair]
+    ours = law(p, q, 1, {"drafts": k})
+    for s in range(p.shape[0]):
+        assert tv(first_two_law(ours, s), target_joint(p, s, 2)) <= 1e-12
+    np.testing.assert_allclose(ours.tokens[:, 2], optimal_acceptance(p, q, k), atol=1e-8)
+    for other in (multi_draft.law(p, q, 1, {"drafts": k}), spectr.law(p, q, 1, {"drafts": k})):
+        assert (ours.tokens[:, 2] >= other.tokens[:, 2] - 1e-8).all()  # one step: the bound
+
+
+def test_lossless_on_iid_stub() -> None:
+    p, q, start = _stub(2)
+    exact = law(p, q, 2, {"drafts": 2})
+    assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
+
+
+def test_tokens_per_round_on_seed_tables() -> None:
+    """γ = 4, k = 1..4 on the seed program's blend: optimal >= K-SEQ >= RRS (reported)."""
+    import specsim.schemes.multi_draft_optimal as optimal
+
+    rates = {name: [stationary_rates(mod.law(TARGET, DRAFT, 4, {"drafts": k})).tokens_per_round
+                    for k in (1, 2, 3, 4)]
+             for name, mod in (("opt", optimal), ("kseq", spectr), ("rrs", multi_draft))}
+    np.testing.assert_allclose(rates["opt"], [2.1171444958, 2.6816616453, 3.0059270380,
+                                              3.2203452736], rtol=0, atol=1e-7)
+    np.testing.assert_allclose(rates["kseq"], [2.1171444958, 2.6757391518, 2.9797740844,
+                                               3.1629895631], rtol=0, atol=1e-9)
+    assert (np.array(rates["opt"]) >= np.array(rates["kseq"]) - 1e-9).all()
+    assert (np.array(rates["kseq"]) >= np.array(rates["rrs"])).all()
+
+
+@pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4)])
+def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
+    p, q = PAIRS[pair]
+    size = p.shape[0]
+    state = np.arange(120_000) % size
+    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(7 + k))
+    assert (sample.drafted == k * gamma).all()
+    last = sample.tokens[np.arange(state.size), sample.n_emitted - 1]
+    assert np.array_equal(sample.next_state, last)
+    exact = law(p, q, gamma, {"drafts": k})
+    tests = 2 * size
+    for s in range(size):
+        mine = state == s
+        tokens = np.bincount(sample.n_emitted[mine], minlength=gamma + 2)
+        assert gof_test(tokens, exact.tokens[s]).p_value > LEVEL / tests
+        first, second = sample.tokens[mine, 0], sample.tokens[mine, 1]
+        cell = np.where(second >= 0, first * size + second, size * size + first)
+        joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
+        assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
+            LEVEL / tests
+
+
+def test_vocabulary_limit_refused() -> None:
+    assert limit(6, {"drafts": 10}) is None and limit(20, {"drafts": 3}) is None
+    why = limit(20, {"drafts": 4})
+    assert why is not None and "8855" in why and "vocab 20" in why and "\n" not in why
+    big = random_table(4, 1.0, 20)
+    with pytest.raises(ValueError, match="8855"):
+        law(big, big, 1, {"drafts": 4})
+
+
+@pytest.mark.parametrize(("knobs", "needle"), [
+    ({}, "drafts"), ({"drafts": 0}, "drafts"), ({"drafts": 2.5}, "drafts"),
+    ({"drafts": False}, "drafts"), ({"drafts": 2, "y": 1}, "y")])
+def test_bad_knobs_refused(knobs: object, needle: str) -> None:
+    for call in (lambda: law(TARGET, DRAFT, 2, knobs), lambda: limit(6, knobs),
+                 lambda: play(TARGET, DRAFT, np.zeros(3, dtype=int), 2, knobs,
+                              np.random.default_rng(0))):
+        with pytest.raises(ValueError, match=needle) as err:
+            call()
+        assert "\n" not in str(err.value) and "multi_draft_optimal" in str(err.value)
