@@ -262,7 +262,9 @@ def run_checks(grid: Grid, tables_dir: str, out: str) -> None:
     sc = load("schemes")
     if sc is not None:
         from specsim.schemes.checks import scheme_checks
-        checks += [Check(*row) for row in scheme_checks(sc, CHECK_LEVEL)]
+        from specsim.costs import settings as cost_settings
+        checks += [Check(*row) for row in scheme_checks(
+            sc, CHECK_LEVEL, cost_settings(grid.config)["expect"])]
     checks += program_checks(load, expected_slower(grid))
     pa = load("pair_accept") if "realtext" in grid.config else None
     if pa is not None:

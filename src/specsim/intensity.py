@@ -32,6 +32,7 @@ __all__ = [
     "Device",
     "PassCost",
     "TransformerShape",
+    "batch_roofline_time",
     "intensity_table",
     "kv_cache_bytes",
     "max_tokens_memory_bound",
@@ -225,6 +226,26 @@ def ridge_macs_per_byte(device: Device) -> float:
 def roofline_time(cost: PassCost, device: Device) -> float:
     """Roofline time in seconds: max(macs / (peak_flops / 2), bytes / mem_bw)."""
     return max(cost.macs / device.peak_macs, cost.bytes / device.mem_bw)
+
+
+def batch_roofline_time(
+    shape: TransformerShape,
+    device: Device,
+    tokens_per_seq: int,
+    batch: int,
+    n_ctx: int,
+    kv_bytes_per_elem: int = 2,
+) -> float:
+    """Roofline time of one pass over ``batch`` sequences, each processing ``tokens_per_seq``
+    new tokens after its own n_ctx cached ones: ``batch`` times the MACs of :func:`pass_cost`,
+    the weights read once for the whole batch, each sequence's KV cache read and written.
+    ``batch`` = 1 is :func:`roofline_time` of :func:`pass_cost`."""
+    if batch < 1:
+        raise ValueError("need batch >= 1")
+    one = pass_cost(shape, tokens_per_seq, n_ctx, kv_bytes_per_elem)
+    kv = one.kv_read_bytes + one.kv_write_bytes
+    return max(batch * one.macs / device.peak_macs,
+               (one.weight_bytes + batch * kv) / device.mem_bw)
 
 
 def max_tokens_memory_bound(

@@ -26,6 +26,9 @@ import numpy as np
 import pandas as pd
 
 from specsim import stats
+from specsim.costs import BATCHED, DRAFTING, SEQUENTIAL, ConstantCost, RooflineCost
+from specsim.costs import roofline_costs
+from specsim.costs import settings as cost_settings
 from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
@@ -33,7 +36,8 @@ from specsim.schemes import POLICIES
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
-__all__ = ["GAMMA_MAX", "KNOB_COLUMNS", "schemes", "schemes_policies"]
+__all__ = ["GAMMA_MAX", "KNOB_COLUMNS", "cost_batch", "fixed_curve", "schemes",
+           "schemes_policies"]
 
 GAMMA_MAX = 32  # fixed draft lengths searched for the best one
 KNOB_COLUMNS = tuple(dict.fromkeys(
@@ -59,13 +63,22 @@ def _points(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _speedup(row: pd.Series, c: float) -> tuple[float, float, float, float]:
-    """(simulated, CI low, CI high, exact) speedup at draft cost c."""
+def _width(row: pd.Series) -> int:
+    """Draft sequences the row's rule drafts side by side (:meth:`RuleSpec.draft_width`)."""
+    spec = RULES[row["rule"]]  # type: ignore[index]
+    return spec.draft_width({k.name: row[k.name] for k in spec.knobs})
+
+
+def _speedup(row: pd.Series, c: float, drafting: str = SEQUENTIAL
+             ) -> tuple[float, float, float, float]:
+    """(simulated, CI low, CI high, exact) speedup at draft cost c, the drafting charged
+    ``drafting`` (:class:`specsim.costs.ConstantCost`)."""
+    cost, width = ConstantCost(c), _width(row)
     rounds = np.asarray(row["rounds_batches"], dtype=float)
-    cost = rounds + c * np.asarray(row["drafted_batches"], dtype=float)
-    est, lo, hi, _ = stats.batch_mean_interval(np.asarray(row["tokens_batches"], float), cost)
-    return est, lo, hi, float(row["tokens_stationary"]) / (1.0 + c * float(
-        row["drafted_stationary"]))
+    calls = cost.total(np.asarray(row["drafted_batches"], dtype=float), width, drafting, rounds)
+    est, lo, hi, _ = stats.batch_mean_interval(np.asarray(row["tokens_batches"], float), calls)
+    return est, lo, hi, float(row["tokens_stationary"]) / cost.total(
+        float(row["drafted_stationary"]), width, drafting)
 
 
 def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -74,10 +87,13 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     for c in cs:
         vals = [_speedup(row, c) if c in [float(x) for x in row["c_list"]]
                 else (np.nan,) * 4 for _, row in df.iterrows()]
+        batched = [_speedup(row, c, BATCHED) if c in [float(x) for x in row["c_list"]]
+                   else (np.nan,) * 4 for _, row in df.iterrows()]
         t = _c_text(c)
         for i, name in enumerate(("speedup", "speedup_ci_low", "speedup_ci_high",
                                   "speedup_exact")):
             df[f"{name}_c{t}"] = [v[i] for v in vals]
+            df[f"{name}_batched_c{t}"] = [v[i] for v in batched]
     df["trials_total"] = df["trials_total"].astype("int64")
     cols = ["study", *KEYS, "lossless", "trials_total", "tv_exact", "tv_mc", "tv_floor",
             "g_statistic", "p_value", "verdict", "power", "p_value_vs_exact", "tokens_exact",
@@ -85,7 +101,9 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             "covered", "tokens_stationary", "drafted_stationary", "drafted_exact",
             "drafted_per_round", "drafted_ci_low", "drafted_ci_high", "exact_method",
             *[f"{n}_c{_c_text(c)}" for c in cs for n in ("speedup", "speedup_ci_low",
-                                                          "speedup_ci_high", "speedup_exact")]]
+                                                          "speedup_ci_high", "speedup_exact")],
+            *[f"{n}_batched_c{_c_text(c)}" for c in cs
+              for n in ("speedup", "speedup_ci_low", "speedup_ci_high", "speedup_exact")]]
     return sort_rows(df[cols], ["study", *KEYS])
 
 
@@ -102,7 +120,7 @@ def _policy_label(row: pd.Series) -> str:
     return f"{row['policy']} γ={g}"
 
 
-def _fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float,
+def fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float,
                  gammas: np.ndarray) -> np.ndarray:
     """Exact long-run tokens per target call of Algorithm 1 at each fixed γ, by the model
     family's exact curve (:meth:`specsim.families.Family.exact_curve`: the DP over a table
@@ -123,7 +141,7 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             continue
         a = None if pd.isna(alpha) else float(alpha)
         gammas = np.arange(1, GAMMA_MAX + 1)
-        fixed = _fixed_curve(grid, str(model), a, float(temp), gammas)
+        fixed = fixed_curve(grid, str(model), a, float(temp), gammas)
         base = {"study": study, "model": model, "alpha": alpha, "temperature": temp}
         for c in sub["c_list"].iloc[0]:
             c = float(c)
@@ -157,3 +175,67 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     out["vs_best_fixed"] = out["speedup_exact"] / out["best_fixed_speedup_exact"]
     return sort_rows(out.reindex(columns=cols), ["study", "model", "alpha", "temperature", "c",
                                              "policy", "gamma", "threshold", "cap"])
+
+
+COST_COLUMNS = [
+    "model", "target", "draft_model", "device", "batch", "n_ctx", "c", "gamma_best",
+    "tokens_best", "verify_best", "speedup_best", "gamma_constant", "speedup_constant",
+    "speedup_at_gamma_constant",
+    *[f"kdraft_{d}_{n}" for d in DRAFTING for n in ("rule", "drafts", "gamma", "speedup")],
+    "tree_budget", "tree_tokens", "tree_speedup"]
+
+
+def _best_kdraft(wide: pd.DataFrame, cost: RooflineCost, drafting: str) -> dict[str, object]:
+    """The k-draft row (a rule drafting several sequences, fixed γ) of ``wide`` with the best
+    exact speedup under ``cost`` with ``drafting``: its rule, k, γ and speedup."""
+    names = [f"kdraft_{drafting}_{n}" for n in ("rule", "drafts", "gamma", "speedup")]
+    if wide.empty:
+        return dict.fromkeys(names, np.nan)
+    speed = np.asarray([r["tokens_stationary"] / cost.total(
+        round(r["drafted_stationary"]), _width(r), drafting) for _, r in wide.iterrows()])
+    r = wide.iloc[first_max(speed)]
+    return dict(zip(names, (r["rule"], _width(r), int(r["gamma"]), speed.max()), strict=True))
+
+
+def _best_tree(model: str, cost: RooflineCost) -> dict[str, object]:
+    """Issue 24's tree budget goes here: Sequoia's best tree of each node budget n
+    (``specsim.schemes.sequoia.best_tree(accept, budget) -> (expected_tokens, parents)``, from
+    the model's positional acceptance vector), costed as a round drafting n nodes of a tree of
+    its depth (batched: one step per depth), the best n kept. Not yet built: empty."""
+    return {"tree_budget": np.nan, "tree_tokens": np.nan, "tree_speedup": np.nan}
+
+
+def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """Per model of the config's ``cost:`` section, (target, draft) pair, device and batch
+    size: the best γ of Algorithm 1 by its exact long-run tokens per call (γ = 1..gamma_max,
+    the model family's exact curve) at the roofline's round cost
+    (:class:`specsim.costs.RooflineCost`), beside the γ the constant model 1 + γ c would pick at
+    the same c; and the best k-draft point of the model's schemes studies drafting one after
+    another and batched."""
+    cfg = cost_settings(grid.config)
+    if not cfg["models"]:
+        return pd.DataFrame(columns=COST_COLUMNS)
+    df = _points(grid, points)
+    df = df[(df["policy"] == "fixed") & df["alpha"].isna() & (df["temperature"] == 1.0)]
+    df = df[[_width(r) > 1 and pd.notna(r["tokens_stationary"]) for _, r in df.iterrows()]]
+    gammas = np.arange(1, int(cfg["gamma_max"]) + 1)
+    rows = []
+    for model in cfg["models"]:
+        alg1 = fixed_curve(grid, model, None, 1.0, gammas)
+        wide = df[df["model"] == model].drop_duplicates(["rule", *KNOB_COLUMNS, "gamma"])
+        for cost in roofline_costs(cfg):
+            speed = alg1 / cost.totals(gammas, 1, SEQUENTIAL)
+            best = first_max(speed)
+            const = alg1 / ConstantCost(cost.c).total(gammas, 1, SEQUENTIAL)
+            bc = first_max(const)
+            row = {"model": model, "target": cost.target.name,
+                   "draft_model": cost.draft_shape.name, "device": cost.device.name,
+                   "batch": cost.batch, "n_ctx": cost.n_ctx, "c": cost.c,
+                   "gamma_best": int(gammas[best]), "tokens_best": alg1[best],
+                   "verify_best": cost.verify(int(gammas[best]) + 1),
+                   "speedup_best": speed[best], "gamma_constant": int(gammas[bc]),
+                   "speedup_constant": const[bc], "speedup_at_gamma_constant": speed[bc]}
+            for drafting in DRAFTING:
+                row |= _best_kdraft(wide, cost, drafting)
+            rows.append(row | _best_tree(model, cost))
+    return pd.DataFrame(rows, columns=COST_COLUMNS)

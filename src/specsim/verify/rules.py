@@ -67,7 +67,10 @@ class RuleSpec:
     few words, for figure legends (``name (label)``). ``scheme``: the module of
     :mod:`specsim.schemes` that plays the rule (its accept step is then ``"scheme"``: not a
     per-token table of the Markov engine) -- None for the engine's own rules. ``knobs``: the
-    rule's settings; ``source``: the paper it is written from.
+    rule's settings; ``source``: the paper it is written from. ``width_knob``: the knob counting
+    the draft sequences a round drafts side by side (None: one sequence); a cost model charges
+    their tokens one after another or as one batched step per depth
+    (:mod:`specsim.costs`).
     """
 
     name: Rule
@@ -80,6 +83,15 @@ class RuleSpec:
     scheme: str | None = None
     knobs: tuple[KnobSpec, ...] = ()
     source: str = ""
+    width_knob: str | None = None
+
+    def draft_width(self, knobs: Mapping[str, float]) -> int:
+        """Draft sequences drafted side by side at each depth: the ``width_knob``'s value in
+        ``knobs`` (its default when absent), 1 for a rule drafting one sequence."""
+        if self.width_knob is None:
+            return 1
+        default = next(k.default for k in self.knobs if k.name == self.width_knob)
+        return int(knobs.get(self.width_knob, default))
 
     @property
     def legend(self) -> str:
@@ -113,7 +125,7 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         knobs=(KnobSpec("drafts", "independent draft sequences k", 1, 64, 2, integer=True,
                         neutral=1),),
         source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, multi-step speculative "
-               "sampling"),
+               "sampling", width_knob="drafts"),
     "lenient": RuleSpec(
         "lenient", "LOSSY: accept x w.p. min(1, p(x)/(l q(x))), on rejection sample "
         "norm(max(p - l q, 0)); l = 1 is Algorithm 1", False, "scheme", "residual",
@@ -129,6 +141,7 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         source="Cai et al. 2024 (Medusa), arXiv 2401.10774, Sec. 2.3.1"),
 })
 assert tuple(RULES) == RULE_NAMES
+assert all(s.width_knob in {k.name for k in s.knobs} for s in RULES.values() if s.width_knob)
 CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
 """The rules the Markov engine and :mod:`specsim.exact` play directly (per-cell tables)."""
 
