@@ -132,3 +132,14 @@ def test_default_config_states_the_issue_example() -> None:
     (claim,) = cfg["cost"]["expect"]
     assert (claim["sequential"], claim["batched"]) == (2.06, 3.09)
     assert copy.deepcopy(claim["knobs"]) == {"drafts": 4}
+
+
+def test_the_tiny_run_writes_cost_batch_and_its_figure(tiny_run: Any) -> None:
+    from specsim.schemes.tables import COST_COLUMNS
+    df = pd.read_csv(tiny_run / "results" / "tables" / "cost_batch.csv")
+    assert list(df.columns) == COST_COLUMNS
+    assert sorted(df["batch"]) == [1, 64] and set(df["model"]) == {"seed_good"}
+    one, many = (df[df["batch"] == b].iloc[0] for b in (1, 64))
+    assert many["gamma_best"] <= one["gamma_best"]  # verifying costs more at batch 64
+    assert one["verify_best"] < 1.01 < many["verify_best"]
+    assert (tiny_run / "results" / "figures" / "optimal_gamma_batch.png").stat().st_size > 0

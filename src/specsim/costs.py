@@ -41,7 +41,7 @@ from specsim.errors import ConfigError, shown
 from specsim.intensity import DEVICES, SHAPES, Device, TransformerShape, batch_roofline_time
 
 __all__ = ["BATCHED", "DRAFTING", "SEQUENTIAL", "ConstantCost", "RooflineCost",
-           "check_config", "settings"]
+           "check_config", "roofline_costs", "settings"]
 
 SEQUENTIAL: Final = "sequential"
 BATCHED: Final = "batched"

@@ -26,8 +26,7 @@ import numpy as np
 import pandas as pd
 
 from specsim import stats
-from specsim.costs import BATCHED, DRAFTING, SEQUENTIAL, ConstantCost, RooflineCost
-from specsim.costs import roofline_costs
+from specsim.costs import BATCHED, DRAFTING, SEQUENTIAL, ConstantCost, RooflineCost, roofline_costs
 from specsim.costs import settings as cost_settings
 from specsim.families import family_of
 from specsim.grid import Grid, Point
@@ -36,7 +35,7 @@ from specsim.schemes import POLICIES
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
-__all__ = ["GAMMA_MAX", "KNOB_COLUMNS", "cost_batch", "fixed_curve", "schemes",
+__all__ = ["GAMMA_MAX", "KNOB_COLUMNS", "cost_batch", "schemes",
            "schemes_policies"]
 
 GAMMA_MAX = 32  # fixed draft lengths searched for the best one
@@ -120,7 +119,7 @@ def _policy_label(row: pd.Series) -> str:
     return f"{row['policy']} γ={g}"
 
 
-def fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float,
+def _fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float,
                  gammas: np.ndarray) -> np.ndarray:
     """Exact long-run tokens per target call of Algorithm 1 at each fixed γ, by the model
     family's exact curve (:meth:`specsim.families.Family.exact_curve`: the DP over a table
@@ -141,7 +140,7 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             continue
         a = None if pd.isna(alpha) else float(alpha)
         gammas = np.arange(1, GAMMA_MAX + 1)
-        fixed = fixed_curve(grid, str(model), a, float(temp), gammas)
+        fixed = _fixed_curve(grid, str(model), a, float(temp), gammas)
         base = {"study": study, "model": model, "alpha": alpha, "temperature": temp}
         for c in sub["c_list"].iloc[0]:
             c = float(c)
@@ -221,7 +220,7 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     gammas = np.arange(1, int(cfg["gamma_max"]) + 1)
     rows = []
     for model in cfg["models"]:
-        alg1 = fixed_curve(grid, model, None, 1.0, gammas)
+        alg1 = _fixed_curve(grid, model, None, 1.0, gammas)
         wide = df[df["model"] == model].drop_duplicates(["rule", *KNOB_COLUMNS, "gamma"])
         for cost in roofline_costs(cfg):
             speed = alg1 / cost.totals(gammas, 1, SEQUENTIAL)
