@@ -14,7 +14,7 @@ from conftest import ROOT, SCHEMA, TINY
 
 from specsim import intensity
 from specsim.config import load_grid, validate_config
-from specsim.costs import BATCHED, SEQUENTIAL, ConstantCost, RooflineCost
+from specsim.costs import BATCHED, SEQUENTIAL, ConstantCost, RooflineCost, settings
 from specsim.errors import ConfigError
 from specsim.outputs import table
 from specsim.schemes.checks import cost_claims
@@ -106,6 +106,14 @@ def test_bad_values_are_refused_by_the_schema(cost: dict[str, Any], key: str) ->
     assert "\n" not in str(err.value)
 
 
+def test_models_default_to_the_schemes_studies_without_alpha() -> None:
+    cfg = yaml.safe_load(TINY.read_text())
+    assert settings(cfg)["models"] == ["seed_good", "stub"]
+    cfg["studies"] = {k: v for k, v in cfg["studies"].items() if v["analysis"] != "schemes"}
+    assert settings(cfg)["models"] == []
+    assert settings({"cost": {"models": ["x"]}})["models"] == ["x"]
+
+
 def test_cost_batch_declares_its_columns() -> None:
     from specsim.schemes.tables import COST_COLUMNS
     declared = table("cost_batch")
@@ -138,8 +146,8 @@ def test_the_tiny_run_writes_cost_batch_and_its_figure(tiny_run: Any) -> None:
     from specsim.schemes.tables import COST_COLUMNS
     df = pd.read_csv(tiny_run / "results" / "tables" / "cost_batch.csv")
     assert list(df.columns) == COST_COLUMNS
-    assert sorted(df["batch"]) == [1, 64] and set(df["model"]) == {"seed_good"}
-    one, many = (df[df["batch"] == b].iloc[0] for b in (1, 64))
+    assert set(df["batch"]) == {1, 64} and list(df["model"].unique()) == ["seed_good", "stub"]
+    one, many = (df[(df["batch"] == b) & (df["model"] == "seed_good")].iloc[0] for b in (1, 64))
     assert many["gamma_best"] <= one["gamma_best"]  # verifying costs more at batch 64
     assert one["verify_best"] < 1.01 < many["verify_best"]
     assert (tiny_run / "results" / "figures" / "optimal_gamma_batch.png").stat().st_size > 0

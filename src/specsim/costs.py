@@ -25,7 +25,8 @@ Two cost models share that shape:
   compute-bound and verifying n tokens costs ~n.
 
 The config's ``cost:`` section (:func:`settings`, checked by :func:`check_config`) names the
-models, target/draft shapes, devices and batch sizes of ``cost_batch.csv``.
+models (by default those of the schemes studies), target/draft shapes, devices and batch sizes
+of ``cost_batch.csv``.
 """
 
 from __future__ import annotations
@@ -124,14 +125,22 @@ class RooflineCost:
 SHAPE_NAMES: Final = {s.name: s for s in SHAPES}
 DEVICE_NAMES: Final = {d.name: d for d in DEVICES}
 DEFAULTS: Final[Mapping[str, Any]] = {
-    "models": [], "pairs": [[SHAPES[-1].name, SHAPES[0].name]],
+    "pairs": [[SHAPES[-1].name, SHAPES[0].name]],
     "devices": [d.name for d in DEVICES], "batch": [1, 4, 16, 64, 256], "n_ctx": 512,
     "gamma_max": 16, "expect": []}
 
 
 def settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The config's ``cost:`` section with its defaults (no models: no ``cost_batch`` rows)."""
-    return {**DEFAULTS, **dict(config.get("cost") or {})}
+    """The config's ``cost:`` section with its defaults; ``models`` by default every model of
+    the config's schemes studies whose draft needs no α, in config order."""
+    cfg = {**DEFAULTS, **dict(config.get("cost") or {})}
+    if cfg.get("models") is None:
+        models = config.get("models", {})
+        cfg["models"] = list(dict.fromkeys(
+            m for st in config.get("studies", {}).values() if st.get("analysis") == "schemes"
+            for m in st.get("models", ())
+            if models.get(m, {}).get("draft", {}).get("kind") != "calibrated"))
+    return cfg
 
 
 def roofline_costs(cfg: Mapping[str, Any]) -> list[RooflineCost]:
