@@ -216,7 +216,8 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=COST_COLUMNS)
     df = _points(grid, points)
     df = df[(df["policy"] == "fixed") & df["alpha"].isna() & (df["temperature"] == 1.0)]
-    df = df[[_width(r) > 1 and pd.notna(r["tokens_stationary"]) for _, r in df.iterrows()]]
+    df = df.loc[np.asarray([_width(r) > 1 and pd.notna(r["tokens_stationary"])
+                            for _, r in df.iterrows()], dtype=bool)]
     gammas = np.arange(1, int(cfg["gamma_max"]) + 1)
     rows = []
     for model in cfg["models"]:
