@@ -60,9 +60,10 @@ def _steps(drafted: Any, width: int, drafting: str) -> Any:
 
 @dataclass(frozen=True)
 class ConstantCost:
-    """A draft step costs ``c`` target calls, verifying any number of tokens costs 1."""
+    """A draft step costs ``c`` target calls, verifying any number of tokens costs 1 (``c`` may
+    be an array or a column: one c per row)."""
 
-    c: float
+    c: Any
 
     def draft(self, drafted: Any, width: int, drafting: str) -> Any:
         """Drafting cost of rounds drafting ``drafted`` tokens (scalars or arrays)."""

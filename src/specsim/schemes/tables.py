@@ -144,7 +144,7 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         base = {"study": study, "model": model, "alpha": alpha, "temperature": temp}
         for c in sub["c_list"].iloc[0]:
             c = float(c)
-            speed = fixed / (1.0 + c * gammas)
+            speed = fixed / ConstantCost(c).total(gammas, 1, SEQUENTIAL)
             best = first_max(speed)
             rows.append(base | {"c": c, "policy": "best_fixed", "gamma": int(gammas[best]),
                                 "scheme": f"best fixed (γ={gammas[best]})",
