@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -45,8 +46,13 @@ def test_roofline_cost_by_hand() -> None:
     assert one.c == 1.0  # the same shape drafts
     assert one.verify(4) == pytest.approx(656 / 392)  # 576 + 80 MACs > 440 bytes
     # 4 tokens in 2 drafts of depth 2 (verify 5 tokens: 840 MACs > 456 bytes)
-    assert one.total(4, 2, SEQUENTIAL) == pytest.approx(4 * 1.0 + 840 / 392)
-    assert one.total(4, 2, BATCHED) == pytest.approx(2 * 408 / 392 + 840 / 392)
+    assert one.total((2, 2), SEQUENTIAL) == pytest.approx(4 * 1.0 + 840 / 392)
+    assert one.total((2, 2), BATCHED) == pytest.approx(2 * 408 / 392 + 840 / 392)
+    # a tree of 1 + 2 nodes: batched, one step of 1 token and one of 2 (408), verify 4 (656)
+    assert one.total((1, 2), BATCHED) == pytest.approx(1.0 + 408 / 392 + 656 / 392)
+    assert one.totals(np.array([4]))[0] == pytest.approx(4.0 + 840 / 392)
+    with pytest.raises(ValueError, match="drafting"):
+        one.total((1,), "parallel")
     eight = RooflineCost(TOY, TOY, UNIT, batch=8, n_ctx=0)
     assert eight.unit == 8 * 152  # 1216 MACs > 376 + 128 bytes: compute-bound
     assert eight.verify(2) == pytest.approx(8 * 312 / 1216)
@@ -71,10 +77,12 @@ def test_verifying_is_nearly_free_only_at_small_batch() -> None:
     assert 0.08 < small.c < 0.12  # ~7B / 70B weights
 
 
-def test_draft_width_comes_from_the_registry() -> None:
-    assert RULES["multi_draft"].draft_width({"drafts": 4}) == 4
-    assert RULES["multi_draft"].draft_width({}) == 2  # the knob's default
-    assert all(s.draft_width({}) == 1 for s in RULES.values() if s.width_knob is None)
+def test_draft_widths_come_from_the_registry() -> None:
+    assert RULES["multi_draft"].draft_widths({"drafts": 4}, 3) == (4, 4, 4)
+    assert RULES["multi_draft"].draft_widths({}, 2) == (2, 2)  # the knob's default
+    assert RULES["tree"].draft_widths({"branches": "2x2x1"}, 3) == (2, 4, 4)
+    assert all(s.draft_widths({}, 3) == (1, 1, 1) for s in RULES.values()
+               if s.width_knob is None)
 
 
 def _cfg(**cost: Any) -> dict[str, Any]:

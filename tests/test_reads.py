@@ -190,6 +190,19 @@ def test_every_byte_of_other_verified_files(tmp_path: Path) -> None:
     flip_every_byte(npz, read_npz)
 
 
+def test_json_checked_against_its_sidecar_before_parsing(tmp_path: Path, monkeypatch) -> None:
+    """A damaged JSON file is refused on its sidecar: the parser never sees its bytes."""
+    js = tmp_path / "grid.json"
+    write_json_verified(js, {"a": 1})
+    js.write_bytes(b"[" * 100_000 + b"]" * 100_000)  # what a parser would recurse into
+    parsed: list[bytes] = []
+    monkeypatch.setattr(json, "loads", lambda *a, **k: parsed.append(a[0]))
+    with pytest.raises(IntegrityError, match=r"grid\.json: content does not match grid\.json"
+                                             r"\.sha256"):
+        read_json_verified(js)
+    assert parsed == []
+
+
 # ---------------------------------------------------------------- bounded before parsing
 @pytest.mark.parametrize("kind", ["table", "frame", "point", "trace", "json", "arrays"])
 def test_oversize_files_are_refused_before_they_are_read(tmp_path: Path, kind: str,

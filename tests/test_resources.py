@@ -43,6 +43,8 @@ CASES = {
     "heuristic": one_study(markov(16), analysis="schemes", rule=["correct"],
                            policy=["heuristic"], knobs={"cap": [64]}),
     "iid": one_study(IID, analysis="accept_curve"),
+    "tree": one_study(markov(160), analysis="schemes", rule=["tree"], gamma=[3],
+                      knobs={"branches": ["4x2x1"]}),
 }
 
 

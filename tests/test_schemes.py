@@ -49,13 +49,13 @@ def _grid_with(config: dict[str, Any], study: dict[str, Any]) -> Any:
 # ---------------------------------------------------------------------------------------------
 def test_every_scheme_rule_is_registered_with_its_module_and_source() -> None:
     schemes = [n for n, s in RULES.items() if s.scheme is not None]
-    assert schemes == ["block", "multi_draft", "lenient", "typical"]
+    assert schemes == ["block", "multi_draft", "lenient", "typical", "tree"]
     for name in schemes:
         spec = RULES[name]  # type: ignore[index]
         assert spec.source and "arXiv" in spec.source, name
         __import__(f"specsim.schemes.{spec.scheme}")
     assert set(CLASSIC_RULES) == {"correct", "greedy", "no_resample", "continue"}
-    assert [RULES[n].lossless for n in schemes] == [True, True, False, False]  # type: ignore[index]
+    assert [RULES[n].lossless for n in schemes] == [True, True, False, False, True]  # type: ignore[index]
     assert list(POLICIES) == ["fixed", "confidence", "heuristic"]
 
 

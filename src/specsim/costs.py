@@ -32,7 +32,7 @@ of ``cost_batch.csv``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -107,19 +107,26 @@ class RooflineCost:
         sequence."""
         return self._time(self.draft_shape, int(width)) / self.unit
 
-    def draft(self, drafted: int, width: int, drafting: str) -> float:
-        """Drafting cost of a round drafting ``drafted`` tokens in ``width`` sequences."""
-        steps = _steps(drafted, width, drafting)
-        return steps * self.step(1 if drafting == SEQUENTIAL else width)
+    def draft(self, widths: Sequence[int], drafting: str) -> float:
+        """Drafting cost of a round drafting ``widths[d]`` tokens per sequence at depth d:
+        sequential, sum(widths) one-token steps; batched, one step over widths[d] tokens per
+        depth."""
+        if drafting == SEQUENTIAL:
+            return sum(widths) * self.step(1)
+        if drafting == BATCHED:
+            return sum(self.step(w) for w in widths)
+        raise ValueError(f"drafting is one of {DRAFTING}, not {drafting!r}")
 
-    def total(self, drafted: int, width: int, drafting: str) -> float:
-        """Cost of one round: drafting + verifying 1 + drafted tokens in one target pass (k
-        drafts are verified as one tree of k γ + 1 tokens: shared prefixes not merged)."""
-        return self.draft(drafted, width, drafting) + self.verify(1 + int(drafted))
+    def total(self, widths: Sequence[int], drafting: str) -> float:
+        """Cost of one round: drafting + verifying the 1 + sum(widths) tokens in one target
+        pass (k drafts are verified as one tree of k γ + 1 tokens: shared prefixes not
+        merged)."""
+        return self.draft(widths, drafting) + self.verify(1 + sum(widths))
 
-    def totals(self, drafted: np.ndarray, width: int, drafting: str) -> np.ndarray:
-        """:meth:`total` at each (integer) number of drafted tokens."""
-        return np.asarray([self.total(int(d), width, drafting) for d in drafted], dtype=float)
+    def totals(self, gammas: np.ndarray) -> np.ndarray:
+        """:meth:`total` of Algorithm 1's round (one sequence of γ tokens) at each γ."""
+        return np.asarray([self.total((1,) * int(g), SEQUENTIAL) for g in gammas],
+                          dtype=float)
 
 
 # ------------------------------------------------------------------ the config's cost: section

@@ -256,6 +256,8 @@ def build_grid(config: dict[str, Any]) -> Grid:
                             family_of(spec).check_alpha(spec, a, t, f"{key}.alpha")
                         for g in study["gamma"]:
                             for rule, scheme in schemes:
+                                if scheme is not None and scheme.depth not in (None, int(g)):
+                                    continue  # a tree runs at the γ of its depth only
                                 if scheme is not None:
                                     _check_scheme_point(scheme, spec, int(g), key)
                                 p = Point(mname, spec, a, int(g), float(t), rule,
@@ -295,6 +297,13 @@ def _study_schemes(study: dict[str, Any], key: str) -> list[tuple[str, Scheme | 
                                  study.get("knobs", {}), key)
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    gammas = sorted(int(g) for g in study["gamma"])
+    for s in found:  # a tree's depth is its draft length: the study must run that γ
+        if s.depth is not None and s.depth not in gammas:
+            name = next(k.name for k in rule_spec(s.rule).knobs if k.shape)
+            raise ConfigError(f"{key}.knobs.{name}: {dict(s.rule_knobs)[name]!r} has depth "
+                              f"{s.depth}, which is not one of the study's gamma {gammas} "
+                              f"(a tree runs at the gamma of its depth)")
     return [(s.rule, s) for s in found]
 
 

@@ -246,10 +246,16 @@ def write_json_verified(path: str | os.PathLike[str], obj: dict[str, Any]) -> No
 
 
 def read_json_verified(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The object of a :func:`write_json_verified` file, its checksum member checked."""
+    """The object of a :func:`write_json_verified` file, its checksum member checked. The bytes
+    are checked whole against the ``.sha256`` sidecar :func:`atomic_path` wrote beside the file
+    before the JSON parser sees them (a file without one -- copied alone -- is checked by its
+    member only, after parsing within the size limit)."""
     fix = REBUILD
     try:
-        obj = json.loads(read_bounded(path, READ_LIMITS["json"]).decode("utf-8"))
+        data = read_bounded(path, READ_LIMITS["json"])
+        if checksum_path(path).exists():
+            check_sidecar(path, data)
+        obj = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise IntegrityError(f"{path}: no such file; rerun snakemake to build it") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as err:

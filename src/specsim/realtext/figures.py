@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from specsim.io import read_table
 from specsim.realtext import settings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _orders_legend(ax: Any, **kw: Any) -> None:
@@ -81,6 +84,22 @@ def figure_tokens(tables_dir: Path) -> Any:
     return fig
 
 
+def _spread(ax: Any, x: pd.Series, g: pd.DataFrame, name: str, marker: str, colour: str,
+            label: str | None = None) -> None:
+    """A timed quantity: its median joined by a line, its quartiles as error bars, and the
+    repeats the timing marked unreliable (:mod:`specsim.timing`) as hollow markers."""
+    y = g[name].to_numpy(dtype=float)
+    lo = y - g[f"{name}_q25"].to_numpy(dtype=float)
+    hi = g[f"{name}_q75"].to_numpy(dtype=float) - y
+    x = np.asarray(x)
+    ax.errorbar(x, y, yerr=[lo, hi], fmt="-", color=colour, lw=1.0, elinewidth=0.8, capsize=2)
+    bad = ~g["reliable"].astype(bool).to_numpy()
+    ax.plot(x[~bad], y[~bad], marker, color=colour, ms=5, ls="none")
+    if label is not None:
+        ax.plot([], [], marker + "-", color=colour, ms=5, lw=1.0, label=label)
+    ax.plot(x[bad], y[bad], marker, mfc="white", mec=colour, ms=5, ls="none")
+
+
 def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -95,8 +114,8 @@ def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
     kmax = int(df["positions"].max())
     ax.plot([1, kmax], [1, kmax], color="0.6", ls="--", lw=0.8, label="proportional to k")
     for j, (b, g) in enumerate(df[df["measure"] == "target_call"].groupby("batch")):
-        ax.plot(g["positions"], g["ratio"], "os"[j % 2] + "-", color="k" if j else "0.45",
-                label=f"batch {b}")
+        _spread(ax, g["positions"], g, "ratio", "os"[j % 2], "k" if j else "0.45",
+                f"batch {b}")
     ax.set_xlabel("positions verified in one target call, k")
     ax.set_ylabel("T(k) / T(1)")
     ax.set_title("cost of verifying k positions\n(target call, order 5)")
@@ -107,7 +126,7 @@ def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
         sub = spec[spec["batch"] == b]
         for i, (_, g) in enumerate(sub.groupby("draft_order")):
             colour = f"C{i}"
-            sp.plot(g["gamma"], g["speedup_measured"], "o-", color=colour)
+            _spread(sp, g["gamma"], g, "speedup_measured", "o", colour)
             sp.plot(g["gamma"], g["speedup_thm38"], "--", color=colour, lw=0.8)
             sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=colour, lw=1.0)
         sp.axhline(1, color="0.3", lw=0.6)
@@ -122,8 +141,10 @@ def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
     orders = sorted(spec["draft_order"].unique())
     handles = [Line2D([], [], color=f"C{i}", marker="o", lw=1.2) for i in range(len(orders))]
     handles += [Line2D([], [], color="0.3", ls=ls, lw=lw) for ls, lw in (("--", 0.8), (":", 1.0))]
+    handles.append(Line2D([], [], color="0.3", marker="o", mfc="white", ls="none"))
     labels = [f"draft order {k}, measured" for k in orders]
-    labels += ["Thm 3.8 with measured c (assumes T(γ+1) = T(1))", "with measured c and T(γ+1)"]
+    labels += ["Thm 3.8 with measured c (assumes T(γ+1) = T(1))", "with measured c and T(γ+1)",
+               "timing unreliable (repeats disagree)"]
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig

@@ -10,8 +10,9 @@ the contract of :mod:`specsim.schemes.law`:
   ``correct`` (Leviathan et al. 2022, Alg. 1), ``lenient`` (:mod:`.lenient`), ``typical``
   (:mod:`.typical`) -- their tables drive :mod:`.tokenwise`, and only they run under the
   policies ``confidence`` (:mod:`.confidence`) and ``heuristic`` (:mod:`.heuristic`);
-* ``block`` (:mod:`.block`) and ``multi_draft`` (:mod:`.multi_draft`) verify a whole draft
-  (or several) at once, with a fixed draft length.
+* ``block`` (:mod:`.block`), ``multi_draft`` (:mod:`.multi_draft`) and ``tree``
+  (:mod:`.tree`) verify a whole draft (or several, or a tree) at once, with a fixed draft
+  length (a tree's: its depth).
 """
 
 from __future__ import annotations
@@ -64,12 +65,9 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
 TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = MappingProxyType({
     "correct": lambda P, Q, knobs: tokenwise.correct_tables(P, Q),
     "lenient": lenient.tables, "typical": typical.tables})
-WHOLE_DRAFT: Final = ("block", "multi_draft")  # rules that verify whole drafts, fixed γ only
+# rules that verify whole drafts (or trees), fixed γ only
+WHOLE_DRAFT: Final = ("block", "multi_draft", "tree")
 RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
-
-
-def _knob_text(value: float, knob: KnobSpec) -> str:
-    return str(int(value)) if knob.integer else repr(float(value))
 
 
 def _checked(specs: tuple[KnobSpec, ...], given: Mapping[str, Any], owner: str,
@@ -88,7 +86,7 @@ class Scheme:
     """A rule with its knobs under a draft-length policy with its knobs (all validated)."""
 
     rule: str
-    rule_knobs: tuple[tuple[str, float], ...] = ()
+    rule_knobs: tuple[tuple[str, Any], ...] = ()
     policy: str = "fixed"
     policy_knobs: tuple[tuple[str, float], ...] = ()
 
@@ -125,8 +123,17 @@ class Scheme:
         return cls.build(d["rule"], d["rule_knobs"], d["policy"], d["policy_knobs"])
 
     @property
-    def knobs(self) -> dict[str, float]:
+    def knobs(self) -> dict[str, Any]:
         return dict(self.rule_knobs) | dict(self.policy_knobs)
+
+    @property
+    def depth(self) -> int | None:
+        """The draft length the rule's knobs fix (a tree shape's depth), None if any γ runs:
+        a study pairs such a scheme with the γ equal to it only."""
+        for k in rule_spec(self.rule).knobs:
+            if k.shape:
+                return len(str(dict(self.rule_knobs)[k.name]).split("x"))
+        return None
 
     def check_gamma(self, gamma: int, where: str) -> None:
         """The heuristic schedule starts at γ and must fit under its cap."""
@@ -136,10 +143,10 @@ class Scheme:
                              f"{int(cap)}; raise knobs.cap or lower gamma")
 
     @staticmethod
-    def _segment(name: str, knobs: tuple[tuple[str, float], ...],
+    def _segment(name: str, knobs: tuple[tuple[str, Any], ...],
                  specs: tuple[KnobSpec, ...]) -> str:
         by = {k.name: k for k in specs}
-        return "".join([name] + [f"+{k}={_knob_text(v, by[k])}" for k, v in knobs])
+        return "".join([name] + [f"+{k}={by[k].text(v)}" for k, v in knobs])
 
     @property
     def rule_segment(self) -> str:

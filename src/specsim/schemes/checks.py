@@ -23,8 +23,12 @@ EXACT_TOL = 1e-12  # a lossless rule's exact TV (printed to 10 decimals: 0 when 
 SAME = ["model", "draft", "knob", "alpha", "gamma", "temperature"]
 
 
+def _knob(v: object) -> str:
+    return v if isinstance(v, str) else f"{v:g}"  # a tree's shape is a string
+
+
 def _label(r: pd.Series) -> str:
-    knobs = "".join(f"/{k}={r[k]:g}" for k in KNOB_COLUMNS if k in r and pd.notna(r[k]))
+    knobs = "".join(f"/{k}={_knob(r[k])}" for k in KNOB_COLUMNS if k in r and pd.notna(r[k]))
     alpha = "" if pd.isna(r["alpha"]) else f"/alpha={r['alpha']:g}"
     return (f"{r['model']}{alpha}/gamma={r['gamma']}/T={r['temperature']:g}/{r['rule']}"
             f"{knobs}/{r['policy']}")
@@ -33,7 +37,7 @@ def _label(r: pd.Series) -> str:
 def _neutral(r: pd.Series) -> bool:
     """The rule's knobs all sit at their neutral value (the rule is then Algorithm 1)."""
     knobs = RULES[r["rule"]].knobs  # type: ignore[index]
-    return bool(knobs) and all(k.neutral is not None and r[k.name] == k.neutral for k in knobs)
+    return bool(knobs) and all(k.is_neutral(r[k.name]) for k in knobs)
 
 
 def _fixed(df: pd.DataFrame) -> pd.DataFrame:
@@ -94,6 +98,17 @@ def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
                              - printed_tolerance(base["tokens_exact"])),
                         f"block={r['tokens_exact']:.6f}",
                         f">= {base['tokens_exact']:.6f} (to the printed digits)"))
+    claims = [n for n, spec in RULES.items() if spec.at_least_tokenwise]
+    for _, r in fixed[fixed["rule"].isin(claims)].iterrows():
+        base = correct.get(_key(r))
+        if base is not None:
+            out.append((f"at_least_tokenwise[{_label(r)}]",
+                        RULES[r["rule"]].at_least_tokenwise,  # type: ignore[index]
+                        bool(r["tokens_exact"] >= base["tokens_exact"]
+                             - printed_tolerance(base["tokens_exact"])),
+                        f"{r['rule']}={r['tokens_exact']:.6f}",
+                        f">= correct at the same gamma, {base['tokens_exact']:.6f} (to the "
+                        f"printed digits)"))
     md = fixed[fixed["rule"] == "multi_draft"]
     for _, g in md.groupby(SAME, dropna=False, sort=False):
         series = [(1.0, correct[_key(g.iloc[0])]["tokens_exact"])] \

@@ -38,10 +38,12 @@ from specsim.verify import RULES
 __all__ = ["optimal_gamma_batch", "schemes_frontier", "schemes_policies", "schemes_speed"]
 
 DEFAULTS = {"confidence": (20, 0.4), "heuristic": (5, None)}  # transformers' (γ, threshold)
+TREE = (0, (4, 1, 1, 1, 1, 1))  # line style of the best token tree (optimal_gamma_batch)
 
 
 def _scheme_label(row: pd.Series) -> str:
-    knobs = [f"{k}={row[k]:g}" for k in KNOB_COLUMNS if k in row and pd.notna(row[k])
+    knobs = [f"{k}={row[k] if isinstance(row[k], str) else format(row[k], 'g')}"
+             for k in KNOB_COLUMNS if k in row and pd.notna(row[k])
              and k not in ("threshold", "cap")]
     return row["rule"] + (f" ({', '.join(knobs)})" if knobs else "")
 
@@ -257,6 +259,8 @@ def optimal_gamma_batch(grid: Grid, tables_dir: str) -> plt.Figure:
             for drafting, ls in (("sequential", "--"), ("batched", "-.")):
                 sp.plot(g["batch"], g[f"kdraft_{drafting}_speedup"], ls, color=col[line],
                         lw=0.9)
+            if "tree_speedup" in g:
+                sp.plot(g["batch"], g["tree_speedup"], ls=TREE, color=col[line], lw=0.9)
         ax.set_ylabel(f"{model}: best γ")
         sp.set_ylabel(f"{model}: speedup")
         sp.axhline(1.0, color="0.4", lw=0.6, ls=":")
@@ -270,7 +274,8 @@ def optimal_gamma_batch(grid: Grid, tables_dir: str) -> plt.Figure:
     handles = [Line2D([], [], color=col[s], marker="o", ms=3, lw=1.0, label=s) for s in lines]
     handles += [Line2D([], [], color="0.3", ls=":", lw=1.0, label="γ of 1 + γc (verify free)"),
                 Line2D([], [], color="0.3", ls="--", lw=0.9, label="best k drafts, sequential"),
-                Line2D([], [], color="0.3", ls="-.", lw=0.9, label="best k drafts, batched")]
+                Line2D([], [], color="0.3", ls="-.", lw=0.9, label="best k drafts, batched"),
+                Line2D([], [], color="0.3", ls=TREE, lw=0.9, label="best token tree, batched")]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, handletextpad=0.3,
                frameon=False)
     what = ", ".join(f"{t} target, {d} draft" for t, d in pair.itertuples(index=False))

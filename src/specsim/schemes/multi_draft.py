@@ -53,7 +53,7 @@ from specsim.sampling import TableSampler
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.verify import accept, residual
 
-__all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "sequence_law"]
+__all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "residuals", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
 BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition matrix
@@ -93,7 +93,7 @@ def _tables(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, int]:
     return out[0], out[1], int(gamma)
 
 
-def _residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
+def residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
     """r_0 = P, r_{j+1} = residual(r_j, Q), j < k, per context: (k+1, S, S) ([M] §4)."""
     res = np.empty((k + 1, *P.shape))
     res[0] = P
@@ -125,7 +125,7 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> _Kernel:
     if cells > budget:
         raise ValueError(f"multi_draft needs (S*drafts)**2 = ({size}*{k})**2 = {cells} DP "
                          f"cells, more than budget={budget}")
-    res = _residuals(P, Q, k)
+    res = residuals(P, Q, k)
     acc = np.minimum(Q, res[:k])  # acc[j, c, a]: candidate j+1 is a and accepted
     rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, S): candidate j+1 rejected
     reach = np.concatenate([np.ones((1, size)), np.cumprod(rho, axis=0)])  # (k+1, S)
@@ -246,7 +246,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
         raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
     s = s.astype(np.intp)
     n = s.size
-    res = _residuals(P, Q, k)
+    res = residuals(P, Q, k)
     draw_q, draw_p = TableSampler(Q), TableSampler(P)
     draw_r = TableSampler(res.reshape((k + 1) * size, size))
     x = np.empty((n, k, g), dtype=np.intp)

@@ -21,8 +21,11 @@ TABLES = (
         columns={
             **KEYS,
             "rule": "verification rule: correct (Leviathan Alg. 1), block (Sun et al. 2024), "
-                    "multi_draft (SpecInfer), lenient (Leviathan App. A.5), typical (Medusa)",
+                    "multi_draft (SpecInfer), lenient (Leviathan App. A.5), typical (Medusa), "
+                    "tree (SpecInfer token trees)",
             "drafts": "multi_draft: number k of independent draft sequences",
+            "branches": "tree: children per node at each depth, e.g. 2x2x1 (its depth is γ; "
+                        "all ones is a chain)",
             "lenience": "lenient: lenience l (1 = Algorithm 1, 0 accepts every draft p allows)",
             "epsilon": "typical: hard probability threshold ε",
             "delta": "typical: entropy-scaled threshold δ (accept iff p(x) > min(ε, δ e^(−H(p))))",
@@ -55,7 +58,7 @@ TABLES = (
             "batches": "batches of chains behind the confidence intervals",
             "covered": "whether the 95% interval covers tokens_exact (up to 1e-9 relative)",
             "drafted_exact": "exact draft tokens proposed per round over the simulated rounds "
-                             "(k γ for multi_draft)",
+                             "(k γ for multi_draft, the tree's nodes for tree)",
             "drafted_per_round": "simulated draft tokens proposed per round",
             "drafted_ci_low": "lower end of its 95% confidence interval",
             "drafted_ci_high": "upper end of that interval",
@@ -107,8 +110,8 @@ TABLES = (
               "(verifying n tokens per sequence costs T_target(n, b) / T_target(1, b) target "
               "calls, a draft step over w tokens per sequence T_draft(w, b) / T_target(1, b); "
               ":mod:`specsim.costs`), the best γ of Algorithm 1 by its exact long-run tokens per "
-              "call, and the best k-draft point of the model's schemes studies drafting one "
-              "after another and batched.",
+              "call, the best k-draft point of the model's schemes studies drafting one "
+              "after another and batched, and its best token tree.",
         columns={
             "model": "the model pair whose exact tokens per call are used (acceptance)",
             "target": "the target's transformer shape (its roofline times)",
@@ -134,12 +137,47 @@ TABLES = (
             "kdraft_<drafting>_drafts": "its number of drafts k",
             "kdraft_<drafting>_gamma": "its draft length γ",
             "kdraft_<drafting>_speedup": "its exact speedup at the roofline's cost",
-            "tree_budget": "Sequoia's best tree node budget (issue 24, item 2; empty until "
-                           "specsim.schemes.sequoia exists)",
-            "tree_tokens": "its expected tokens per call",
-            "tree_speedup": "its speedup at the roofline's cost",
+            "tree_shape": "the best token-tree point of the model's schemes studies at the "
+                          "roofline's cost, drafted batched (one step per depth over its "
+                          "nodes there): its shape, children per node at each depth",
+            "tree_budget": "its drafted nodes",
+            "tree_tokens": "its exact long-run tokens per call",
+            "tree_speedup": "its exact speedup at the roofline's cost",
         }),
 )
+TREE_TABLE = Table(
+    "schemes_trees", needs="schemes", builder="specsim.schemes.trees:schemes_trees",
+    title="Draft trees against the best chain and the best k-draft of the same node budget",
+    about="One row per tree point of a schemes study on a table model: its node budget n (the "
+          "shape's drafted nodes, so every scheme in the row costs 1 + n c a round), the "
+          "shape's exact tokens per call and Sequoia's prediction for it, Sequoia's optimal tree "
+          "for n nodes (Chen et al. 2024, arXiv 2402.12374: dynamic programming over the "
+          "positional acceptance vector, computed exactly over the target's stationary law) "
+          "with its predicted and exact tokens per call, the chain of γ = n and the best "
+          "k-draft with k γ = n, all exact (stationary long run).",
+    columns={
+        "study": KEYS["study"], "model": KEYS["model"], "alpha": KEYS["alpha"],
+        "temperature": KEYS["temperature"],
+        "gamma": "the tree's depth (the point's γ)",
+        "branches": "the tree rule's shape: children per node at each depth",
+        "nodes": "node budget n: drafted tokens per round of every scheme in the row",
+        "accept_1": "positional acceptance of the first child (Algorithm 1's mean acceptance "
+                    "over the target's stationary law)",
+        "tree_tokens_exact": "the shape's exact tokens per target call (stationary long run)",
+        "tree_tokens_predicted": "what Sequoia's positional model predicts for the shape",
+        "sequoia_tree": "Sequoia's optimal tree for n nodes: each node's parent (-1: the root), "
+                        "depth-first, children in position order",
+        "sequoia_depth": "its depth",
+        "sequoia_tokens_predicted": "its tokens per call under the positional model (the DP's "
+                                    "value)",
+        "sequoia_tokens_exact": "its exact tokens per call on the tables (the tree rule's law)",
+        "chain_tokens_exact": "Algorithm 1 at γ = n: exact tokens per call",
+        "best_k": "the k of the best k-draft (multi_draft with k γ = n, k >= 2)",
+        "best_k_gamma": "its γ = n / k",
+        "k_draft_tokens_exact": "its exact tokens per call",
+        "best": "which of tree, sequoia, chain, k_draft emits the most tokens per call",
+    })
+TABLES = (*TABLES, TREE_TABLE)
 FIGURES = (
     Figure(
         "schemes_speed", needs="schemes", builder="specsim.schemes.figures:schemes_speed",

@@ -62,10 +62,17 @@ def _points(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _width(row: pd.Series) -> int:
-    """Draft sequences the row's rule drafts side by side (:meth:`RuleSpec.draft_width`)."""
+def _widths(row: pd.Series) -> tuple[int, ...]:
+    """Tokens the row's rule drafts side by side at each depth
+    (:meth:`specsim.verify.RuleSpec.draft_widths`)."""
     spec = RULES[row["rule"]]  # type: ignore[index]
-    return spec.draft_width({k.name: row[k.name] for k in spec.knobs})
+    return spec.draft_widths({k.name: row[k.name] for k in spec.knobs}, int(row["gamma"]))
+
+
+def _width(row: pd.Series) -> float:
+    """Mean tokens drafted side by side per depth: k for k drafts, 1 for one sequence."""
+    widths = _widths(row)
+    return sum(widths) / len(widths)
 
 
 def _speedup(row: pd.Series, c: float, drafting: str = SEQUENTIAL
@@ -181,27 +188,44 @@ COST_COLUMNS = [
     "tokens_best", "verify_best", "speedup_best", "gamma_constant", "speedup_constant",
     "speedup_at_gamma_constant",
     *[f"kdraft_{d}_{n}" for d in DRAFTING for n in ("rule", "drafts", "gamma", "speedup")],
-    "tree_budget", "tree_tokens", "tree_speedup"]
+    "tree_shape", "tree_budget", "tree_tokens", "tree_speedup"]
+
+
+def _best(rows: pd.DataFrame, cost: RooflineCost, drafting: str) -> tuple[pd.Series, float]:
+    """The row of ``rows`` with the best exact speedup under ``cost`` and ``drafting``."""
+    speed = np.asarray([r["tokens_stationary"] / cost.total(_widths(r), drafting)
+                        for _, r in rows.iterrows()])
+    return rows.iloc[first_max(speed)], float(speed.max())
 
 
 def _best_kdraft(wide: pd.DataFrame, cost: RooflineCost, drafting: str) -> dict[str, object]:
-    """The k-draft row (a rule drafting several sequences, fixed γ) of ``wide`` with the best
-    exact speedup under ``cost`` with ``drafting``: its rule, k, γ and speedup."""
+    """The point of ``wide`` drafting k sequences side by side (the same width at every depth)
+    with the best exact speedup under ``cost`` with ``drafting``: its rule, k, γ, speedup."""
     names = [f"kdraft_{drafting}_{n}" for n in ("rule", "drafts", "gamma", "speedup")]
     if wide.empty:
         return dict.fromkeys(names, np.nan)
-    speed = np.asarray([r["tokens_stationary"] / cost.total(
-        round(r["drafted_stationary"]), _width(r), drafting) for _, r in wide.iterrows()])
-    r = wide.iloc[first_max(speed)]
-    return dict(zip(names, (r["rule"], _width(r), int(r["gamma"]), speed.max()), strict=True))
+    r, speed = _best(wide, cost, drafting)
+    return dict(zip(names, (r["rule"], _width(r), int(r["gamma"]), speed), strict=True))
 
 
-def _best_tree(model: str, cost: RooflineCost) -> dict[str, object]:
-    """Issue 24's tree budget goes here: Sequoia's best tree of each node budget n
-    (``specsim.schemes.sequoia.best_tree(accept, budget) -> (expected_tokens, parents)``, from
-    the model's positional acceptance vector), costed as a round drafting n nodes of a tree of
-    its depth (batched: one step per depth), the best n kept. Not yet built: empty."""
-    return {"tree_budget": np.nan, "tree_tokens": np.nan, "tree_speedup": np.nan}
+def _best_tree(trees: pd.DataFrame, cost: RooflineCost) -> dict[str, object]:
+    """The tree point of the model's schemes studies (a rule whose width knob is a shape) with
+    the best exact speedup under ``cost``, drafted batched (one draft step per depth over that
+    depth's nodes): its shape, node budget, tokens per call and speedup. Sequoia's optimal
+    tree of a budget (:func:`specsim.schemes.sequoia.best_tree`, on the positional model) is
+    ``schemes_trees.csv``'s; a point of it would be costed here the same way."""
+    if trees.empty:
+        return dict.fromkeys(("tree_shape", "tree_budget", "tree_tokens", "tree_speedup"),
+                             np.nan)
+    r, speed = _best(trees, cost, BATCHED)
+    spec = RULES[r["rule"]]  # type: ignore[index]
+    return {"tree_shape": r[str(spec.width_knob)], "tree_budget": sum(_widths(r)),
+            "tree_tokens": r["tokens_stationary"], "tree_speedup": speed}
+
+
+def _is_shape(row: pd.Series) -> bool:
+    spec = RULES[row["rule"]]  # type: ignore[index]
+    return any(k.shape for k in spec.knobs if k.name == spec.width_knob)
 
 
 def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -209,8 +233,8 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     size: the best γ of Algorithm 1 by its exact long-run tokens per call (γ = 1..gamma_max,
     the model family's exact curve) at the roofline's round cost
     (:class:`specsim.costs.RooflineCost`), beside the γ the constant model 1 + γ c would pick at
-    the same c; and the best k-draft point of the model's schemes studies drafting one after
-    another and batched."""
+    the same c; the best k-draft point of the model's schemes studies drafting one after
+    another and batched, and its best tree point."""
     cfg = cost_settings(grid.config)
     if not cfg["models"]:
         return pd.DataFrame(columns=COST_COLUMNS)
@@ -218,13 +242,16 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = df[(df["policy"] == "fixed") & df["alpha"].isna() & (df["temperature"] == 1.0)]
     df = df.loc[np.asarray([_width(r) > 1 and pd.notna(r["tokens_stationary"])
                             for _, r in df.iterrows()], dtype=bool)]
+    shaped = np.asarray([_is_shape(r) for _, r in df.iterrows()], dtype=bool)
     gammas = np.arange(1, int(cfg["gamma_max"]) + 1)
     rows = []
     for model in cfg["models"]:
         alg1 = _fixed_curve(grid, model, None, 1.0, gammas)
-        wide = df[df["model"] == model].drop_duplicates(["rule", *KNOB_COLUMNS, "gamma"])
+        mine = (df["model"] == model).to_numpy()
+        wide, trees = (df.loc[mine & sel].drop_duplicates(["rule", *KNOB_COLUMNS, "gamma"])
+                       for sel in (~shaped, shaped))
         for cost in roofline_costs(cfg):
-            speed = alg1 / cost.totals(gammas, 1, SEQUENTIAL)
+            speed = alg1 / cost.totals(gammas)
             best = first_max(speed)
             const = alg1 / ConstantCost(cost.c).total(gammas, 1, SEQUENTIAL)
             bc = first_max(const)
@@ -237,5 +264,5 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                    "speedup_constant": const[bc], "speedup_at_gamma_constant": speed[bc]}
             for drafting in DRAFTING:
                 row |= _best_kdraft(wide, cost, drafting)
-            rows.append(row | _best_tree(model, cost))
+            rows.append(row | _best_tree(trees, cost))
     return pd.DataFrame(rows, columns=COST_COLUMNS)

@@ -124,6 +124,9 @@ def check_work(trace: Trace, scheme: Scheme, gamma: int) -> None:
     :data:`MAX_WINDOW_SECONDS` (token-wise rules cost O(N γ): always)."""
     if scheme.rule not in WHOLE_DRAFT:
         return
+    if scheme.depth is not None:  # its drafted tokens per round are not k γ (window_laws)
+        raise ValueError(f"{scheme.rule_segment} does not run on traces yet; use it on table "
+                         f"models or the i.i.d. stub")
     est = window_seconds(trace, scheme, gamma)
     if est > MAX_WINDOW_SECONDS:
         raise ValueError(f"{scheme.rule} at gamma={gamma} computes every start's exact law on "

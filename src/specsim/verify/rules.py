@@ -19,7 +19,7 @@ from typing import Any, Final, Literal, cast, get_args
 from specsim.errors import shown
 
 Rule = Literal["correct", "greedy", "no_resample", "continue",
-               "block", "multi_draft", "lenient", "typical"]
+               "block", "multi_draft", "lenient", "typical", "tree"]
 RULE_NAMES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
 
 
@@ -27,25 +27,69 @@ RULE_NAMES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
 class KnobSpec:
     """A numeric setting of a rule or policy: its domain [low, high] (``low_open``: low itself
     excluded), integer or real, its default, and the value at which the scheme reduces to
-    Algorithm 1 with a fixed draft length (``neutral``, None if it never does)."""
+    Algorithm 1 with a fixed draft length (``neutral``, None if it never does).
+
+    ``shape``: the knob is a draft tree's shape instead, a string of integers joined by ``x``
+    (``"2x2x1"``: children per node at each depth), each >= ``low``, the tree having at most
+    ``high`` nodes in all; its value is that string, canonical, and it is neutral when every
+    entry equals ``neutral`` (a chain: all ones)."""
 
     name: str
     meaning: str
     low: float
     high: float
-    default: float
+    default: float | str
     integer: bool = False
     low_open: bool = False
     neutral: float | None = None
+    shape: bool = False
 
     @property
     def domain(self) -> str:
+        if self.shape:
+            return (f"integers >= {self.low:g} joined by 'x', one per depth (e.g. '2x2x1'), "
+                    f"at most {self.high:g} tree nodes")
         low = "(" if self.low_open else "["
         kind = "integer " if self.integer else ""
         return f"{kind}{low}{self.low:g}, {self.high:g}]"
 
-    def check(self, value: object, where: str) -> float:
-        """The value as a number of the knob's kind; ValueError naming ``where`` otherwise."""
+    def text(self, value: Any) -> str:
+        """The value as it appears in a point's path segment."""
+        if self.shape:
+            return str(value)
+        return str(int(value)) if self.integer else repr(float(value))
+
+    def is_neutral(self, value: Any) -> bool:
+        """Whether ``value`` is the knob's neutral value (every entry of a shape)."""
+        if self.neutral is None:
+            return False
+        if self.shape:
+            return isinstance(value, str) and all(
+                int(b) == self.neutral for b in value.split("x"))
+        return bool(value == self.neutral)
+
+    def _check_shape(self, value: object, where: str) -> str:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # a depth-1 tree, as YAML reads `3`
+        entries = value.split("x") if isinstance(value, str) else []
+        ok = bool(entries) and all(e.isdigit() and e.isascii() and len(e) <= 6
+                                   for e in entries)
+        counts = [int(e) for e in entries] if ok else []
+        nodes, width = 0, 1
+        for b in counts:
+            width *= b
+            nodes += width
+        if not ok or min(counts) < self.low or nodes > self.high:
+            raise ValueError(f"{where}: {shown(value)} is outside the domain of {self.name}, "
+                             f"{self.domain} ({self.meaning})"
+                             + (f"; it has {nodes} nodes" if ok and nodes > self.high else ""))
+        return "x".join(map(str, counts))
+
+    def check(self, value: object, where: str) -> Any:
+        """The value as a number of the knob's kind (a shape: its canonical string);
+        ValueError naming ``where`` otherwise."""
+        if self.shape:
+            return self._check_shape(value, where)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         v: Any = value if ok else math.nan  # compared as given: float() of a huge int overflows
         inside = ok and (self.low < v if self.low_open else self.low <= v) and v <= self.high
@@ -67,10 +111,12 @@ class RuleSpec:
     few words, for figure legends (``name (label)``). ``scheme``: the module of
     :mod:`specsim.schemes` that plays the rule (its accept step is then ``"scheme"``: not a
     per-token table of the Markov engine) -- None for the engine's own rules. ``knobs``: the
-    rule's settings; ``source``: the paper it is written from. ``width_knob``: the knob counting
-    the draft sequences a round drafts side by side (None: one sequence); a cost model charges
-    their tokens one after another or as one batched step per depth
-    (:mod:`specsim.costs`).
+    rule's settings; ``source``: the paper it is written from; ``at_least_tokenwise``: why
+    the rule never emits fewer tokens per call than Algorithm 1 at the same γ (checked on the
+    ``schemes`` table), empty where nobody claims it. ``width_knob``: the knob saying how many
+    tokens a round drafts side by side at each depth (k drafts: k at every depth; a tree's
+    shape: the nodes at each depth; None: one sequence); a cost model charges them one after
+    another or as one batched step per depth (:mod:`specsim.costs`).
     """
 
     name: Rule
@@ -83,15 +129,24 @@ class RuleSpec:
     scheme: str | None = None
     knobs: tuple[KnobSpec, ...] = ()
     source: str = ""
+    at_least_tokenwise: str = ""
     width_knob: str | None = None
 
-    def draft_width(self, knobs: Mapping[str, float]) -> int:
-        """Draft sequences drafted side by side at each depth: the ``width_knob``'s value in
-        ``knobs`` (its default when absent), 1 for a rule drafting one sequence."""
+    def draft_widths(self, knobs: Mapping[str, Any], gamma: int) -> tuple[int, ...]:
+        """Tokens drafted per sequence at each depth 1..γ: the ``width_knob``'s value in
+        ``knobs`` (its default when absent) at every depth, or a tree shape's nodes per depth
+        (``"2x2"``: 2, 4); 1 at every depth for a rule drafting one sequence."""
         if self.width_knob is None:
-            return 1
-        default = next(k.default for k in self.knobs if k.name == self.width_knob)
-        return int(knobs.get(self.width_knob, default))
+            return (1,) * gamma
+        knob = next(k for k in self.knobs if k.name == self.width_knob)
+        value = knobs.get(knob.name, knob.default)
+        if not knob.shape:
+            return (int(value),) * gamma
+        widths, nodes = [], 1
+        for b in str(value).split("x"):
+            nodes *= int(b)
+            widths.append(nodes)
+        return tuple(widths)
 
     @property
     def legend(self) -> str:
@@ -139,6 +194,17 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         knobs=(KnobSpec("epsilon", "hard probability threshold", 0.0, 1.0, 0.09),
                KnobSpec("delta", "entropy-scaled threshold", 0.0, 1.0, 0.3)),
         source="Cai et al. 2024 (Medusa), arXiv 2401.10774, Sec. 2.3.1"),
+    "tree": RuleSpec(
+        "tree", "a token tree drafted i.i.d. (branches[d] children per node at depth d) and "
+        "verified root to leaf by recursive rejection sampling over the current node's "
+        "children; lossless", True, "scheme", "residual", label="token tree",
+        scheme="tree",
+        knobs=(KnobSpec("branches", "children per node at each depth; the depth is the "
+                        "point's gamma", 1, 4096, "2x1", shape=True, neutral=1),),
+        source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, token tree verification",
+        width_knob="branches",
+        at_least_tokenwise="SpecInfer (arXiv 2305.09781): a token tree accepts more than a "
+                           "chain of its depth (an observation, checked per table)"),
 })
 assert tuple(RULES) == RULE_NAMES
 assert all(s.width_knob in {k.name for k in s.knobs} for s in RULES.values() if s.width_knob)

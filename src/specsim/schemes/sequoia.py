@@ -1,0 +1,118 @@
+"""Sequoia's optimal draft tree for a node budget, by dynamic programming.
+
+Chen et al. 2024, "Sequoia: Scalable, Robust, and Hardware-aware Speculative Decoding"
+(arXiv 2402.12374), §3.1, cited as [S]. Under [S]'s *positional acceptance assumption* the
+verifier (SpecInfer's recursive rejection sampling over a node's children, :mod:`.tree`)
+accepts the child at position i of an accepted node with a probability that depends on i only.
+Here ``accept[i]`` is the *conditional* probability that the (i+1)-th child is accepted given
+that the first i were rejected; [S]'s p_i, the probability that the child at position i is the
+accepted one, is ``accept[i] * prod_{l<i} (1 - accept[l])``. A tree T then emits, per target
+call, F(T) = sum over its nodes v (the root included: the token drawn where the accepted path
+ends) of prod_{edges of the path root -> v} p_{position}, its expected tokens per call.
+
+:func:`best_tree` maximises F over trees of at most ``budget`` drafted nodes (the root, the
+current context, is not drafted), [S]'s DP: c(n) = 1 + g(n - 1, 0) is the best subtree of n
+nodes with its root; g(m, i) the best way to hang m nodes under children at positions i, i+1,
+... (g(m, i) = max(0, max_{s=1..m} p_i c(s) + g(m - s, i + 1))). O(budget^2 K), exact.
+``tests/test_scheme_sequoia.py`` checks it against every ordered tree of small budgets.
+
+:func:`positional_acceptance` computes the vector exactly from a Markov pair (P, Q) for
+i.i.d. children: at context c, after j rejections RRS holds r_j(c)
+(:func:`specsim.schemes.multi_draft.residuals`) and accepts the next child with probability
+1 - rho_j(c), rho_j(c) = sum_x max(Q(x|c) - r_j(x|c), 0); averaged over the contexts the
+generation passes through (the stationary law of P by default, any law ``weights``, e.g. the
+i.i.d. stub's per-position contexts) given that j rejections happened there:
+accept[j] = E_w[reach_j (1 - rho_j)] / E_w[reach_j], reach_j = prod_{l<j} rho_l. The tree's
+exact value on the tables (:func:`specsim.schemes.tree.tree_law`) differs from F because
+acceptance does depend on the context; the ``schemes_trees`` table shows both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from specsim.exact import check_pair, stationary
+from specsim.schemes.law import FloatArray, IntArray
+from specsim.schemes.multi_draft import residuals
+
+__all__ = ["best_tree", "positional_acceptance", "tree_value"]
+
+
+def _marginal(accept: Any) -> FloatArray:
+    a = np.asarray(accept, dtype=np.float64)
+    if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all() or (a < 0).any() or (a > 1).any():
+        raise ValueError(f"accept must be a non-empty 1-D vector of probabilities in [0, 1], "
+                         f"got {accept!r}")
+    return a * np.concatenate([[1.0], np.cumprod(1.0 - a)[:-1]])
+
+
+def tree_value(accept: Any, parents: Any) -> float:
+    """F(T) of [S] for the tree ``parents`` (parents[i] in [-1, i), -1 the root; the j-th
+    child of a node is the j-th to name it): expected tokens per call under the positional
+    model (a child beyond len(accept) is never accepted)."""
+    p = _marginal(accept)
+    par = np.asarray(parents, dtype=np.intp)
+    value, seen = np.ones(par.size), {}  # f(v) per node; children counted so far per parent
+    total = 1.0
+    for v, u in enumerate(par.tolist()):
+        pos = seen.get(u, 0)
+        seen[u] = pos + 1
+        f = (1.0 if u < 0 else value[u]) * (p[pos] if pos < p.size else 0.0)
+        value[v] = f
+        total += f
+    return float(total)
+
+
+def best_tree(accept: Any, budget: int) -> tuple[float, IntArray]:
+    """Sequoia's optimal tree ([S] §3.1 DP) for ``budget`` drafted nodes: (its expected tokens
+    per call F, its parent array in depth-first order, children in position order).
+
+    Ties go to the fewer children at the lower position (the first maximum), so the answer is
+    deterministic."""
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise ValueError(f"budget must be an integer >= 1 (drafted tree nodes), got {budget!r}")
+    p = _marginal(accept)
+    n, k = int(budget) + 1, p.size
+    c = np.zeros(n + 1)  # c[s]: best subtree of s nodes, its root included
+    g = np.zeros((n + 1, k + 1))  # g[m, i]: m nodes under children at positions >= i
+    pick = np.zeros((n + 1, k + 1), dtype=np.intp)  # the subtree size at position i (0: none)
+    for m in range(1, n + 1):
+        c[m] = 1.0 + g[m - 1, 0]
+        for i in range(k - 1, -1, -1):
+            sizes = np.arange(1, m + 1)
+            vals = p[i] * c[sizes] + g[m - sizes, i + 1]
+            best = int(np.argmax(vals))
+            if vals[best] > g[m, i] and vals[best] > 0.0:
+                g[m, i], pick[m, i] = vals[best], sizes[best]
+    parents: list[int] = []
+
+    def build(node: int, m: int) -> None:  # hang m nodes under ``node``
+        for i in range(k):
+            s = int(pick[m, i])
+            if s == 0:
+                return
+            parents.append(node)
+            me = len(parents) - 1
+            build(me, s - 1)
+            m -= s
+
+    build(-1, n - 1)
+    return float(c[n]), np.asarray(parents, dtype=np.intp)
+
+
+def positional_acceptance(P: Any, Q: Any, k: int, weights: Any = None) -> FloatArray:
+    """accept[0..k-1] of the module docstring, exactly, from a Markov pair and a law of contexts
+    (default: the stationary law of P)."""
+    Pa, Qa = check_pair(P, Q)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    w = stationary(Pa) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (Pa.shape[0],) or (w < 0).any() or abs(w.sum() - 1.0) > 1e-9:
+        raise ValueError(f"weights must be a law over the {Pa.shape[0]} contexts")
+    res = residuals(Pa, Qa, int(k))
+    rho = np.maximum(Qa - res[:k], 0.0).sum(axis=-1)  # (k, S)
+    reach = np.concatenate([np.ones((1, Pa.shape[0])), np.cumprod(rho, axis=0)[:-1]])
+    num, den = (reach * (1.0 - rho)) @ w, reach @ w
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)

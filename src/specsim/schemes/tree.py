@@ -1,0 +1,261 @@
+"""A token tree drafted i.i.d. and verified root to leaf by multi-step speculative sampling
+(a scheme of :mod:`.law`).
+
+Miao et al. 2023, "SpecInfer" (arXiv 2305.09781), token tree verification with multi-step
+speculative sampling (MSS, §4), cited as [M]. Knob ``branches`` = "b_0xb_1x...xb_{D-1}": every
+node at depth d (the root, the context, at depth 0) has b_d children, so a chain is all ones.
+The tree's depth D is the point's γ (a study pairs a tree with the γ of its depth only:
+:attr:`specsim.schemes.Scheme.depth`). Drafted tokens per round = the tree's nodes (the root
+excluded), N = b_0 + b_0 b_1 + ... : each costs a draft call's share (1 + N c a round).
+
+One round from context s (order-1 Markov target P, draft Q, rows = context):
+
+1. Drafting: the b_0 children of the root are drawn i.i.d. from Q(.|s); each child v at depth
+   d >= 1 with token x gets b_d children drawn i.i.d. from Q(.|x), independently of everything
+   else. Siblings that happen to share a token stay distinct nodes, each with its own subtree
+   (no merging of equal prefixes: a tree of N sampled nodes is what the target verifies).
+2. Verification from the root, c = s: at the current node with children y_1..y_m, in drawing
+   order, RRS ([M] §4 MSS, as :mod:`.multi_draft`): r <- P(.|c); for j = 1..m accept y_j iff
+   u Q(y_j|c) < r(y_j) (:func:`specsim.verify.accept`); on a rejection
+   r <- :func:`specsim.verify.residual` (r, Q(.|c)). The first accepted child is emitted and
+   becomes the current node (its subtree only). If all m are rejected, one token is drawn from
+   the final r and the round ends.
+3. At a leaf (m = 0, depth D) the same step draws the bonus token from r = P(.|c).
+
+Every emitted token has the target's law given the ones before it: the children are i.i.d.
+Q(.|c) and independent of how the round reached the node, which is what RRS needs ([M] §4), so
+the scheme is lossless. All ones is Leviathan et al.'s Algorithm 1 (``correct``) exactly;
+"kx1x...x1" is *not* ``multi_draft`` with k drafts (there a rejected prefix's equal siblings
+stay alive; here only the accepted child's subtree does).
+
+The exact law: the outcome at a node depends only on its context c and its number of children
+m. Child j is accepted with token a after j - 1 rejections with mass
+reach_{j-1}(c) min(Q(a|c), r_{j-1}(a|c)) (r_j and reach_j = prod_{l<j} rho_l as in
+:mod:`.multi_draft`), all m are rejected with mass reach_m(c) and then the token is drawn from
+r_m(c) (r_0 = P: the bonus at a leaf). :func:`tree_law` is a forward DP over the nodes in
+breadth-first order carrying, per node, the (start, context) mass of reaching it: one (S, S)
+product per node, O(N S^3); ``tests/test_scheme_tree.py`` checks it against a brute-force
+enumeration of all drawn trees and accept outcomes in exact rational arithmetic. The same DP
+runs on any tree given as a parent array (:func:`tree_law`, :func:`play_tree`), which is how
+Sequoia's trees (:mod:`.sequoia`) get an exact value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from specsim.exact import RoundLaw, check_gamma, check_pair
+from specsim.resources import Footprint
+from specsim.sampling import TableSampler
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.multi_draft import residuals
+from specsim.verify import accept, rule_spec
+
+__all__ = ["BUDGET", "KNOBS", "branches", "footprint", "law", "parents_of", "play",
+           "play_tree", "tree_law"]
+
+KNOBS: Final = ("branches",)
+BUDGET: Final = 2**26  # cells of the DP (node masses, residuals): above every point's memory
+
+
+def branches(knobs: Mapping[str, Any]) -> tuple[int, ...]:
+    """(b_0, ..., b_{D-1}) from ``knobs`` = {"branches": "b_0x...xb_{D-1}"}; one-line ValueError
+    naming the knob otherwise (the registry's domain, :class:`specsim.verify.KnobSpec`)."""
+    if not isinstance(knobs, Mapping) or set(knobs) != set(KNOBS):
+        raise ValueError(f"tree knobs must be exactly {{'branches': 'b0xb1x...'}}, got {knobs!r}")
+    spec = rule_spec("tree").knobs[0]
+    return tuple(int(b) for b in spec.check(knobs["branches"], "tree knob 'branches'").split("x"))
+
+
+def parents_of(shape: tuple[int, ...]) -> IntArray:
+    """The tree of ``shape`` as a parent array in breadth-first order (-1: the root)."""
+    out: list[int] = []
+    level = [-1]
+    for b in shape:
+        nxt = []
+        for p in level:
+            for _ in range(b):
+                out.append(p)
+                nxt.append(len(out) - 1)
+        level = nxt
+    return np.asarray(out, dtype=np.intp)
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """children[v, j]: node v's (j+1)-th child or -1 (row N: the root); n_children[v];
+    depth[v] (the root's is 0); kmax the most children of any node."""
+
+    children: IntArray
+    n_children: IntArray
+    depth: IntArray
+
+    @property
+    def nodes(self) -> int:
+        return self.children.shape[0] - 1
+
+    @property
+    def kmax(self) -> int:
+        return int(self.n_children.max())
+
+
+def _tree(parents: Any) -> _Tree:
+    par = np.asarray(parents)
+    n = par.size
+    if par.ndim != 1 or n == 0 or not np.issubdtype(par.dtype, np.integer) or \
+            (par < -1).any() or (par >= np.arange(n)).any():
+        raise ValueError("parents must be a non-empty 1-D integer array with parents[i] in "
+                         "[-1, i) (-1: the root; nodes in an order where parents come first)")
+    par = np.where(par < 0, n, par).astype(np.intp)
+    counts = np.bincount(par, minlength=n + 1)
+    children = np.full((n + 1, max(int(counts.max()), 1)), -1, dtype=np.intp)
+    fill = np.zeros(n + 1, dtype=np.intp)
+    depth = np.zeros(n + 1, dtype=np.intp)
+    for v in range(n):
+        children[par[v], fill[par[v]]] = v
+        fill[par[v]] += 1
+        depth[v] = depth[par[v]] + 1 if par[v] < n else 1
+    return _Tree(children, counts, depth)
+
+
+def _shape_checked(gamma: int, knobs: Mapping[str, Any]) -> tuple[int, ...]:
+    shape = branches(knobs)
+    if check_gamma(gamma) != len(shape):
+        raise ValueError(f"tree knob 'branches'={knobs['branches']!r} has depth {len(shape)}, "
+                         f"but gamma={gamma}: a tree runs at the gamma of its depth")
+    return shape
+
+
+def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+        budget: int = BUDGET) -> RoundLaw:
+    """Exact law of one round ([M] token tree, MSS) from every context (:func:`tree_law`)."""
+    return tree_law(P, Q, parents_of(_shape_checked(gamma, knobs)), budget)
+
+
+def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
+    """Exact law of one round on the tree ``parents`` from every context: the forward DP over
+    nodes of the module docstring. Refuses more than ``budget`` cells, naming the estimate."""
+    P, Q = check_pair(P, Q)
+    t = _tree(parents)
+    size, n, k = P.shape[0], t.nodes, t.kmax
+    cells = _law_cells(size, n, k)
+    if cells > budget:
+        raise ValueError(f"the tree's exact law needs ~{cells:.3g} cells ({n} nodes on {size} "
+                         f"states), more than budget={budget}")
+    res = residuals(P, Q, k)  # r_j, j = 0..k
+    acc = np.minimum(Q, res[:k])
+    rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, S)
+    reach = np.concatenate([np.ones((1, size)), np.cumprod(rho, axis=0)])  # (k+1, S)
+    step = reach[:k, :, None] * acc  # step[j, c, a]: child j+1 accepted, token a
+    halt = reach[:, :, None] * res  # halt[m, c, b]: all m rejected, then b drawn
+    depth = int(t.depth.max())
+    tokens, nxt = np.zeros((size, depth + 2)), np.zeros((size, size))
+    mass: dict[int, FloatArray] = {n: np.eye(size)}
+    order = [n, *range(n)]  # the root, then breadth-first (parents before children)
+    for v in order:
+        m_v = mass.pop(v)
+        m = int(t.n_children[v])
+        out = m_v * reach[m]
+        tokens[:, t.depth[v] + 1] += out.sum(axis=1)
+        nxt += out @ res[m]
+        for j in range(m):
+            mass[int(t.children[v, j])] = m_v @ step[j]
+    # the law of the token emitted at a node with m children, from its context
+    emit = np.cumsum(np.concatenate([np.zeros((1, size, size)), step]), axis=0) + halt
+    root = int(t.n_children[n])
+    pair = np.zeros((size, size, size))
+    for j in range(root):
+        pair += step[j][:, :, None] * emit[t.n_children[t.children[n, j]]][None, :, :]
+    return RoundLaw(tokens=tokens, next_state=nxt, drafted=np.full(size, float(n)),
+                    single=halt[root].copy(), pair=pair, context=np.arange(size))
+
+
+def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+         rng: np.random.Generator) -> RoundSample:
+    """One round ([M] token tree, MSS) for n chains at once from contexts ``state`` (n,)."""
+    return play_tree(P, Q, state, parents_of(_shape_checked(gamma, knobs)), rng)
+
+
+def play_tree(P: Any, Q: Any, state: Any, parents: Any,
+              rng: np.random.Generator) -> RoundSample:
+    """One round on the tree ``parents`` for n chains at once, vectorised over chains (loops
+    over depths and child positions only). Uniforms per round: N for the drafts (one
+    breadth-first level at a time), then per depth kmax tests (drawn whether or not a test
+    happens) and one for the emitted token."""
+    P, Q = check_pair(P, Q)
+    t = _tree(parents)
+    size, n_nodes, k = P.shape[0], t.nodes, t.kmax
+    s = np.asarray(state)
+    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
+        raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
+    s = s.astype(np.intp)
+    n = s.size
+    res = residuals(P, Q, k)
+    draw_q, draw_r = TableSampler(Q), TableSampler(res.reshape((k + 1) * size, size))
+    par = np.asarray(parents, dtype=np.intp)
+    tok = np.empty((n, n_nodes + 1), dtype=np.intp)
+    tok[:, n_nodes] = s  # the root's column holds the context
+    depth = int(t.depth.max())
+    for d in range(1, depth + 1):
+        level = np.flatnonzero(t.depth[:n_nodes] == d)
+        src = tok[:, np.where(par[level] < 0, n_nodes, par[level])]
+        tok[:, level] = draw_q(src.ravel(), rng.random(src.size)).reshape(src.shape)
+    rows = np.arange(n)
+    tokens = np.full((n, depth + 1), -1, dtype=np.intp)
+    n_emitted = np.zeros(n, dtype=np.intp)
+    node, cur, live = np.full(n, n_nodes, dtype=np.intp), s.copy(), np.ones(n, dtype=bool)
+    for d in range(depth + 1):
+        rejected = np.zeros(n, dtype=np.intp)
+        taken = np.full(n, -1, dtype=np.intp)
+        for j in range(k):
+            child = t.children[node, j]
+            test = live & (child >= 0) & (taken < 0)
+            y = tok[rows, np.maximum(child, 0)]
+            ok = test & accept(rng.random(n), res[rejected, cur, y], Q[cur, y])
+            taken = np.where(ok, child, taken)
+            rejected += test & ~ok
+        stopped = live & (taken < 0)
+        drawn = draw_r(rejected * size + cur, rng.random(n))
+        out = np.where(stopped, drawn, tok[rows, np.maximum(taken, 0)])
+        tokens[live, d] = out[live]
+        n_emitted += live
+        cur = np.where(live, out, cur)
+        node = np.where(live & ~stopped, taken, node)
+        live &= ~stopped
+    return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
+                       drafted=np.full(n, n_nodes, dtype=np.intp))
+
+
+def _law_cells(size: int, nodes: int, kmax: int) -> float:
+    """Peak cells of :func:`tree_law`: the node masses alive at once (at most every node's),
+    the k + 1 residuals and their step/halt/emit tables, the (S, S, S) pair law."""
+    s2 = float(size) ** 2
+    return (nodes + 2) * s2 + (5 * kmax + 6) * s2 + 3.0 * size**3
+
+
+def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+              chains: int) -> LawSize:
+    """What :func:`law` and :func:`play` cost on the tree of ``branches`` on S = ``size``
+    contexts: the law's cells (:func:`_law_cells`) and N + 2 k (S, S) products (a tree
+    beyond the memory a point job may declare is refused by :mod:`specsim.work` naming this
+    estimate); a round holds the residuals' samplers, built by every call, and the N drafted
+    tokens of every chain."""
+    shape = branches(knobs or {})
+    n_nodes = int(parents_of(shape).size)
+    k = max(shape)
+    what = f"tree exact law (branches {'x'.join(map(str, shape))}: {n_nodes} nodes on {size} " \
+           f"states)"
+    law_fp = Footprint(_law_cells(size, n_nodes, k),
+                       2.0 * (n_nodes + 2 * k + 2) * float(size) ** 3, what=what)
+    n = float(chains)
+    samplers = (TableSampler.cells((k + 1) * size, size),
+                TableSampler.work((k + 1) * size, size) + TableSampler.work(size, size))
+    play_fp = Footprint(2 * (k + 1) * float(size) ** 2 + samplers[0] + 3 * n * (n_nodes + 1)
+                        + 2 * n * (gamma + 1) + 14 * n,
+                        samplers[1] + 10 * n * (n_nodes + (gamma + 1) * (6 * k + 10)),
+                        what=f"simulation ({chains} chains at once)")
+    return LawSize(size, law_fp, play_fp)

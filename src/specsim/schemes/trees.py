@@ -1,0 +1,86 @@
+"""The ``schemes_trees`` table (declared in :mod:`specsim.schemes.outputs`): draft trees against
+the best chain and the best k-draft of the same node budget.
+
+One row per point of a ``schemes`` study whose rule drafts a tree (a rule with a shape knob,
+:attr:`specsim.schemes.Scheme.depth`), on a model with a stationary long run (table models):
+its node budget n is the shape's node count. Beside the shape's exact tokens per call (the
+point's stationary value) stand, all exact on the point's tables and all drafting n tokens per
+round:
+
+* the positional acceptance vector (:func:`specsim.schemes.sequoia.positional_acceptance`,
+  over the stationary law of the target) and what Sequoia's tree model predicts for the shape;
+* Sequoia's optimal tree for n nodes (:func:`specsim.schemes.sequoia.best_tree`): its
+  predicted tokens per call and the tree rule's exact value on that tree
+  (:func:`specsim.schemes.tree.tree_law`);
+* the best chain (Algorithm 1 at γ = n) and the best k-draft (``multi_draft`` with k γ = n,
+  k >= 2, the best k).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from specsim import exact
+from specsim.grid import Grid
+from specsim.schemes import Scheme
+from specsim.schemes.sequoia import best_tree, positional_acceptance, tree_value
+from specsim.schemes.tree import parents_of, tree_law
+from specsim.tables.points import sort_rows, study_points
+
+__all__ = ["schemes_trees"]
+
+COLUMNS = ["study", "model", "alpha", "temperature", "gamma", "branches", "nodes", "accept_1",
+           "tree_tokens_exact", "tree_tokens_predicted", "sequoia_tree", "sequoia_depth",
+           "sequoia_tokens_predicted", "sequoia_tokens_exact", "chain_tokens_exact",
+           "best_k", "best_k_gamma", "k_draft_tokens_exact", "best"]
+
+
+def _rate(law: exact.RoundLaw) -> float:
+    return float(exact.stationary_rates(law).tokens_per_round)
+
+
+def _row(P: np.ndarray, Q: np.ndarray, shape: str) -> dict[str, object]:
+    parents = parents_of(tuple(int(b) for b in shape.split("x")))
+    n = int(parents.size)
+    accept = positional_acceptance(P, Q, n)
+    predicted, seq = best_tree(accept, n)
+    depth = np.zeros(seq.size, dtype=int)
+    for v, u in enumerate(seq.tolist()):
+        depth[v] = 1 if u < 0 else depth[u] + 1
+    ks = [k for k in range(2, n + 1) if n % k == 0]
+    kd = [(_rate(Scheme.build("multi_draft", {"drafts": k}).law(P, Q, n // k)), k) for k in ks]
+    best_kd = max(kd) if kd else (np.nan, np.nan)
+    out = {"nodes": n, "accept_1": float(accept[0]),
+           "tree_tokens_predicted": tree_value(accept, parents),
+           "sequoia_tree": " ".join(map(str, seq.tolist())), "sequoia_depth": int(depth.max()),
+           "sequoia_tokens_predicted": predicted,
+           "sequoia_tokens_exact": _rate(tree_law(P, Q, seq)),
+           "chain_tokens_exact": _rate(Scheme.build("correct").law(P, Q, n)),
+           "best_k": best_kd[1], "best_k_gamma": n // best_kd[1] if kd else np.nan,
+           "k_draft_tokens_exact": best_kd[0]}
+    return out
+
+
+def schemes_trees(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    df = study_points(grid, points, "schemes")
+    by_id = {p.point_id: p for p in grid.points}
+    rows = []
+    for _, r in df.iterrows():
+        point = by_id[r["point_id"]]
+        scheme = point.scheme
+        if scheme is None or scheme.depth is None or not point.family.stationary_schemes:
+            continue
+        P, Q, _, _ = point.family.equivalence_model(point)
+        shape = next(str(v) for _, v in scheme.rule_knobs)
+        row = {"study": r["study"], "model": r["model"], "alpha": r["alpha"],
+               "temperature": r["temperature"], "gamma": int(r["gamma"]), "branches": shape,
+               "tree_tokens_exact": float(r["tokens_stationary"])} | _row(P, Q, shape)
+        named = {"tree": row["tree_tokens_exact"], "sequoia": row["sequoia_tokens_exact"],
+                 "chain": row["chain_tokens_exact"], "k_draft": row["k_draft_tokens_exact"]}
+        row["best"] = max(named, key=lambda k: -np.inf if np.isnan(named[k]) else named[k])
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=COLUMNS)
+    return sort_rows(pd.DataFrame(rows).reindex(columns=COLUMNS),
+                     ["study", "model", "alpha", "temperature", "nodes", "branches"])
