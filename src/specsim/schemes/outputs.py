@@ -221,6 +221,7 @@ FIGURES = (
             "the target's forward pass says at that batch size (solid), and the γ the constant "
             "model 1 + γ c picks at the same draft cost c (dotted). Right: the speedup over the "
             "target alone of the best γ (solid) and of the best k-draft point of the schemes "
-            "studies, drafting one after another (dashed) or batched (dash-dot). One colour "
-            "per device; one panel row per model.")),
+            "studies, drafting one after another (dashed) or batched (dash-dot), and of its best "
+            "token tree drafted batched (dash-dot-dot). One colour per device; one panel row "
+            "per model.")),
 )
