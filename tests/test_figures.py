@@ -202,6 +202,17 @@ def write_scheme_tables(d: Path) -> None:
                                "speedup_ci_low": s - 1e-2, "speedup_ci_high": s + 1e-2,
                                "vs_best_fixed": s / (2.0 - c)})
     pd.DataFrame(pol).to_csv(d / "schemes_policies.csv", index=False)
+    cost = []
+    for model in ("seed_med", "ngram_o4"):
+        for device in ("A100-80GB", "H100-SXM"):
+            for b in (1, 4, 16, 64, 256):
+                g = max(1, 6 - int(np.log2(b)) // 2)
+                cost.append({"model": model, "target": "Llama-2-70B",
+                             "draft_model": "Llama-2-7B", "device": device, "batch": b,
+                             "n_ctx": 512, "c": 0.1, "gamma_best": g, "gamma_constant": 6,
+                             "speedup_best": 1 + 0.3 * g, "kdraft_sequential_speedup": 1 + 0.2 * g,
+                             "kdraft_batched_speedup": 1 + 0.25 * g})
+    pd.DataFrame(cost).to_csv(d / "cost_batch.csv", index=False)
 
 
 def write_llm_tables(d: Path) -> None:

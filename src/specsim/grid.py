@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from specsim.configfile import check_values
+from specsim.costs import check_config as check_cost
 from specsim.errors import ConfigError
 from specsim.families import Family, family_of, model_identity
 from specsim.measures import for_analysis
@@ -266,6 +267,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
         _check_expect_slower(study, specs, key)
         studies[sname] = {"analysis": study["analysis"], "points": ids, "c": list(study["c"])}
     _check_worked_example(config, specs)
+    check_cost(config, specs)
     if len(points) > config["max_points"]:
         raise ConfigError(f"the studies define {len(points)} grid points, more than max_points="
                           f"{config['max_points']}; raise max_points to confirm a grid this large")

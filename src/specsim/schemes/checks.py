@@ -7,6 +7,8 @@ or DP); simulated ones are judged at :data:`specsim.checks.CHECK_LEVEL` per row.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -15,7 +17,7 @@ from specsim.schemes.tables import KNOB_COLUMNS
 from specsim.stats import student_t_quantile
 from specsim.verify import RULES
 
-__all__ = ["scheme_checks"]
+__all__ = ["cost_claims", "scheme_checks"]
 
 EXACT_TOL = 1e-12  # a lossless rule's exact TV (printed to 10 decimals: 0 when below 5e-11)
 SAME = ["model", "draft", "knob", "alpha", "gamma", "temperature"]
@@ -154,6 +156,40 @@ def _bounds(fixed: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
     return out
 
 
-def scheme_checks(df: pd.DataFrame, level: float) -> list[tuple[str, str, bool, str, str]]:
+def cost_claims(df: pd.DataFrame, claims: list[dict[str, Any]]
+                ) -> list[tuple[str, str, bool, str, str]]:
+    """The config's ``cost.expect`` claims: a point's exact speedup drafting one after another
+    (``speedup_exact_c<c>``) and batched (``speedup_exact_batched_c<c>``), each equal to the
+    claimed value to its ``decimals`` (within half a unit of the last digit)."""
+    out = []
+    for claim in claims:
+        knobs = claim.get("knobs", {})
+        ct = f"{float(claim['c']):g}"
+        rows = _fixed(df)
+        rows = rows[(rows["model"] == claim["model"]) & (rows["gamma"] == claim["gamma"])
+                    & (rows["rule"] == claim["rule"])]
+        for k, v in knobs.items():
+            rows = rows[rows[k] == v] if k in rows else rows.iloc[:0]
+        name = (f"cost_claim[{claim['model']}/gamma={claim['gamma']}/{claim['rule']}"
+                + "".join(f"/{k}={v:g}" for k, v in knobs.items()) + f"/c={ct}]")
+        decimals = int(claim.get("decimals", 2))
+        want = (f"sequential {claim['sequential']:.{decimals}f}, batched "
+                f"{claim['batched']:.{decimals}f} (to ±{0.5 * 10 ** -decimals:g})")
+        cols = [f"speedup_exact_c{ct}", f"speedup_exact_batched_c{ct}"]
+        if rows.empty or not set(cols) <= set(rows.columns):
+            out.append((name, claim.get("source", "config"), False,
+                        "no such fixed-γ point in schemes.csv", want))
+            continue
+        seq, bat = (float(rows.iloc[0][c]) for c in cols)
+        ok = all(abs(x - float(claim[k])) <= 0.5 * 10 ** -decimals + 1e-12
+                 for x, k in ((seq, "sequential"), (bat, "batched")))
+        out.append((name, claim.get("source", "config"), ok,
+                    f"sequential {seq:.6f}, batched {bat:.6f} (tokens "
+                    f"{rows.iloc[0]['tokens_stationary']:.6f})", want))
+    return out
+
+
+def scheme_checks(df: pd.DataFrame, level: float, claims: list[dict[str, Any]] | None = None
+                  ) -> list[tuple[str, str, bool, str, str]]:
     """(check, source, passed, observed, expected) rows for ``checks.csv``."""
-    return _rows(df, level) + _relations(df)
+    return _rows(df, level) + _relations(df) + cost_claims(df, claims or [])

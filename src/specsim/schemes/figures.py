@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 from specsim.figures.style import (
     MIN_FONTSIZE,
@@ -34,9 +35,10 @@ from specsim.grid import Grid
 from specsim.schemes.tables import KNOB_COLUMNS
 from specsim.verify import RULES
 
-__all__ = ["schemes_frontier", "schemes_policies", "schemes_speed"]
+__all__ = ["optimal_gamma_batch", "schemes_frontier", "schemes_policies", "schemes_speed"]
 
 DEFAULTS = {"confidence": (20, 0.4), "heuristic": (5, None)}  # transformers' (γ, threshold)
+TREE = (0, (4, 1, 1, 1, 1, 1))  # line style of the best token tree (optimal_gamma_batch)
 
 
 def _scheme_label(row: pd.Series) -> str:
@@ -230,4 +232,53 @@ def schemes_policies(grid: Grid, tables_dir: str) -> plt.Figure:
                columnspacing=1.0, frameon=False)
     alpha = "" if pd.isna(key[2]) else f", α = {key[2]:g}"
     fig.suptitle(f"Draft-length policies vs the best fixed γ ({key[1]}{alpha})", fontsize=8)
+    return fig
+
+
+def optimal_gamma_batch(grid: Grid, tables_dir: str) -> plt.Figure:
+    """The best γ (left) and the best speedups (right) against batch size, one row per model,
+    from ``cost_batch.csv``."""
+    df = load_table(tables_dir, "cost_batch")
+    if df.empty:
+        return nothing_to_draw("the config's cost: section names no model: no round cost "
+                               "against batch size to draw")
+    models = unique(df["model"])
+    df["line"] = [f"{d}" if df[["target", "draft_model"]].drop_duplicates().shape[0] == 1
+                  else f"{t}/{m} on {d}" for t, m, d in
+                  zip(df["target"], df["draft_model"], df["device"], strict=True)]
+    lines = unique(df["line"])
+    col = colors(lines)
+    fig, axes = plt.subplots(len(models), 2, figsize=(WIDE, 2.4 * len(models) + 0.9),
+                             layout="constrained", squeeze=False)
+    for (ax, sp), model in zip(axes, models, strict=True):
+        for line in lines:
+            g = df[(df["model"] == model) & (df["line"] == line)].sort_values("batch")
+            ax.plot(g["batch"], g["gamma_best"], "-o", color=col[line], ms=3, lw=1.0)
+            ax.plot(g["batch"], g["gamma_constant"], ":", color=col[line], lw=1.0)
+            sp.plot(g["batch"], g["speedup_best"], "-o", color=col[line], ms=3, lw=1.0)
+            for drafting, ls in (("sequential", "--"), ("batched", "-.")):
+                sp.plot(g["batch"], g[f"kdraft_{drafting}_speedup"], ls, color=col[line],
+                        lw=0.9)
+            if "tree_speedup" in g:
+                sp.plot(g["batch"], g["tree_speedup"], ls=TREE, color=col[line], lw=0.9)
+        ax.set_ylabel(f"{model}: best γ")
+        sp.set_ylabel(f"{model}: speedup")
+        sp.axhline(1.0, color="0.4", lw=0.6, ls=":")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        for a in (ax, sp):
+            a.set_xscale("log", base=2)
+            a.xaxis.set_major_formatter(ScalarFormatter())
+    for a in axes[-1]:
+        a.set_xlabel("batch size b (sequences decoded together)")
+    pair = df[["target", "draft_model"]].drop_duplicates()
+    handles = [Line2D([], [], color=col[s], marker="o", ms=3, lw=1.0, label=s) for s in lines]
+    handles += [Line2D([], [], color="0.3", ls=":", lw=1.0, label="γ of 1 + γc (verify free)"),
+                Line2D([], [], color="0.3", ls="--", lw=0.9, label="best k drafts, sequential"),
+                Line2D([], [], color="0.3", ls="-.", lw=0.9, label="best k drafts, batched"),
+                Line2D([], [], color="0.3", ls=TREE, lw=0.9, label="best token tree, batched")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, handletextpad=0.3,
+               frameon=False)
+    what = ", ".join(f"{t} target, {d} draft" for t, d in pair.itertuples(index=False))
+    fig.suptitle(f"Best draft length against batch size at the roofline's cost ({what}, "
+                 f"n_ctx = {int(df['n_ctx'].iloc[0])})", fontsize=8)
     return fig

@@ -15,7 +15,9 @@ TABLES = (
               "verification, multi-draft, lenience, typical acceptance, or Algorithm 1) with its "
               "knobs, under a draft-length policy, on one model: the lossless check (exact and "
               "simulated) and tokens per target call, exact beside simulated, with the speedup at "
-              "each c of the study. A round drafting γ' tokens costs 1 + γ' c target calls.",
+              "each c of the study. A round drafting γ' tokens costs 1 + γ' c target calls when "
+              "drafted one after another (``speedup_*_c<c>``), 1 + γ c when k drafts of depth γ "
+              "are drafted side by side (``speedup_*_batched_c<c>``).",
         columns={
             **KEYS,
             "rule": "verification rule: correct (Leviathan Alg. 1), block (Sun et al. 2024), "
@@ -64,11 +66,18 @@ TABLES = (
             "drafted_ci_low": "lower end of its 95% confidence interval",
             "drafted_ci_high": "upper end of that interval",
             "exact_method": "stationary, first_round, or mc_only (too large to enumerate)",
-            "speedup_c<c>": "simulated speedup at draft cost c: tokens / (rounds + c drafted), "
-                            "long-run sums",
+            "speedup_c<c>": "simulated speedup at draft cost c, drafts drafted one after "
+                            "another (sequential): tokens / (rounds + c drafted), long-run sums",
             "speedup_ci_low_c<c>": "lower end of its 95% confidence interval",
             "speedup_ci_high_c<c>": "upper end of that interval",
             "speedup_exact_c<c>": "tokens_stationary / (1 + c drafted_stationary): the long run",
+            "speedup_batched_c<c>": "simulated speedup with batched drafting: k drafts drafted "
+                                    "side by side cost c per depth, tokens / (rounds + c "
+                                    "drafted / k) (= speedup_c<c> for one draft sequence)",
+            "speedup_ci_low_batched_c<c>": "lower end of its 95% confidence interval",
+            "speedup_ci_high_batched_c<c>": "upper end of that interval",
+            "speedup_exact_batched_c<c>": "tokens_stationary / (1 + c drafted_stationary / k): "
+                                          "the long run, batched drafting",
         }),
     Table(
         "schemes_policies", needs="schemes", builder="specsim.schemes.tables:schemes_policies",
@@ -95,6 +104,48 @@ TABLES = (
             "speedup_exact": "tokens_exact / (1 + c drafted_exact)",
             "best_fixed_speedup_exact": "the best fixed γ's exact speedup at this c",
             "vs_best_fixed": "speedup_exact / best_fixed_speedup_exact (> 1: the policy wins)",
+        }),
+    Table(
+        "cost_batch", needs="schemes", builder="specsim.schemes.tables:cost_batch",
+        title="The best draft length against batch size, at the roofline's cost",
+        about="For each model of the config's ``cost:`` section, (target, draft) shape pair of the "
+              "intensity stage, device and batch size b: a round's cost from the roofline "
+              "(verifying n tokens per sequence costs T_target(n, b) / T_target(1, b) target "
+              "calls, a draft step over w tokens per sequence T_draft(w, b) / T_target(1, b); "
+              ":mod:`specsim.costs`), the best γ of Algorithm 1 by its exact long-run tokens per "
+              "call, the best k-draft point of the model's schemes studies drafting one "
+              "after another and batched, and its best token tree.",
+        columns={
+            "model": "the model pair whose exact tokens per call are used (acceptance)",
+            "target": "the target's transformer shape (its roofline times)",
+            "draft_model": "the draft's transformer shape",
+            "device": "accelerator",
+            "batch": "batch size b: sequences decoded together, each its own KV cache",
+            "n_ctx": "context length held in each sequence's KV cache",
+            "c": "T_draft(1, b) / T_target(1, b): the draft cost c of a one-token draft step",
+            "gamma_best": "the best γ in 1..gamma_max of Algorithm 1 at the roofline's cost",
+            "tokens_best": "exact long-run tokens per target call at gamma_best",
+            "verify_best": "T_target(gamma_best + 1, b) / T_target(1, b): the verify pass's cost",
+            "speedup_best": "tokens_best / (gamma_best c + verify_best): speedup over the target "
+                            "alone at batch b",
+            "gamma_constant": "the best γ of the constant model 1 + γ c (verifying free) at the "
+                              "same c",
+            "speedup_constant": "the speedup the constant model predicts at gamma_constant",
+            "speedup_at_gamma_constant": "the roofline's speedup at gamma_constant",
+            "kdraft_<drafting>_rule": "the best point drafting several sequences (schemes "
+                                      "studies, fixed γ): its rule; drafting sequential (k γ "
+                                      "one-token draft steps) or batched (γ steps over k "
+                                      "tokens per sequence); both verify k γ + 1 tokens in one "
+                                      "pass",
+            "kdraft_<drafting>_drafts": "its number of drafts k",
+            "kdraft_<drafting>_gamma": "its draft length γ",
+            "kdraft_<drafting>_speedup": "its exact speedup at the roofline's cost",
+            "tree_shape": "the best token-tree point of the model's schemes studies at the "
+                          "roofline's cost, drafted batched (one step per depth over its "
+                          "nodes there): its shape, children per node at each depth",
+            "tree_budget": "its drafted nodes",
+            "tree_tokens": "its exact long-run tokens per call",
+            "tree_speedup": "its exact speedup at the roofline's cost",
         }),
 )
 TREE_TABLE = Table(
@@ -163,4 +214,17 @@ FIGURES = (
             "fixed γ; dots: simulation with 95% confidence intervals. Stars and thick lines: "
             "transformers' defaults (20 tokens with threshold 0.4; the heuristic from 5). "
             "Right: each policy's exact speedup relative to the best fixed γ's.")),
+    Figure(
+        "optimal_gamma_batch", needs="schemes",
+        builder="specsim.schemes.figures:optimal_gamma_batch",
+        caption=(
+            "The best draft length against batch size, at the roofline's cost "
+            "(``cost_batch.csv``). Left: the best γ of Algorithm 1 by the model's exact "
+            "long-run tokens per call when verifying γ + 1 tokens costs what the roofline of "
+            "the target's forward pass says at that batch size (solid), and the γ the constant "
+            "model 1 + γ c picks at the same draft cost c (dotted). Right: the speedup over the "
+            "target alone of the best γ (solid) and of the best k-draft point of the schemes "
+            "studies, drafting one after another (dashed) or batched (dash-dot), and of its best "
+            "token tree drafted batched (dash-dot-dot). One colour per device; one panel row "
+            "per model.")),
 )

@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from specsim import stats
+from specsim.costs import BATCHED, DRAFTING, SEQUENTIAL, ConstantCost, RooflineCost, roofline_costs
+from specsim.costs import settings as cost_settings
 from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
@@ -33,7 +35,8 @@ from specsim.schemes import POLICIES
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
-__all__ = ["GAMMA_MAX", "KNOB_COLUMNS", "schemes", "schemes_policies"]
+__all__ = ["GAMMA_MAX", "KNOB_COLUMNS", "cost_batch", "schemes",
+           "schemes_policies"]
 
 GAMMA_MAX = 32  # fixed draft lengths searched for the best one
 KNOB_COLUMNS = tuple(dict.fromkeys(
@@ -59,13 +62,29 @@ def _points(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _speedup(row: pd.Series, c: float) -> tuple[float, float, float, float]:
-    """(simulated, CI low, CI high, exact) speedup at draft cost c."""
+def _widths(row: pd.Series) -> tuple[int, ...]:
+    """Tokens the row's rule drafts side by side at each depth
+    (:meth:`specsim.verify.RuleSpec.draft_widths`)."""
+    spec = RULES[row["rule"]]  # type: ignore[index]
+    return spec.draft_widths({k.name: row[k.name] for k in spec.knobs}, int(row["gamma"]))
+
+
+def _width(row: pd.Series) -> float:
+    """Mean tokens drafted side by side per depth: k for k drafts, 1 for one sequence."""
+    widths = _widths(row)
+    return sum(widths) / len(widths)
+
+
+def _speedup(row: pd.Series, c: float, drafting: str = SEQUENTIAL
+             ) -> tuple[float, float, float, float]:
+    """(simulated, CI low, CI high, exact) speedup at draft cost c, the drafting charged
+    ``drafting`` (:class:`specsim.costs.ConstantCost`)."""
+    cost, width = ConstantCost(c), _width(row)
     rounds = np.asarray(row["rounds_batches"], dtype=float)
-    cost = rounds + c * np.asarray(row["drafted_batches"], dtype=float)
-    est, lo, hi, _ = stats.batch_mean_interval(np.asarray(row["tokens_batches"], float), cost)
-    return est, lo, hi, float(row["tokens_stationary"]) / (1.0 + c * float(
-        row["drafted_stationary"]))
+    calls = cost.total(np.asarray(row["drafted_batches"], dtype=float), width, drafting, rounds)
+    est, lo, hi, _ = stats.batch_mean_interval(np.asarray(row["tokens_batches"], float), calls)
+    return est, lo, hi, float(row["tokens_stationary"]) / cost.total(
+        float(row["drafted_stationary"]), width, drafting)
 
 
 def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -74,10 +93,13 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     for c in cs:
         vals = [_speedup(row, c) if c in [float(x) for x in row["c_list"]]
                 else (np.nan,) * 4 for _, row in df.iterrows()]
+        batched = [_speedup(row, c, BATCHED) if c in [float(x) for x in row["c_list"]]
+                   else (np.nan,) * 4 for _, row in df.iterrows()]
         t = _c_text(c)
         for i, name in enumerate(("speedup", "speedup_ci_low", "speedup_ci_high",
                                   "speedup_exact")):
             df[f"{name}_c{t}"] = [v[i] for v in vals]
+            df[f"{name}_batched_c{t}"] = [v[i] for v in batched]
     df["trials_total"] = df["trials_total"].astype("int64")
     cols = ["study", *KEYS, "lossless", "trials_total", "tv_exact", "tv_mc", "tv_floor",
             "g_statistic", "p_value", "verdict", "power", "p_value_vs_exact", "tokens_exact",
@@ -85,7 +107,9 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             "covered", "tokens_stationary", "drafted_stationary", "drafted_exact",
             "drafted_per_round", "drafted_ci_low", "drafted_ci_high", "exact_method",
             *[f"{n}_c{_c_text(c)}" for c in cs for n in ("speedup", "speedup_ci_low",
-                                                          "speedup_ci_high", "speedup_exact")]]
+                                                          "speedup_ci_high", "speedup_exact")],
+            *[f"{n}_batched_c{_c_text(c)}" for c in cs
+              for n in ("speedup", "speedup_ci_low", "speedup_ci_high", "speedup_exact")]]
     return sort_rows(df[cols], ["study", *KEYS])
 
 
@@ -127,7 +151,7 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         base = {"study": study, "model": model, "alpha": alpha, "temperature": temp}
         for c in sub["c_list"].iloc[0]:
             c = float(c)
-            speed = fixed / (1.0 + c * gammas)
+            speed = fixed / ConstantCost(c).total(gammas, 1, SEQUENTIAL)
             best = first_max(speed)
             rows.append(base | {"c": c, "policy": "best_fixed", "gamma": int(gammas[best]),
                                 "scheme": f"best fixed (γ={gammas[best]})",
@@ -157,3 +181,88 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     out["vs_best_fixed"] = out["speedup_exact"] / out["best_fixed_speedup_exact"]
     return sort_rows(out.reindex(columns=cols), ["study", "model", "alpha", "temperature", "c",
                                              "policy", "gamma", "threshold", "cap"])
+
+
+COST_COLUMNS = [
+    "model", "target", "draft_model", "device", "batch", "n_ctx", "c", "gamma_best",
+    "tokens_best", "verify_best", "speedup_best", "gamma_constant", "speedup_constant",
+    "speedup_at_gamma_constant",
+    *[f"kdraft_{d}_{n}" for d in DRAFTING for n in ("rule", "drafts", "gamma", "speedup")],
+    "tree_shape", "tree_budget", "tree_tokens", "tree_speedup"]
+
+
+def _best(rows: pd.DataFrame, cost: RooflineCost, drafting: str) -> tuple[pd.Series, float]:
+    """The row of ``rows`` with the best exact speedup under ``cost`` and ``drafting``."""
+    speed = np.asarray([r["tokens_stationary"] / cost.total(_widths(r), drafting)
+                        for _, r in rows.iterrows()])
+    return rows.iloc[first_max(speed)], float(speed.max())
+
+
+def _best_kdraft(wide: pd.DataFrame, cost: RooflineCost, drafting: str) -> dict[str, object]:
+    """The point of ``wide`` drafting k sequences side by side (the same width at every depth)
+    with the best exact speedup under ``cost`` with ``drafting``: its rule, k, γ, speedup."""
+    names = [f"kdraft_{drafting}_{n}" for n in ("rule", "drafts", "gamma", "speedup")]
+    if wide.empty:
+        return dict.fromkeys(names, np.nan)
+    r, speed = _best(wide, cost, drafting)
+    return dict(zip(names, (r["rule"], _width(r), int(r["gamma"]), speed), strict=True))
+
+
+def _best_tree(trees: pd.DataFrame, cost: RooflineCost) -> dict[str, object]:
+    """The tree point of the model's schemes studies (a rule whose width knob is a shape) with
+    the best exact speedup under ``cost``, drafted batched (one draft step per depth over that
+    depth's nodes): its shape, node budget, tokens per call and speedup. Sequoia's optimal
+    tree of a budget (:func:`specsim.schemes.sequoia.best_tree`, on the positional model) is
+    ``schemes_trees.csv``'s; a point of it would be costed here the same way."""
+    if trees.empty:
+        return dict.fromkeys(("tree_shape", "tree_budget", "tree_tokens", "tree_speedup"),
+                             np.nan)
+    r, speed = _best(trees, cost, BATCHED)
+    spec = RULES[r["rule"]]  # type: ignore[index]
+    return {"tree_shape": r[str(spec.width_knob)], "tree_budget": sum(_widths(r)),
+            "tree_tokens": r["tokens_stationary"], "tree_speedup": speed}
+
+
+def _is_shape(row: pd.Series) -> bool:
+    spec = RULES[row["rule"]]  # type: ignore[index]
+    return any(k.shape for k in spec.knobs if k.name == spec.width_knob)
+
+
+def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """Per model of the config's ``cost:`` section, (target, draft) pair, device and batch
+    size: the best γ of Algorithm 1 by its exact long-run tokens per call (γ = 1..gamma_max,
+    the model family's exact curve) at the roofline's round cost
+    (:class:`specsim.costs.RooflineCost`), beside the γ the constant model 1 + γ c would pick at
+    the same c; the best k-draft point of the model's schemes studies drafting one after
+    another and batched, and its best tree point."""
+    cfg = cost_settings(grid.config)
+    if not cfg["models"]:
+        return pd.DataFrame(columns=COST_COLUMNS)
+    df = _points(grid, points)
+    df = df[(df["policy"] == "fixed") & df["alpha"].isna() & (df["temperature"] == 1.0)]
+    df = df.loc[np.asarray([_width(r) > 1 and pd.notna(r["tokens_stationary"])
+                            for _, r in df.iterrows()], dtype=bool)]
+    shaped = np.asarray([_is_shape(r) for _, r in df.iterrows()], dtype=bool)
+    gammas = np.arange(1, int(cfg["gamma_max"]) + 1)
+    rows = []
+    for model in cfg["models"]:
+        alg1 = _fixed_curve(grid, model, None, 1.0, gammas)
+        mine = (df["model"] == model).to_numpy()
+        wide, trees = (df.loc[mine & sel].drop_duplicates(["rule", *KNOB_COLUMNS, "gamma"])
+                       for sel in (~shaped, shaped))
+        for cost in roofline_costs(cfg):
+            speed = alg1 / cost.totals(gammas)
+            best = first_max(speed)
+            const = alg1 / ConstantCost(cost.c).total(gammas, 1, SEQUENTIAL)
+            bc = first_max(const)
+            row = {"model": model, "target": cost.target.name,
+                   "draft_model": cost.draft_shape.name, "device": cost.device.name,
+                   "batch": cost.batch, "n_ctx": cost.n_ctx, "c": cost.c,
+                   "gamma_best": int(gammas[best]), "tokens_best": alg1[best],
+                   "verify_best": cost.verify(int(gammas[best]) + 1),
+                   "speedup_best": speed[best], "gamma_constant": int(gammas[bc]),
+                   "speedup_constant": const[bc], "speedup_at_gamma_constant": speed[bc]}
+            for drafting in DRAFTING:
+                row |= _best_kdraft(wide, cost, drafting)
+            rows.append(row | _best_tree(trees, cost))
+    return pd.DataFrame(rows, columns=COST_COLUMNS)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from specsim import exact, intensity
+from specsim.costs import SEQUENTIAL, ConstantCost
 from specsim.engine import residual
 from specsim.families import family_of
 from specsim.grid import Grid, Point
@@ -73,7 +74,7 @@ def accept_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
 def _with_c(df: pd.DataFrame) -> pd.DataFrame:
     df = df.explode("c_list").rename(columns={"c_list": "c"})
     df["c"] = df["c"].astype(float)
-    cost = 1.0 + df["gamma"] * df["c"]
+    cost = ConstantCost(df["c"]).total(df["gamma"], 1, SEQUENTIAL)  # 1 + γ c
     df["speedup"] = df["tokens_per_round"] / cost
     df["speedup_ci_low"] = df["tokens_ci_low"] / cost
     df["speedup_ci_high"] = df["tokens_ci_high"] / cost

@@ -117,7 +117,10 @@ class RuleSpec:
     ``schemes`` table), empty where nobody claims it. ``multi_draft``: the rule
     verifies ``drafts`` i.i.d. drafts (compared with the other such rules at the same k);
     ``bound``: no verification of those drafts accepts more at a step (the checks hold every
-    ``multi_draft`` rule at or below it, same model, γ and k).
+    ``multi_draft`` rule at or below it, same model, γ and k). ``width_knob``: the knob saying
+    how many tokens a round drafts side by side at each depth (k drafts: k at every depth; a
+    tree's shape: the nodes at each depth; None: one sequence); a cost model charges them one
+    after another or as one batched step per depth (:mod:`specsim.costs`).
     """
 
     name: Rule
@@ -133,6 +136,23 @@ class RuleSpec:
     at_least_tokenwise: str = ""
     multi_draft: bool = False
     bound: bool = False
+    width_knob: str | None = None
+
+    def draft_widths(self, knobs: Mapping[str, Any], gamma: int) -> tuple[int, ...]:
+        """Tokens drafted per sequence at each depth 1..γ: the ``width_knob``'s value in
+        ``knobs`` (its default when absent) at every depth, or a tree shape's nodes per depth
+        (``"2x2"``: 2, 4); 1 at every depth for a rule drafting one sequence."""
+        if self.width_knob is None:
+            return (1,) * gamma
+        knob = next(k for k in self.knobs if k.name == self.width_knob)
+        value = knobs.get(knob.name, knob.default)
+        if not knob.shape:
+            return (int(value),) * gamma
+        widths, nodes = [], 1
+        for b in str(value).split("x"):
+            nodes *= int(b)
+            widths.append(nodes)
+        return tuple(widths)
 
     @property
     def legend(self) -> str:
@@ -166,7 +186,7 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         "sampling over the surviving drafts' tokens; lossless", True, "scheme", "residual",
         label="k drafts", scheme="multi_draft", knobs=(_DRAFTS,),
         source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, multi-step speculative "
-               "sampling", multi_draft=True),
+               "sampling", multi_draft=True, width_knob="drafts"),
     "lenient": RuleSpec(
         "lenient", "LOSSY: accept x w.p. min(1, p(x)/(l q(x))), on rejection sample "
         "norm(max(p - l q, 0)); l = 1 is Algorithm 1", False, "scheme", "residual",
@@ -188,13 +208,14 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         knobs=(KnobSpec("branches", "children per node at each depth; the depth is the "
                         "point's gamma", 1, 4096, "2x1", shape=True, neutral=1),),
         source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, token tree verification",
+        width_knob="branches",
         at_least_tokenwise="SpecInfer (arXiv 2305.09781): a token tree accepts more than a "
                            "chain of its depth (an observation, checked per table)"),
     "spectr": RuleSpec(
         "spectr", "k independent drafts verified depth by depth by SpecTr's K-SEQ: accept a "
         "survivor's token w.p. min(1, p/(rho q)), rho solving 1 - (1 - beta)^m = rho beta; "
         "lossless", True, "scheme", "residual", label="K-SEQ, k drafts", scheme="spectr",
-        knobs=(_DRAFTS,), multi_draft=True,
+        knobs=(_DRAFTS,), multi_draft=True, width_knob="drafts",
         source="Sun et al. 2023 (SpecTr), arXiv 2310.15141, K-SEQ draft selection"),
     "multi_draft_optimal": RuleSpec(
         "multi_draft_optimal", "k independent drafts verified depth by depth by an LP-optimal "
@@ -202,7 +223,7 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         "min_H p(H) + 1 - q(H)^m; lossless; exact up to a vocabulary limit", True, "scheme",
         "residual", label="LP optimum, k drafts", scheme="multi_draft_optimal",
         knobs=(KnobSpec("drafts", "independent draft sequences k", 1, 64, 2, integer=True),),
-        multi_draft=True, bound=True,
+        multi_draft=True, bound=True, width_knob="drafts",
         source="Hu et al. 2025, arXiv 2502.18779; Khisti et al. 2024, arXiv 2410.18234 "
                "(optimal multi-draft acceptance by LP)"),
     "multi_draft_wor": RuleSpec(
@@ -210,9 +231,11 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         "replacement), recursive rejection sampling without replacement; lossless; not i.i.d., "
         "so outside the i.i.d. LP bound", True, "scheme", "residual",
         label="k drafts w/o replacement", scheme="multi_draft_wor", knobs=(_DRAFTS,),
+        width_knob="drafts",
         source="Jeon et al. 2024 (Recursive Speculative Decoding), arXiv 2402.14160, RSD-C"),
 })
 assert tuple(RULES) == RULE_NAMES
+assert all(s.width_knob in {k.name for k in s.knobs} for s in RULES.values() if s.width_knob)
 CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
 """The rules the Markov engine and :mod:`specsim.exact` play directly (per-cell tables)."""
 
