@@ -290,7 +290,7 @@ def _study_schemes(study: dict[str, Any], key: str) -> list[tuple[str, Scheme | 
         return [(rule, None) for rule in study["rule"]]
     try:
         found = schemes_of_study(study["rule"], study.get("policy", ["fixed"]),
-                                 study.get("knobs", {}), key)
+                                 study.get("knobs", {}), key, study.get("c"))
     except ValueError as err:
         raise ConfigError(str(err)) from None
     return [(s.rule, s) for s in found]

@@ -46,6 +46,7 @@ from specsim.models.files import TABLE_PATH, file_digest
 from specsim.models.spec import ModelSpec
 from specsim.realtext.settings import TRACE_PATH, Settings, recorded_pairs, trace_settings
 from specsim.resources import Footprint
+from specsim.schemes import POLICIES
 from specsim.traces import positional
 from specsim.traces import schemes as trace_schemes
 from specsim.traces.format import Trace, TraceFileError, read_trace
@@ -208,6 +209,10 @@ class TraceFamily(Family):
         whole-draft rule computes every start's exact law on its window, so a trace file on which
         that would take more than :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused
         (a recorded trace, which does not exist yet, is checked when its point job runs)."""
+        if not POLICIES[scheme.policy].positional:
+            raise ConfigError(f"{key}.policy: {scheme.policy!r} is not played on a trace's "
+                              f"positional model (trace model {spec.name!r}); run it on "
+                              f"table models")
         if spec.trace_file is not None:
             try:
                 trace_schemes.check_work(load_trace(spec), scheme, gamma)
