@@ -205,14 +205,14 @@ class TraceFamily(Family):
                                   f"study)")
 
     def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
-        """Every scheme and policy runs on a trace (:mod:`specsim.traces.schemes`); a
-        whole-draft rule computes every start's exact law on its window, so a trace file on which
-        that would take more than :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused
+        """Every scheme and policy but a ``long_run_only`` one (``optimal``) runs on a trace
+        (:mod:`specsim.traces.schemes`); a whole-draft rule computes every start's exact law on
+        its window, so a trace file on which that would take more than :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused
         (a recorded trace, which does not exist yet, is checked when its point job runs)."""
-        if not POLICIES[scheme.policy].positional:
-            raise ConfigError(f"{key}.policy: {scheme.policy!r} is not played on a trace's "
-                              f"positional model (trace model {spec.name!r}); run it on "
-                              f"table models")
+        if POLICIES[scheme.policy].long_run_only:
+            raise ConfigError(f"{key}.policy: {scheme.policy!r} is solved for the stationary "
+                              f"long run of table models, not a trace's positions (trace "
+                              f"model {spec.name!r})")
         if spec.trace_file is not None:
             try:
                 trace_schemes.check_work(load_trace(spec), scheme, gamma)

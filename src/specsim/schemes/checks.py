@@ -15,7 +15,7 @@ from specsim.schemes.tables import KNOB_COLUMNS
 from specsim.stats import student_t_quantile
 from specsim.verify import RULES
 
-__all__ = ["scheme_checks"]
+__all__ = ["policy_checks", "scheme_checks"]
 
 EXACT_TOL = 1e-12  # a lossless rule's exact TV (printed to 10 decimals: 0 when below 5e-11)
 SAME = ["model", "draft", "knob", "alpha", "gamma", "temperature"]
@@ -119,3 +119,30 @@ def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
 def scheme_checks(df: pd.DataFrame, level: float) -> list[tuple[str, str, bool, str, str]]:
     """(check, source, passed, observed, expected) rows for ``checks.csv``."""
     return _rows(df, level) + _relations(df)
+
+
+def policy_checks(pol: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
+    """On ``schemes_policies.csv``: no policy drafting at most the optimal policy's cap beats
+    its exact speedup (same model, α, temperature, c), and the optimal policy is at least the
+    best fixed γ up to its cap; both to the printed digits (the optimum's certified upper
+    bound is within ~1e-15 of its value, :attr:`specsim.schemes.optimal.Solution.upper`)."""
+    out = []
+    for _, r in pol[pol["optimal_speedup_exact"].notna()].iterrows():
+        alpha = "" if pd.isna(r["alpha"]) else f"/alpha={r['alpha']:g}"
+        where = f"{r['study']}/{r['model']}{alpha}/T={r['temperature']:g}/c={r['c']:g}"
+        opt, value = float(r["optimal_speedup_exact"]), float(r["speedup_exact"])
+        tol = float(printed_tolerance(opt, value))
+        if r["policy"] == "optimal" and r["gamma"] == r["optimal_gamma"]:
+            capped = float(r["best_fixed_capped_speedup_exact"])
+            out.append((f"optimal_at_least_best_fixed[{where}/gamma<={int(r['gamma'])}]",
+                        "SpecDec++ (arXiv 2405.19715): the optimal stopping rule",
+                        bool(value >= capped - tol), f"optimal={value:.6f}",
+                        f">= best fixed gamma <= {int(r['gamma'])}: {capped:.6f} (to the "
+                        f"printed digits)"))
+        elif int(r["longest_draft"]) <= int(r["optimal_gamma"]):
+            out.append((f"no_policy_beats_optimal[{where}/{r['scheme']}]",
+                        "SpecDec++ (arXiv 2405.19715): the optimal stopping rule",
+                        bool(value <= opt + tol), f"speedup={value:.6f}",
+                        f"<= optimal (gamma <= {int(r['optimal_gamma'])}) {opt:.6f} (to the "
+                        f"printed digits)"))
+    return out

@@ -86,7 +86,8 @@ def path_bound(size: int, gamma: int) -> float:
 
 def check(knobs: Mapping[str, Any] | None, gamma: int, size: int) -> float:
     """The draft cost c of valid ``knobs`` ({"c": c}, 0 < c <= 10) for a cap γ on S =
-    ``size`` contexts, or a one-line ValueError (also when the exact solution is too large)."""
+    ``size`` contexts (dense rows), or a one-line ValueError (also when the exact solution may
+    be too large)."""
     c = tokenwise.check_knobs("optimal", knobs, KNOBS)["c"]
     if isinstance(c, bool) or not isinstance(c, (int, float)) or not (
             math.isfinite(c) and 0 < c <= 10):

@@ -15,7 +15,10 @@ chain remembers its start (the heuristic schedule started at γ = 20).
 ``schemes_policies.csv`` -- the draft-length policies against fixed draft lengths: for every
 (study, model, α, temperature) whose study runs a policy other than ``fixed``, one row per
 (point of the ``correct`` rule, c) and one ``best_fixed`` row per c, the best fixed γ in
-1..``GAMMA_MAX`` by the exact long run of Algorithm 1 (:func:`specsim.exact.long_run`).
+1..``GAMMA_MAX`` by the exact long run of Algorithm 1 (:func:`specsim.exact.long_run`). The
+``optimal`` policy's point has its row at its own c only; every row is set against it
+(``vs_optimal``: the optimal row of the same model, α, temperature and c with the longest cap,
+from any study), and against the best fixed γ up to the row's longest draft.
 """
 
 from __future__ import annotations
@@ -91,10 +94,12 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
 
 def _policy_label(row: pd.Series) -> str:
     """A short legend label: ``fixed γ=20``, ``confidence 0.4, γ≤20``, ``heuristic from γ=5``
-    (its cap when not the default)."""
+    (its cap when not the default), ``optimal, γ≤8``."""
     g = int(row["gamma"])
     if row["policy"] == "confidence":
         return f"confidence {row['threshold']:g}, γ≤{g}"
+    if row["policy"] == "optimal":
+        return f"optimal, γ≤{g}"  # one row per c, each optimal for its own c
     if row["policy"] == "heuristic":
         cap = int(row["cap"])
         default = int(POLICIES["heuristic"].knobs[0].default)
@@ -111,6 +116,23 @@ def _fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float
     point = Point(model, spec, alpha, 1, temperature, "correct", "long_run")
     return family_of(spec).exact_curve(point, gammas, int(grid.config["seed"]),
                                        grid.config["budget"])[0]
+
+
+def _against_optimal(out: pd.DataFrame) -> None:
+    """``optimal_gamma``, ``optimal_speedup_exact``, ``vs_optimal``: per (model, α,
+    temperature, c), from any study, the ``optimal`` policy's row with the longest cap (its
+    optimum bounds every policy drafting at most that many tokens)."""
+    key = ["model", "alpha", "temperature", "c"]
+    opt = out[out["policy"] == "optimal"].sort_values("gamma", kind="stable")
+    best = opt.groupby(key, dropna=False, sort=False).tail(1)
+    def of(r: pd.Series) -> tuple:
+        return tuple(None if pd.isna(r[k]) else r[k] for k in key)  # NaN never equals itself
+
+    ref = {of(r): (r["gamma"], r["speedup_exact"]) for _, r in best.iterrows()}
+    found = [ref.get(of(r), (np.nan, np.nan)) for _, r in out.iterrows()]
+    out["optimal_gamma"] = [g for g, _ in found]
+    out["optimal_speedup_exact"] = [v for _, v in found]
+    out["vs_optimal"] = out["speedup_exact"] / out["optimal_speedup_exact"]
 
 
 def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -133,9 +155,15 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                                 "scheme": f"best fixed (γ={gammas[best]})",
                                 "tokens_exact": fixed[best], "drafted_exact": float(gammas[best]),
                                 "speedup_exact": speed[best],
-                                "best_fixed_speedup_exact": speed[best]})
+                                "best_fixed_speedup_exact": speed[best],
+                                "longest_draft": int(gammas[best]),
+                                "best_fixed_capped_speedup_exact": speed[best]})
             for _, row in sub.iterrows():
+                if pd.notna(row["c"]) and not np.isclose(row["c"], c, rtol=1e-12, atol=0):
+                    continue  # a policy optimal for another draft cost: its row is at that c
                 est, lo, hi, ex = _speedup(row, c)
+                longest = int(row["cap"]) if pd.notna(row["cap"]) else int(row["gamma"])
+                capped = speed[:longest].max()  # the best fixed γ <= this policy's longest draft
                 label = _policy_label(row)
                 rows.append(base | {"c": c, "policy": row["policy"], "gamma": int(row["gamma"]),
                                     "scheme": label,
@@ -146,14 +174,19 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                                     "drafted_per_round": row["drafted_per_round"],
                                     "speedup": est, "speedup_ci_low": lo, "speedup_ci_high": hi,
                                     "speedup_exact": ex,
-                                    "best_fixed_speedup_exact": speed[best]})
+                                    "best_fixed_speedup_exact": speed[best],
+                                    "longest_draft": longest,
+                                    "best_fixed_capped_speedup_exact": capped})
     cols = ["study", "model", "alpha", "temperature", "c", "policy", "gamma", "threshold", "cap",
             "scheme", "tokens_exact", "tokens_per_call", "drafted_exact", "drafted_per_round",
             "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_exact",
-            "best_fixed_speedup_exact", "vs_best_fixed"]
+            "best_fixed_speedup_exact", "vs_best_fixed", "longest_draft",
+            "best_fixed_capped_speedup_exact", "optimal_gamma", "optimal_speedup_exact",
+            "vs_optimal"]
     if not rows:  # no study runs a policy other than fixed: the table has no rows
         return pd.DataFrame(columns=cols)
     out = pd.DataFrame(rows)
     out["vs_best_fixed"] = out["speedup_exact"] / out["best_fixed_speedup_exact"]
+    _against_optimal(out)
     return sort_rows(out.reindex(columns=cols), ["study", "model", "alpha", "temperature", "c",
                                              "policy", "gamma", "threshold", "cap"])
