@@ -4,11 +4,17 @@ other policies, its exact law against Monte Carlo of its vectorised round, and i
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
 import pytest
+from conftest import SCHEMA
 from scipy import stats
+
+from specsim.config import validate_config
+from specsim.errors import ConfigError
+from specsim.grid import build_grid
 
 from specsim.exact import first_two_law, stationary, stationary_rates, target_joint, tv
 from specsim.models.maths import blend, random_table
@@ -127,7 +133,7 @@ def test_optimal_beats_best_fixed_on_seed_med() -> None:
 
 
 def test_play_matches_law_and_lossless() -> None:
-    P, Q, acc, rej = _tables(7, 3)
+    P, Q, _, _ = _tables(7, 3)
     gamma, c = 4, 0.1
     scheme = Scheme.build("correct", {}, "optimal", {"c": c})
     law = scheme.law(P, Q, gamma)
@@ -153,7 +159,7 @@ def test_play_matches_law_and_lossless() -> None:
 def test_knobs_and_refusals() -> None:
     with pytest.raises(ValueError, match="outside the domain of c"):
         Scheme.build("correct", {}, "optimal", {"c": 0.0})
-    with pytest.raises(ValueError, match="gamma=12.*draft paths"):
+    with pytest.raises(ValueError, match=r"gamma=12.*draft paths"):
         optimal.check({"c": 0.1}, 12, 6)
     with pytest.raises(ValueError, match="needs a token-wise rule"):
         Scheme.build("block", {}, "optimal", {"c": 0.1})
@@ -163,3 +169,16 @@ def test_knobs_and_refusals() -> None:
     assert [dict(s.policy_knobs) for s in found] == [{"c": 0.1}]
     size = Scheme.build("correct", {}, "optimal", {"c": 0.1}).footprint(6, 6, 5, 1024)
     assert size.law is not None and size.states == 6
+
+
+def test_a_cap_too_large_to_solve_is_refused_before_any_job(tiny_config: dict) -> None:
+    cfg = copy.deepcopy(tiny_config)
+    cfg["studies"] = {"p": {"analysis": "schemes", "models": ["seed_good"], "gamma": [12],
+                            "rule": ["correct"], "policy": ["optimal"], "c": [0.1]}}
+    with pytest.raises(ConfigError) as err:
+        build_grid(validate_config(cfg, SCHEMA))
+    msg = str(err.value)
+    assert msg.startswith("studies.p.gamma: gamma=12") and "draft paths" in msg and "\n" not in msg
+    cfg["studies"]["p"]["gamma"] = [3]
+    (point,) = build_grid(validate_config(cfg, SCHEMA)).points
+    assert point.path.count("policy~optimal+c=0.1") == 1

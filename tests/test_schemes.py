@@ -56,7 +56,7 @@ def test_every_scheme_rule_is_registered_with_its_module_and_source() -> None:
         __import__(f"specsim.schemes.{spec.scheme}")
     assert set(CLASSIC_RULES) == {"correct", "greedy", "no_resample", "continue"}
     assert [RULES[n].lossless for n in schemes] == [True, True, False, False]  # type: ignore[index]
-    assert list(POLICIES) == ["fixed", "confidence", "heuristic"]
+    assert list(POLICIES) == ["fixed", "confidence", "heuristic", "optimal"]
 
 
 def test_verify_refuses_scheme_rules_with_a_pointer() -> None:

@@ -298,7 +298,8 @@ def _study_schemes(study: dict[str, Any], key: str) -> list[tuple[str, Scheme | 
 
 def _check_scheme_point(scheme: Scheme, spec: ModelSpec, gamma: int, key: str) -> None:
     try:
-        scheme.check_gamma(gamma, f"{key}.gamma")
+        scheme.check_gamma(gamma, f"{key}.gamma",
+                           spec.vocab if family_of(spec).stationary_schemes else None)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     family_of(spec).check_scheme(scheme, spec, gamma, key)

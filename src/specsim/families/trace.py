@@ -207,8 +207,9 @@ class TraceFamily(Family):
     def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
         """Every scheme and policy but a ``long_run_only`` one (``optimal``) runs on a trace
         (:mod:`specsim.traces.schemes`); a whole-draft rule computes every start's exact law on
-        its window, so a trace file on which that would take more than :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused
-        (a recorded trace, which does not exist yet, is checked when its point job runs)."""
+        its window, so a trace file on which that would take more than
+        :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused (a recorded trace, which
+        does not exist yet, is checked when its point job runs)."""
         if POLICIES[scheme.policy].long_run_only:
             raise ConfigError(f"{key}.policy: {scheme.policy!r} is solved for the stationary "
                               f"long run of table models, not a trace's positions (trace "

@@ -138,12 +138,18 @@ class Scheme:
     def knobs(self) -> dict[str, float]:
         return dict(self.rule_knobs) | dict(self.policy_knobs)
 
-    def check_gamma(self, gamma: int, where: str) -> None:
-        """The heuristic schedule starts at γ and must fit under its cap."""
+    def check_gamma(self, gamma: int, where: str, size: int | None = None) -> None:
+        """The heuristic schedule starts at γ and must fit under its cap; with ``size`` (S
+        of dense tables) the module's footprint must not refuse γ (``optimal``'s bound)."""
         cap = dict(self.policy_knobs).get("cap")
         if cap is not None and gamma > cap:
             raise ValueError(f"{where}: gamma={gamma} exceeds the heuristic policy's cap="
                              f"{int(cap)}; raise knobs.cap or lower gamma")
+        if size is not None and self.policy != "fixed":
+            try:
+                self.footprint(size, size, gamma, 1)
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
 
     @staticmethod
     def _segment(name: str, knobs: tuple[tuple[str, float], ...],

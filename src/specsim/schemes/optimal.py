@@ -65,7 +65,7 @@ from specsim.exact import RoundLaw, check_gamma, stationary
 from specsim.resources import Footprint
 from specsim.sampling import inverse_cdf_rows, normalised_cdf
 from specsim.schemes import tokenwise
-from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.law import FloatArray, LawSize, RoundSample
 from specsim.verify import PLACEHOLDER
 
 __all__ = ["KNOBS", "MAX_PATHS", "Solution", "check", "footprint", "law", "path_bound",
@@ -230,17 +230,18 @@ def solve(P: FloatArray, Q: FloatArray, acc: FloatArray, rej: FloatArray, gamma:
         if lam > best[0]:
             best = (lam, h)
     lam, h = best
-    it, t = 0, np.zeros(0)
-    for it in range(1, MAX_ITERATIONS + 1):
+    iterations, t = 0, np.zeros(0)
+    while iterations < MAX_ITERATIONS:
+        iterations += 1
         t_new, _ = _envelopes(Q, acc, rej @ h, P @ h, lam * c, gamma)
         f = _forward(P, Q, acc, rej, t_new)
         lam_new, h_new = _evaluate(f.tokens, f.after, f.drafted, c)
-        if t.size and lam_new <= lam * (1 + 1e-14):
+        if t.size and lam_new <= lam * (1 + 1e-14):  # no improvement: t is greedy for its h
             break
         t, lam, h = t_new, lam_new, h_new
     _, value = _envelopes(Q, acc, rej @ h, P @ h, lam * c, gamma)
     upper = lam + max(0.0, float(np.max(1.0 - lam + value - h)))
-    out = Solution(t, lam, upper, h, it)
+    out = Solution(t, lam, upper, h, iterations)
     if len(_CACHE) > 16:
         _CACHE.clear()
     _CACHE[key] = out
@@ -255,7 +256,7 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
     sol = solve(Pa, Qa, acc, rej, gamma, c)
     f = _forward(Pa, Qa, acc, rej, sol.thresholds)
     t = sol.thresholds
-    root = (1.0 >= t[gamma]).astype(np.float64)  # draft at all from s_0
+    root = (t[gamma] <= 1.0).astype(np.float64)  # draft at all from s_0
     second = (acc >= t[gamma - 1][None, :]).astype(np.float64)  # draft on after x_1
     rho = (Qa * (1.0 - acc)).sum(axis=1)
     emit = rho[:, None] * rej
