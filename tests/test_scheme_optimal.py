@@ -14,9 +14,8 @@ from scipy import stats
 
 from specsim.config import validate_config
 from specsim.errors import ConfigError
-from specsim.grid import build_grid
-
 from specsim.exact import first_two_law, stationary, stationary_rates, target_joint, tv
+from specsim.grid import build_grid
 from specsim.models.maths import blend, random_table
 from specsim.schemes import Scheme, optimal, schemes_of_study, tokenwise
 
