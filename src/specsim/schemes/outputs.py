@@ -133,5 +133,7 @@ FIGURES = (
             "of its heuristic schedule (+2 after a fully accepted round, −1 otherwise) and of "
             "fixed γ; dots: simulation with 95% confidence intervals. Stars and thick lines: "
             "transformers' defaults (20 tokens with threshold 0.4; the heuristic from 5). "
-            "Right: each policy's exact speedup relative to the best fixed γ's.")),
+            "Dotted: the exact optimal draft-length policy for each c (at most the γ shown), "
+            "where a study runs it. Right: each policy's exact speedup relative to the best "
+            "fixed γ's.")),
 )
