@@ -17,7 +17,7 @@ from specsim.errors import ConfigError
 from specsim.exact import first_two_law, stationary, stationary_rates, target_joint, tv
 from specsim.grid import build_grid
 from specsim.models.maths import blend, random_table
-from specsim.schemes import Scheme, optimal, schemes_of_study, tokenwise
+from specsim.schemes import TOKENWISE, Scheme, optimal, schemes_of_study, tokenwise
 
 Z = float(stats.norm.isf(1e-3 / 2))
 
@@ -95,6 +95,19 @@ def test_dp_optimum_equals_brute_force(seed: int, size: int, gamma: int, c: floa
     r = stationary_rates(law)
     assert r.tokens_per_round / (1 + c * r.drafted_per_round) == pytest.approx(sol.gain,
                                                                                 rel=1e-12)
+
+
+@pytest.mark.parametrize(("rule", "knobs"), [("lenient", {"lenience": 0.5}),
+                                              ("typical", {"epsilon": 0.3, "delta": 0.3})])
+def test_any_tokenwise_rule_dp_optimum_equals_brute_force(rule: str, knobs: dict) -> None:
+    P, Q, _, _ = _tables(21, 2)
+    acc, rej = TOKENWISE[rule](P, Q, knobs)
+    sol = optimal.solve(P, Q, acc, rej, 3, 0.1)
+    assert sol.gain == pytest.approx(_brute_force(P, Q, acc, rej, 3, 0.1), rel=1e-10)
+    law = Scheme.build(rule, knobs, "optimal", {"c": 0.1}).law(P, Q, 3)
+    r = stationary_rates(law)
+    assert r.tokens_per_round / (1 + 0.1 * r.drafted_per_round) == pytest.approx(sol.gain,
+                                                                                  rel=1e-12)
 
 
 def _speedup(scheme: Scheme, P, Q, gamma: int, c: float) -> float:
