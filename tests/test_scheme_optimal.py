@@ -194,3 +194,17 @@ def test_a_cap_too_large_to_solve_is_refused_before_any_job(tiny_config: dict) -
     cfg["studies"]["p"]["gamma"] = [3]
     (point,) = build_grid(validate_config(cfg, SCHEMA)).points
     assert point.path.count("policy~optimal+c=0.1") == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_certified_bound_holds_beyond_the_solved_cap(seed: int) -> None:
+    """optimal.bound from the cap-2 optimum bounds the exact cap-5 optimum and every policy
+    drafting at most 5 tokens; at the solved cap it is the optimum itself."""
+    P, Q, acc, rej = _tables(30 + seed, 3)
+    c = 0.05
+    assert optimal.bound(P, Q, acc, rej, 2, c, 2) == pytest.approx(
+        optimal.solve(P, Q, acc, rej, 2, c).gain, rel=1e-12)
+    top = optimal.bound(P, Q, acc, rej, 2, c, 5)
+    assert optimal.solve(P, Q, acc, rej, 5, c).gain <= top * (1 + 1e-12)
+    heuristic = Scheme.build("correct", {}, "heuristic", {"cap": 5})
+    assert max(_speedup(heuristic, P, Q, g, c) for g in range(1, 6)) <= top * (1 + 1e-12)

@@ -42,7 +42,8 @@ forward pass over the reachable (start, x_d, π_d) groups (equal π merged), so 
 (evaluate the policy's λ and h by its stationary law, improve by the DP, from the best fixed
 γ <= cap; λ never decreases). At the end the DP's value certifies an upper bound for every
 non-anticipating policy: for any h, λ* <= λ + max_s (1 - λ + V_γ(s, 1) - h(s)) (costs >= 1),
-:attr:`Solution.upper` (equal to the policy's λ to rounding at the fixed point).
+:attr:`Solution.upper` (equal to the policy's λ to rounding at the fixed point); with the
+same (λ, h) and envelopes cut to chords, :func:`bound` certifies a bound for any longer cap.
 
 **Sizes.** The envelope of V_k(s) has at most one breakpoint per path of k drafts and the
 forward pass one group per path, so both are bounded by Σ_{d<=γ} S^(d+1); beyond
@@ -68,8 +69,8 @@ from specsim.schemes import tokenwise
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
 from specsim.verify import PLACEHOLDER
 
-__all__ = ["KNOBS", "MAX_PATHS", "Solution", "check", "footprint", "law", "path_bound",
-           "play", "solve"]
+__all__ = ["BOUND_BREAKPOINTS", "KNOBS", "MAX_PATHS", "Solution", "bound", "check",
+           "footprint", "law", "path_bound", "play", "solve"]
 
 KNOBS: Mapping[str, Any] = {"c": None}  # required: the draft cost it is optimal for
 
@@ -114,8 +115,11 @@ class Solution:
 
 
 def _envelopes(Q: FloatArray, acc: FloatArray, Hr: FloatArray, Hb: FloatArray, lam_c: float,
-               gamma: int) -> tuple[FloatArray, FloatArray]:
-    """(thresholds t (γ+1, S), V_γ(s, 1) (S,)) by the backward DP on breakpoints."""
+               gamma: int, limit: int | None = None) -> tuple[FloatArray, FloatArray]:
+    """(thresholds t (γ+1, S), V_γ(s, 1) (S,)) by the backward DP on breakpoints. With
+    ``limit``, an envelope of more breakpoints keeps ``limit`` of them, joined by chords: a
+    convex function lies below its chords and the DP is monotone, so the values returned are
+    upper bounds of V (the thresholds then mean nothing)."""
     size = Q.shape[0]
     beta = (Q * acc).sum(axis=1)
     w = beta + (1.0 - beta) * Hr
@@ -150,6 +154,11 @@ def _envelopes(Q: FloatArray, acc: FloatArray, Hr: FloatArray, Hb: FloatArray, l
             t[k, s] = cut
             nx.append(np.concatenate([[0.0, cut], u[i:]]))
             ny.append(np.concatenate([[0.0, cut * Hb[s]], C[i:]]))
+        if limit is not None:
+            for j, u in enumerate(nx):
+                if u.size > limit:
+                    keep = np.unique(np.linspace(0, u.size - 1, limit).astype(np.intp))
+                    nx[j], ny[j] = u[keep], ny[j][keep]
         xs, ys = nx, ny
     return t, np.array([y[-1] for y in ys])
 
@@ -248,6 +257,25 @@ def solve(P: FloatArray, Q: FloatArray, acc: FloatArray, rej: FloatArray, gamma:
     return out
 
 
+#: Breakpoints an envelope keeps in :func:`bound` (chords beyond them).
+BOUND_BREAKPOINTS = 4000
+
+
+def bound(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, base: int,
+          c: float, gamma: int) -> float:
+    """A certified upper bound on the long-run tokens per unit cost of every non-anticipating
+    policy drafting at most ``gamma`` tokens (any γ, e.g. beyond what :func:`solve` can
+    solve exactly): the certificate λ + max_s (1 - λ + Ṽ_γ(s, 1) - h(s)) with (λ, h) of the
+    exact optimum at cap ``base`` and Ṽ >= V the DP's envelopes joined by chords beyond
+    :data:`BOUND_BREAKPOINTS` breakpoints. Equal to that optimum when ``gamma`` = ``base``
+    and nothing was cut."""
+    Pa, Qa, acc, rej, _ = tokenwise.check_tables(P, Q, accept, reject)
+    sol = solve(Pa, Qa, acc, rej, base, check({"c": c}, base, Pa.shape[0]))
+    _, value = _envelopes(Qa, acc, rej @ sol.h, Pa @ sol.h, sol.gain * c, check_gamma(gamma),
+                          BOUND_BREAKPOINTS)
+    return sol.gain + max(0.0, float(np.max(1.0 - sol.gain + value - sol.h)))
+
+
 def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
         knobs: Mapping[str, Any] | None) -> RoundLaw:
     """Exact law of one round of the optimal policy from every context (state = context)."""
@@ -270,7 +298,8 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
 def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state: ArrayLike,
          gamma: int, knobs: Mapping[str, Any] | None, rng: np.random.Generator) -> RoundSample:
     """One round of the optimal policy for n chains from contexts ``state`` (n,), each chain
-    carrying its own π; 3γ + 1 uniforms per chain (draft, accept, unused; the final token)."""
+    carrying its own π; 2γ + 1 uniforms per chain (draft and accept per position; the final
+    token)."""
     Pa, Qa, acc, rej, _ = tokenwise.check_tables(P, Q, accept, reject)
     g = check_gamma(gamma)
     t = solve(Pa, Qa, acc, rej, g, check(knobs, g, Pa.shape[0])).thresholds

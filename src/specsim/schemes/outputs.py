@@ -99,6 +99,9 @@ TABLES = (
             "optimal_speedup_exact": "that optimal policy's exact speedup: no policy drafting "
                                      "at most optimal_gamma tokens exceeds it",
             "vs_optimal": "speedup_exact / optimal_speedup_exact (1: optimal)",
+            "optimal_bound_exact": "what no policy drafting at most longest_draft tokens can "
+                                   "exceed: optimal_speedup_exact, or beyond its cap a "
+                                   "certified upper bound (optimal.bound)",
         }),
 )
 FIGURES = (

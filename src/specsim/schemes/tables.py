@@ -32,7 +32,8 @@ from specsim import stats
 from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
-from specsim.schemes import POLICIES
+from specsim.schemes import POLICIES, optimal
+from specsim.schemes.tokenwise import correct_tables
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
@@ -118,13 +119,16 @@ def _fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float
                                        grid.config["budget"])[0]
 
 
-def _against_optimal(out: pd.DataFrame) -> None:
+def _against_optimal(grid: Grid, out: pd.DataFrame) -> None:
     """``optimal_gamma``, ``optimal_speedup_exact``, ``vs_optimal``: per (model, α,
     temperature, c), from any study, the ``optimal`` policy's row with the longest cap (its
-    optimum bounds every policy drafting at most that many tokens)."""
+    optimum bounds every policy drafting at most that many tokens); ``optimal_bound_exact``:
+    that optimum where the row drafts at most its cap, else the certified bound for the row's
+    longest draft (:func:`specsim.schemes.optimal.bound`, from the model's tables)."""
     key = ["model", "alpha", "temperature", "c"]
     opt = out[out["policy"] == "optimal"].sort_values("gamma", kind="stable")
     best = opt.groupby(key, dropna=False, sort=False).tail(1)
+
     def of(r: pd.Series) -> tuple:
         return tuple(None if pd.isna(r[k]) else r[k] for k in key)  # NaN never equals itself
 
@@ -133,6 +137,22 @@ def _against_optimal(out: pd.DataFrame) -> None:
     out["optimal_gamma"] = [g for g, _ in found]
     out["optimal_speedup_exact"] = [v for _, v in found]
     out["vs_optimal"] = out["speedup_exact"] / out["optimal_speedup_exact"]
+    bounds: dict[tuple, float] = {}
+    values = []
+    for (_, r), (base, value) in zip(out.iterrows(), found, strict=True):
+        longest = int(r["longest_draft"])
+        if pd.isna(base) or longest <= base:
+            values.append(value)
+            continue
+        k = (*of(r), longest)
+        if k not in bounds:
+            spec = grid.model_spec(str(r["model"]))
+            alpha = None if pd.isna(r["alpha"]) else float(r["alpha"])
+            P, Q = family_of(spec).tables(spec, float(r["temperature"]), alpha)  # type: ignore[misc]
+            acc, rej = correct_tables(P, Q)
+            bounds[k] = optimal.bound(P, Q, acc, rej, int(base), float(r["c"]), longest)
+        values.append(bounds[k])
+    out["optimal_bound_exact"] = values
 
 
 def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -182,11 +202,11 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
             "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_exact",
             "best_fixed_speedup_exact", "vs_best_fixed", "longest_draft",
             "best_fixed_capped_speedup_exact", "optimal_gamma", "optimal_speedup_exact",
-            "vs_optimal"]
+            "vs_optimal", "optimal_bound_exact"]
     if not rows:  # no study runs a policy other than fixed: the table has no rows
         return pd.DataFrame(columns=cols)
     out = pd.DataFrame(rows)
     out["vs_best_fixed"] = out["speedup_exact"] / out["best_fixed_speedup_exact"]
-    _against_optimal(out)
+    _against_optimal(grid, out)
     return sort_rows(out.reindex(columns=cols), ["study", "model", "alpha", "temperature", "c",
                                              "policy", "gamma", "threshold", "cap"])
