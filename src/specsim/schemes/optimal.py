@@ -34,8 +34,9 @@ starting at a token of reject[s]; accepted: +π a tokens and the state (x, k-1, 
 from s_0 is worth 1 - λ + V_γ(s_0, 1) (a round may draft nothing: then it emits P's token).
 
 **Exactness.** Each V_k(s, .) is convex piecewise linear on [0, 1] (a max of lines; a sum of
-convex functions of π a), and the difference continue - stop is convex and equals -λc < 0 at
-π = 0, so the optimal rule is a *threshold*: draft on iff π >= t_k(s). The envelopes are
+convex functions of π a), V_k(s, 0) = 0, and the difference continue - stop is convex and
+equals -λc < 0 at π = 0, so where it is >= 0 at some π it stays >= 0 above: the optimal rule is
+a *threshold*, draft on iff π >= t_k(s). The envelopes are
 computed exactly by backward DP on their breakpoints; the policy's round law exactly by a
 forward pass over the reachable (start, x_d, π_d) groups (equal π merged), so :func:`law` and
 :func:`play` describe the same policy. The optimal λ* and h come from ratio policy iteration
