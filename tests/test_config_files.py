@@ -223,7 +223,7 @@ def _numeric_leaves(obj: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...
 
 KNOB_PATHS = [("studies", "schemes", "knobs", k) for k in ("drafts", "lenience", "epsilon",
                                                           "delta")]
-KNOB_PATHS += [("studies", "policies", "knobs", k) for k in ("threshold", "cap")]
+KNOB_PATHS += [("studies", "policies", "knobs", k) for k in ("threshold", "cap", "c")]
 NUMBER_PATHS = [*_numeric_leaves(BASE), *KNOB_PATHS, ("max_work",), ("max_points",),
                 ("budget", "max_enumeration"), ("worked_example", "context")]
 

@@ -61,7 +61,7 @@ def test_every_scheme_rule_is_registered_with_its_module_and_source() -> None:
     assert [n for n in schemes if RULES[n].multi_draft] == [  # type: ignore[index]
         "multi_draft", "spectr", "multi_draft_optimal"]
     assert [n for n in schemes if RULES[n].bound] == ["multi_draft_optimal"]  # type: ignore[index]
-    assert list(POLICIES) == ["fixed", "confidence", "heuristic"]
+    assert list(POLICIES) == ["fixed", "confidence", "heuristic", "optimal"]
 
 
 def test_verify_refuses_scheme_rules_with_a_pointer() -> None:

@@ -262,6 +262,9 @@ def test_bad_trace_configs_are_refused_in_one_line_naming_the_key(in_tmp: Path) 
     assert msg.startswith("models.tr.sigma:")
     msg = refusal(config({"family": "trace"}))
     assert msg.startswith("models.tr:") and "file" in msg and "pair" in msg
+    msg = refusal(config({"family": "trace", "file": "traces/t.parquet"}, analysis="schemes",
+                         rule=["correct"], policy=["optimal"], c=[0.1]))
+    assert msg.startswith("studies.s.policy: 'optimal'") and "trace" in msg, msg
 
 
 def test_a_pair_trace_model_is_a_recorded_file_input(in_tmp: Path) -> None:

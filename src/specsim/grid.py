@@ -294,7 +294,7 @@ def _study_schemes(study: dict[str, Any], key: str) -> list[tuple[str, Scheme | 
         return [(rule, None) for rule in study["rule"]]
     try:
         found = schemes_of_study(study["rule"], study.get("policy", ["fixed"]),
-                                 study.get("knobs", {}), key)
+                                 study.get("knobs", {}), key, study.get("c"))
     except ValueError as err:
         raise ConfigError(str(err)) from None
     gammas = sorted(int(g) for g in study["gamma"])
@@ -309,7 +309,8 @@ def _study_schemes(study: dict[str, Any], key: str) -> list[tuple[str, Scheme | 
 
 def _check_scheme_point(scheme: Scheme, spec: ModelSpec, gamma: int, key: str) -> None:
     try:
-        scheme.check_gamma(gamma, f"{key}.gamma")
+        scheme.check_gamma(gamma, f"{key}.gamma",
+                           spec.vocab if family_of(spec).stationary_schemes else None)
         scheme.check_vocab(spec.vocab, f"{key}.knobs.drafts")
     except ValueError as err:
         raise ConfigError(str(err)) from None

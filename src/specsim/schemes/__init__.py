@@ -45,6 +45,8 @@ class PolicySpec:
     meaning: str
     knobs: tuple[KnobSpec, ...] = ()
     source: str = ""
+    study_c: str | None = None  # a knob that takes the study's c values unless knobs list it
+    long_run_only: bool = False  # solved for the stationary long run of table models only
 
 
 POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
@@ -61,6 +63,14 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
         (KnobSpec("cap", "largest draft length the schedule reaches", 1, 256, 64,
                   integer=True),),
         "Hugging Face transformers, num_assistant_tokens_schedule='heuristic'"),
+    "optimal": PolicySpec(
+        "optimal", "the exact optimal stopping rule of drafting for draft cost c (at most "
+        "gamma drafts): draft on while the probability that every draft so far is accepted "
+        "stays above a threshold of the last draft and the drafts left",
+        (KnobSpec("c", "the draft cost the policy is optimal for (default: each c of the "
+                  "study)", 0.0, 10.0, 0.05, low_open=True),),
+        "SpecDec++ (arXiv 2405.19715): draft length as an MDP, solved exactly on tables",
+        study_c="c", long_run_only=True),
 })
 
 
@@ -148,12 +158,18 @@ class Scheme:
         if why is not None:
             raise ValueError(f"{where}: {why}")
 
-    def check_gamma(self, gamma: int, where: str) -> None:
-        """The heuristic schedule starts at γ and must fit under its cap."""
+    def check_gamma(self, gamma: int, where: str, size: int | None = None) -> None:
+        """The heuristic schedule starts at γ and must fit under its cap; with ``size`` (S
+        of dense tables) the module's footprint must not refuse γ (``optimal``'s bound)."""
         cap = dict(self.policy_knobs).get("cap")
         if cap is not None and gamma > cap:
             raise ValueError(f"{where}: gamma={gamma} exceeds the heuristic policy's cap="
                              f"{int(cap)}; raise knobs.cap or lower gamma")
+        if size is not None and self.policy != "fixed":
+            try:
+                self.footprint(size, size, gamma, 1)
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
 
     @staticmethod
     def _segment(name: str, knobs: tuple[tuple[str, Any], ...],
@@ -238,10 +254,11 @@ def _combos(specs: tuple[KnobSpec, ...], values: Mapping[str, list[Any]]) -> lis
 
 
 def schemes_of_study(rules: list[str], policies: list[str], knobs: Mapping[str, list[Any]],
-                     where: str) -> list[Scheme]:
+                     where: str, c_values: list[float] | None = None) -> list[Scheme]:
     """Every (rule, rule knobs, policy, policy knobs) of a ``schemes`` study: each rule at every
     combination of its own knobs' values, under each policy at every combination of its
-    knobs' values; whole-draft rules (``block``, ``multi_draft``) under ``fixed`` only. A knob
+    knobs' values (a policy's ``study_c`` knob: the study's ``c_values`` unless ``knobs``
+    lists it); whole-draft rules (``block``, ``multi_draft``) under ``fixed`` only. A knob
     no rule or policy of the study has, or a value outside its domain, is refused naming
     ``<where>.knobs.<name>``."""
     owners = {k.name for r in rules if r in RULES for k in rule_spec(r).knobs}
@@ -258,7 +275,11 @@ def schemes_of_study(rules: list[str], policies: list[str], knobs: Mapping[str, 
             if policy != "fixed" and rule in WHOLE_DRAFT:
                 continue  # block / multi_draft verify whole drafts of fixed length
             for rk in _combos(rule_spec(rule).knobs if rule in RULES else (), knobs):
-                for pk in _combos(POLICIES[policy].knobs if policy in POLICIES else (), knobs):
+                spec = POLICIES.get(policy)
+                own = dict(knobs)
+                if spec is not None and spec.study_c and spec.study_c not in own and c_values:
+                    own[spec.study_c] = list(c_values)
+                for pk in _combos(spec.knobs if spec is not None else (), own):
                     out.append(Scheme.build(rule, rk, policy, pk, where))
     if not out:
         raise ValueError(f"{where}.policy: no (rule, policy) pair of this study can run")

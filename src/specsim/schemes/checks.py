@@ -17,7 +17,7 @@ from specsim.schemes.tables import KNOB_COLUMNS
 from specsim.stats import student_t_quantile
 from specsim.verify import RULES
 
-__all__ = ["cost_claims", "scheme_checks"]
+__all__ = ["cost_claims", "policy_checks", "scheme_checks"]
 
 EXACT_TOL = 1e-12  # a lossless rule's exact TV (printed to 10 decimals: 0 when below 5e-11)
 SAME = ["model", "draft", "knob", "alpha", "gamma", "temperature"]
@@ -193,3 +193,34 @@ def scheme_checks(df: pd.DataFrame, level: float, claims: list[dict[str, Any]] |
                   ) -> list[tuple[str, str, bool, str, str]]:
     """(check, source, passed, observed, expected) rows for ``checks.csv``."""
     return _rows(df, level) + _relations(df) + cost_claims(df, claims or [])
+
+
+def policy_checks(pol: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
+    """On ``schemes_policies.csv``: no policy beats the optimal policy's exact speedup (same
+    model, α, temperature, c) if it drafts at most its cap, or the certified bound for its
+    longest draft otherwise (``optimal_bound_exact``), and the optimal policy is at least the
+    best fixed γ up to its cap; to the printed digits (the optimum's certified upper bound is
+    within ~1e-15 of its value, :attr:`specsim.schemes.optimal.Solution.upper`)."""
+    out = []
+    for _, r in pol[pol["optimal_speedup_exact"].notna()].iterrows():
+        alpha = "" if pd.isna(r["alpha"]) else f"/alpha={r['alpha']:g}"
+        where = f"{r['study']}/{r['model']}{alpha}/T={r['temperature']:g}/c={r['c']:g}"
+        opt, value = float(r["optimal_speedup_exact"]), float(r["speedup_exact"])
+        tol = float(printed_tolerance(opt, value))
+        if r["policy"] == "optimal" and r["gamma"] == r["optimal_gamma"]:
+            capped = float(r["best_fixed_capped_speedup_exact"])
+            out.append((f"optimal_at_least_best_fixed[{where}/gamma<={int(r['gamma'])}]",
+                        "SpecDec++ (arXiv 2405.19715): the optimal stopping rule",
+                        bool(value >= capped - tol), f"optimal={value:.6f}",
+                        f">= best fixed gamma <= {int(r['gamma'])}: {capped:.6f} (to the "
+                        f"printed digits)"))
+        else:
+            cap, top = int(r["longest_draft"]), float(r["optimal_bound_exact"])
+            what = (f"optimal (gamma <= {int(r['optimal_gamma'])})"
+                    if cap <= int(r["optimal_gamma"])
+                    else f"the certified bound for gamma <= {cap}")
+            out.append((f"no_policy_beats_optimal[{where}/{r['scheme']}]",
+                        "SpecDec++ (arXiv 2405.19715): the optimal stopping rule",
+                        bool(value <= top + float(printed_tolerance(top, value))),
+                        f"speedup={value:.6f}", f"<= {what} {top:.6f} (to the printed digits)"))
+    return out

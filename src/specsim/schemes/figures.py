@@ -200,10 +200,19 @@ def schemes_policies(grid: Grid, tables_dir: str) -> plt.Figure:
     for _, r in best.iterrows():
         ax.annotate(f"γ={int(r['gamma'])}", (r["c"], r["speedup_exact"]),
                     textcoords="offset points", xytext=(2, 4), fontsize=MIN_FONTSIZE)
-    others = d[d["policy"] != "best_fixed"]
+    others = d[~d["policy"].isin(["best_fixed", "optimal"])]
     schemes = unique(others["scheme"])
     col = colors(schemes)
     handles = [Line2D([], [], color="black", lw=1.4, label="best fixed γ (exact)")]
+    # the optimal policy (any study, same model, α and temperature): the bound of the others
+    opt = df[(df["policy"] == "optimal") & matches(df, model=key[1], alpha=key[2],
+                                                    temperature=key[3])]
+    if not opt.empty:
+        opt = opt[opt["gamma"] == opt["gamma"].max()].sort_values("c")
+        ax.plot(opt["c"], opt["speedup_exact"], ":", color="black", lw=1.4, zorder=4)
+        rel.plot(opt["c"], opt["vs_best_fixed"], ":", color="black", lw=1.4, zorder=4)
+        handles.append(Line2D([], [], color="black", lw=1.4, ls=":",
+                              label=f"optimal policy, γ≤{int(opt['gamma'].iloc[0])} (exact)"))
     for s in schemes:
         g = others[others["scheme"] == s].sort_values("c")
         r0 = g.iloc[0]

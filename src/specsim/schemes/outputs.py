@@ -35,9 +35,10 @@ TABLES = (
             "threshold": "confidence policy: stop drafting after a token whose draft probability "
                          "is below it",
             "cap": "heuristic policy: largest draft length the schedule reaches",
+            "c": "optimal policy: the draft cost it is optimal for",
             "policy": "draft-length policy: fixed (γ every round), confidence, heuristic "
                       "(transformers' schedules; γ is the maximum, or the start, of the draft "
-                      "length)",
+                      "length), optimal (the exact optimal stopping rule, at most γ drafts)",
             "lossless": "whether the rule is lossless by design (the registry's claim)",
             "trials_total": "two-token generations simulated for the lossless check",
             "tv_exact": "exact TV distance between the scheme's two-token law and the target's "
@@ -83,14 +84,16 @@ TABLES = (
         "schemes_policies", needs="schemes", builder="specsim.schemes.tables:schemes_policies",
         title="Draft-length policies against the best fixed draft length",
         about="For every schemes study running a policy: each Algorithm 1 point (fixed γ, "
-              "confidence, heuristic) at each c of the study, and the best fixed γ in 1..32 by the "
-              "exact long run.",
+              "confidence, heuristic, optimal at its own c) at each c of the study, and the best "
+              "fixed γ in 1..32 by the exact long run; each set against the exact optimal "
+              "draft-length policy.",
         columns={
             "study": KEYS["study"], "model": KEYS["model"], "alpha": KEYS["alpha"],
             "temperature": KEYS["temperature"], **C,
-            "policy": "fixed, confidence, heuristic, or best_fixed (the exact optimum over γ)",
-            "gamma": "draft length: fixed γ, the confidence policy's maximum, the heuristic's "
-                     "start, or the best fixed γ",
+            "policy": "fixed, confidence, heuristic, optimal (the exact optimal stopping "
+                      "rule for this c), or best_fixed (the exact optimum over γ)",
+            "gamma": "draft length: fixed γ, the confidence or optimal policy's maximum, the "
+                     "heuristic's start, or the best fixed γ",
             "threshold": "confidence policy's threshold",
             "cap": "heuristic policy's cap",
             "scheme": "legend label",
@@ -104,6 +107,16 @@ TABLES = (
             "speedup_exact": "tokens_exact / (1 + c drafted_exact)",
             "best_fixed_speedup_exact": "the best fixed γ's exact speedup at this c",
             "vs_best_fixed": "speedup_exact / best_fixed_speedup_exact (> 1: the policy wins)",
+            "longest_draft": "most tokens a round of this policy drafts (γ, or the cap)",
+            "best_fixed_capped_speedup_exact": "the best fixed γ <= longest_draft, exact speedup",
+            "optimal_gamma": "cap of the optimal policy this row is set against (same model, "
+                             "α, temperature, c; the longest cap of any study)",
+            "optimal_speedup_exact": "that optimal policy's exact speedup: no policy drafting "
+                                     "at most optimal_gamma tokens exceeds it",
+            "vs_optimal": "speedup_exact / optimal_speedup_exact (1: optimal)",
+            "optimal_bound_exact": "what no policy drafting at most longest_draft tokens can "
+                                   "exceed: optimal_speedup_exact, or beyond its cap a "
+                                   "certified upper bound (optimal.bound)",
         }),
     Table(
         "cost_batch", needs="schemes", builder="specsim.schemes.tables:cost_batch",
@@ -213,7 +226,9 @@ FIGURES = (
             "of its heuristic schedule (+2 after a fully accepted round, −1 otherwise) and of "
             "fixed γ; dots: simulation with 95% confidence intervals. Stars and thick lines: "
             "transformers' defaults (20 tokens with threshold 0.4; the heuristic from 5). "
-            "Right: each policy's exact speedup relative to the best fixed γ's.")),
+            "Dotted: the exact optimal draft-length policy for each c (at most the γ shown), "
+            "where a study runs it. Right: each policy's exact speedup relative to the best "
+            "fixed γ's.")),
     Figure(
         "optimal_gamma_batch", needs="schemes",
         builder="specsim.schemes.figures:optimal_gamma_batch",

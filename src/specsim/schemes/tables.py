@@ -15,7 +15,10 @@ chain remembers its start (the heuristic schedule started at γ = 20).
 ``schemes_policies.csv`` -- the draft-length policies against fixed draft lengths: for every
 (study, model, α, temperature) whose study runs a policy other than ``fixed``, one row per
 (point of the ``correct`` rule, c) and one ``best_fixed`` row per c, the best fixed γ in
-1..``GAMMA_MAX`` by the exact long run of Algorithm 1 (:func:`specsim.exact.long_run`).
+1..``GAMMA_MAX`` by the exact long run of Algorithm 1 (:func:`specsim.exact.long_run`). The
+``optimal`` policy's point has its row at its own c only; every row is set against it
+(``vs_optimal``: the optimal row of the same model, α, temperature and c with the longest cap,
+from any study), and against the best fixed γ up to the row's longest draft.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from specsim.costs import settings as cost_settings
 from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
-from specsim.schemes import POLICIES
+from specsim.schemes import POLICIES, optimal
+from specsim.schemes.tokenwise import correct_tables
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
@@ -115,10 +119,12 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
 
 def _policy_label(row: pd.Series) -> str:
     """A short legend label: ``fixed γ=20``, ``confidence 0.4, γ≤20``, ``heuristic from γ=5``
-    (its cap when not the default)."""
+    (its cap when not the default), ``optimal, γ≤8``."""
     g = int(row["gamma"])
     if row["policy"] == "confidence":
         return f"confidence {row['threshold']:g}, γ≤{g}"
+    if row["policy"] == "optimal":
+        return f"optimal, γ≤{g}"  # one row per c, each optimal for its own c
     if row["policy"] == "heuristic":
         cap = int(row["cap"])
         default = int(POLICIES["heuristic"].knobs[0].default)
@@ -135,6 +141,42 @@ def _fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float
     point = Point(model, spec, alpha, 1, temperature, "correct", "long_run")
     return family_of(spec).exact_curve(point, gammas, int(grid.config["seed"]),
                                        grid.config["budget"])[0]
+
+
+def _against_optimal(grid: Grid, out: pd.DataFrame) -> None:
+    """``optimal_gamma``, ``optimal_speedup_exact``, ``vs_optimal``: per (model, α,
+    temperature, c), from any study, the ``optimal`` policy's row with the longest cap (its
+    optimum bounds every policy drafting at most that many tokens); ``optimal_bound_exact``:
+    that optimum where the row drafts at most its cap, else the certified bound for the row's
+    longest draft (:func:`specsim.schemes.optimal.bound`, from the model's tables)."""
+    key = ["model", "alpha", "temperature", "c"]
+    opt = out[out["policy"] == "optimal"].sort_values("gamma", kind="stable")
+    best = opt.groupby(key, dropna=False, sort=False).tail(1)
+
+    def of(r: pd.Series) -> tuple:
+        return tuple(None if pd.isna(r[k]) else r[k] for k in key)  # NaN never equals itself
+
+    ref = {of(r): (r["gamma"], r["speedup_exact"]) for _, r in best.iterrows()}
+    found = [ref.get(of(r), (np.nan, np.nan)) for _, r in out.iterrows()]
+    out["optimal_gamma"] = [g for g, _ in found]
+    out["optimal_speedup_exact"] = [v for _, v in found]
+    out["vs_optimal"] = out["speedup_exact"] / out["optimal_speedup_exact"]
+    bounds: dict[tuple, float] = {}
+    values = []
+    for (_, r), (base, value) in zip(out.iterrows(), found, strict=True):
+        longest = int(r["longest_draft"])
+        if pd.isna(base) or longest <= base:
+            values.append(value)
+            continue
+        k = (*of(r), longest)
+        if k not in bounds:
+            spec = grid.model_spec(str(r["model"]))
+            alpha = None if pd.isna(r["alpha"]) else float(r["alpha"])
+            P, Q = family_of(spec).tables(spec, float(r["temperature"]), alpha)  # type: ignore[misc]
+            acc, rej = correct_tables(P, Q)
+            bounds[k] = optimal.bound(P, Q, acc, rej, int(base), float(r["c"]), longest)
+        values.append(bounds[k])
+    out["optimal_bound_exact"] = values
 
 
 def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
@@ -157,9 +199,15 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                                 "scheme": f"best fixed (γ={gammas[best]})",
                                 "tokens_exact": fixed[best], "drafted_exact": float(gammas[best]),
                                 "speedup_exact": speed[best],
-                                "best_fixed_speedup_exact": speed[best]})
+                                "best_fixed_speedup_exact": speed[best],
+                                "longest_draft": int(gammas[best]),
+                                "best_fixed_capped_speedup_exact": speed[best]})
             for _, row in sub.iterrows():
+                if pd.notna(row["c"]) and not np.isclose(row["c"], c, rtol=1e-12, atol=0):
+                    continue  # a policy optimal for another draft cost: its row is at that c
                 est, lo, hi, ex = _speedup(row, c)
+                longest = int(row["cap"]) if pd.notna(row["cap"]) else int(row["gamma"])
+                capped = speed[:longest].max()  # the best fixed γ <= this policy's longest draft
                 label = _policy_label(row)
                 rows.append(base | {"c": c, "policy": row["policy"], "gamma": int(row["gamma"]),
                                     "scheme": label,
@@ -170,15 +218,20 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                                     "drafted_per_round": row["drafted_per_round"],
                                     "speedup": est, "speedup_ci_low": lo, "speedup_ci_high": hi,
                                     "speedup_exact": ex,
-                                    "best_fixed_speedup_exact": speed[best]})
+                                    "best_fixed_speedup_exact": speed[best],
+                                    "longest_draft": longest,
+                                    "best_fixed_capped_speedup_exact": capped})
     cols = ["study", "model", "alpha", "temperature", "c", "policy", "gamma", "threshold", "cap",
             "scheme", "tokens_exact", "tokens_per_call", "drafted_exact", "drafted_per_round",
             "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_exact",
-            "best_fixed_speedup_exact", "vs_best_fixed"]
+            "best_fixed_speedup_exact", "vs_best_fixed", "longest_draft",
+            "best_fixed_capped_speedup_exact", "optimal_gamma", "optimal_speedup_exact",
+            "vs_optimal", "optimal_bound_exact"]
     if not rows:  # no study runs a policy other than fixed: the table has no rows
         return pd.DataFrame(columns=cols)
     out = pd.DataFrame(rows)
     out["vs_best_fixed"] = out["speedup_exact"] / out["best_fixed_speedup_exact"]
+    _against_optimal(grid, out)
     return sort_rows(out.reindex(columns=cols), ["study", "model", "alpha", "temperature", "c",
                                              "policy", "gamma", "threshold", "cap"])
 
