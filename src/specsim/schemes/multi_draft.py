@@ -165,12 +165,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
         cur = np.where(live, out, cur)
         alive &= x[:, :, i] == taken[:, None]
         live &= ~stopped
-    bonus = draw_p(cur, rng.random(n))
-    tokens[live, g] = bonus[live]
-    n_emitted += live
-    cur = np.where(live, bonus, cur)
-    return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
-                       drafted=np.full(n, k * g, dtype=np.intp))
+    return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 
 def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,

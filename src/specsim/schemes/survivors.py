@@ -14,7 +14,7 @@ law of the emitted sequence from one start (:func:`sequence_law`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any, Final
@@ -22,10 +22,10 @@ from typing import Any, Final
 import numpy as np
 
 from specsim.exact import RoundLaw
-from specsim.schemes.law import FloatArray, IntArray
+from specsim.schemes.law import FloatArray, IntArray, RoundSample
 
-__all__ = ["Kernel", "checked_drafts", "checked_state", "checked_tables", "round_law",
-           "sequence_law"]
+__all__ = ["Kernel", "checked_drafts", "checked_state", "checked_tables", "finish_round",
+           "round_law", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
 ROW_SUM_TOL: Final = 1e-9
@@ -169,3 +169,19 @@ def _merge_rows(rows: IntArray, mass: FloatArray) -> tuple[IntArray, FloatArray]
     rows, mass = rows[order], mass[order]
     new = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)])
     return rows[new], np.add.reduceat(mass, np.flatnonzero(new))
+
+
+def finish_round(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: Any, gamma: int,
+                 draw_p: Callable[[IntArray, FloatArray], IntArray], rng: np.random.Generator,
+                 drafted: int) -> RoundSample:
+    """The end of a round every multi-draft ``play`` shares: chains still ``live`` after depth
+    γ (every depth accepted) draw their bonus token from P(.|cur) -- one uniform per chain,
+    drawn for every chain so the stream does not depend on which survived -- and the round's
+    :class:`RoundSample` (``drafted`` tokens per chain)."""
+    n = cur.shape[0]
+    bonus = draw_p(cur, rng.random(n))
+    tokens[live, gamma] = bonus[live]
+    n_emitted += live
+    cur = np.where(live, bonus, cur)
+    return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
+                       drafted=np.full(n, drafted, dtype=np.intp))
