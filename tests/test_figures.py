@@ -24,7 +24,7 @@ from specsim.grid import Grid
 from specsim.io import write_checksum
 from specsim.llm import figures as llm_figures
 from specsim.outputs import FIGURE_NEEDS, FIGURES, available_figures
-from specsim.verify import CLASSIC_RULES
+from specsim.verify import CLASSIC_RULES, RULES
 
 REPO = Path(__file__).resolve().parents[1]
 MARKOV = {"family": "markov", "vocab": 6, "target": {"seed": 1, "sharpness": 2.5}}
@@ -160,7 +160,8 @@ def write_scheme_tables(d: Path) -> None:
                        None)
     target = exact.target_joint(P, 0, 2)
     schemes = [Scheme.build("correct"), Scheme.build("block"),
-               Scheme.build("multi_draft", {"drafts": 2})]
+               Scheme.build("multi_draft", {"drafts": 2}), Scheme.build("spectr", {"drafts": 2}),
+               Scheme.build("multi_draft_optimal", {"drafts": 2})]
     schemes += [Scheme.build("lenient", {"lenience": v}) for v in (1.0, 0.7, 0.4)]
     schemes += [Scheme.build("typical", {"epsilon": v}) for v in (0.03, 0.09)]
     rows = []
@@ -170,7 +171,9 @@ def write_scheme_tables(d: Path) -> None:
             rates = stationary_rates(law)
             tokens, drafted = rates.tokens_per_round, rates.drafted_per_round
             tv = exact.tv(first_two_law(law, 0), target)
-            row = {"study": "schemes", "model": "seed_med", "alpha": float("nan"), "gamma": g,
+            study = "schemes_multidraft" if RULES[scheme.rule].multi_draft and scheme.rule != \
+                "multi_draft" else "schemes"  # the k-draft schemes beside their bound
+            row = {"study": study, "model": "seed_med", "alpha": float("nan"), "gamma": g,
                    "temperature": 1.0, "rule": scheme.rule, "policy": "fixed",
                    "lossless": scheme.lossless, "tv_exact": tv, "tv_mc": max(tv, 3e-3),
                    "tv_floor": 3e-3, "verdict": "biased" if tv > 3e-3 else "lossless",

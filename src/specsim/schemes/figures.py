@@ -2,6 +2,8 @@
 
 * ``schemes_speed`` -- tokens per target call and speedup vs γ for every scheme on one model:
   exact (lines, open markers) and simulated ± 95% CI (dots);
+* ``schemes_multidraft`` -- the k-draft schemes against the registry's ``bound`` rule (the
+  LP optimum of k i.i.d. drafts), tokens per call vs γ, one panel per k;
 * ``schemes_frontier`` -- the fidelity-speed frontier of the lossy rules: exact TV of the first
   two tokens vs exact speedup as each rule's knob varies, the simulated TV beside it and the
   sampling floor below which a simulation cannot see a bias;
@@ -35,7 +37,8 @@ from specsim.grid import Grid
 from specsim.schemes.tables import KNOB_COLUMNS
 from specsim.verify import RULES
 
-__all__ = ["optimal_gamma_batch", "schemes_frontier", "schemes_policies", "schemes_speed"]
+__all__ = ["optimal_gamma_batch", "schemes_frontier", "schemes_multidraft", "schemes_policies",
+           "schemes_speed"]
 
 DEFAULTS = {"confidence": (20, 0.4), "heuristic": (5, None)}  # transformers' (γ, threshold)
 TREE = (0, (4, 1, 1, 1, 1, 1))  # line style of the best token tree (optimal_gamma_batch)
@@ -106,6 +109,50 @@ def schemes_speed(grid: Grid, tables_dir: str) -> plt.Figure:
                frameon=False)
     fig.suptitle(f"Verification schemes on {model} (study {study}): tokens per call "
                  f"and speedup", fontsize=8)
+    return fig
+
+
+def schemes_multidraft(grid: Grid, tables_dir: str) -> plt.Figure:
+    """Tokens per target call vs γ of every rule drafting k sequences (a ``width_knob`` of
+    ``drafts``) beside the ``bound`` rule of the registry, one panel per k, on the first
+    (study, model) that runs a bound rule: exact (lines) and simulated ± 95% CI (dots)."""
+    df = load_table(tables_dir, "schemes")
+    rules = [r for r in unique(df["rule"]) if RULES[r].width_knob == "drafts"]  # type: ignore[index]
+    d = df[(df["policy"] == "fixed") & df["rule"].isin(rules)]
+    bound = d[[RULES[r].bound for r in d["rule"]]]  # type: ignore[index]
+    if bound.empty:
+        return nothing_to_draw("no schemes study runs a k-draft rule beside its bound "
+                               "(multi_draft_optimal): nothing to compare")
+    study, model = bound.iloc[0]["study"], bound.iloc[0]["model"]
+    d = d[(d["study"] == study) & (d["model"] == model)]
+    ks = sorted(int(k) for k in d["drafts"].dropna().unique())
+    col = colors(unique(d["rule"]))
+    fig, axes = plt.subplots(1, len(ks), figsize=(WIDE, 3.0), layout="constrained",
+                             sharey=True, squeeze=False)
+    fig.get_layout_engine().set(w_pad=0.1)  # room for the y label at the canvas's edge
+    for ax, k in zip(axes[0], ks, strict=True):
+        for rule, g in d[d["drafts"] == k].groupby("rule", sort=False):
+            g = g.sort_values("gamma")
+            top = RULES[rule].bound  # type: ignore[index]
+            ax.plot(g["gamma"], g["tokens_stationary"], color="k" if top else col[rule],
+                    ls=":" if top else "-", lw=1.4 if top else 0.9, marker="o", mfc="white",
+                    ms=4, zorder=2)
+            ax.errorbar(g["gamma"], g["tokens_per_call"],
+                        yerr=yerr(g, "tokens_per_call", "tokens_ci_low", "tokens_ci_high"),
+                        fmt=".", ms=2.5, color="k" if top else col[rule], elinewidth=0.6,
+                        zorder=3)
+        ax.set_title(f"k = {k} drafts")
+        ax.set_xlabel("draft length γ")
+        ax.set_xticks(sorted(d["gamma"].unique()))
+    axes[0][0].set_ylabel("tokens per target call")
+    handles = [Line2D([], [], color="k" if RULES[r].bound else col[r],  # type: ignore[index]
+                      ls=":" if RULES[r].bound else "-", marker="o", mfc="white", ms=4,  # type: ignore[index]
+                      label=rule_label(r)) for r in unique(d["rule"])]
+    handles.append(Line2D([], [], color="0.3", marker=".", ms=3, ls="",
+                          label="simulated ± 95% CI"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False)
+    fig.suptitle(f"k drafts against the optimum of any verification ({model}, study {study})",
+                 fontsize=8)
     return fig
 
 

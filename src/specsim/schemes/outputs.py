@@ -206,6 +206,16 @@ FIGURES = (
             "dynamic programming, stationary long run); dots: simulation with 95% confidence "
             "intervals. A multi-draft round costs 1 + kγc target calls.")),
     Figure(
+        "schemes_multidraft", needs="schemes",
+        builder="specsim.schemes.figures:schemes_multidraft",
+        caption=(
+            "How far the k-draft verification schemes stand below the best any verification of "
+            "k i.i.d. drafts can do: exact tokens per target call (lines, open markers) and "
+            "simulated ± 95% CI (dots) versus draft length γ, one panel per k, for SpecInfer's "
+            "recursive rejection sampling (multi_draft), SpecTr's K-SEQ (spectr) and drafts "
+            "without replacement (multi_draft_wor, RSD-C: not i.i.d., so outside the bound), "
+            "beside the LP optimum per depth (multi_draft_optimal, black dotted).")),
+    Figure(
         "schemes_frontier", needs="schemes", builder="specsim.schemes.figures:schemes_frontier",
         caption=(
             "What the lossy rules' speed costs in fidelity. Each line follows one rule as its "
