@@ -46,7 +46,6 @@ from specsim.models.files import TABLE_PATH, file_digest
 from specsim.models.spec import ModelSpec
 from specsim.realtext.settings import TRACE_PATH, Settings, recorded_pairs, trace_settings
 from specsim.resources import Footprint
-from specsim.schemes import POLICIES
 from specsim.traces import positional
 from specsim.traces import schemes as trace_schemes
 from specsim.traces.format import Trace, TraceFileError, read_trace
@@ -134,6 +133,7 @@ class TraceFamily(Family):
     settings = ("file", "pair")
     drafts = ("recorded",)
     stationary_schemes = False  # its schemes run by its own long run (scheme_exact/simulate)
+    optimal_bound = False  # its tables are two positions of document 0, not the trace
 
     # ------------------------------------------------------------------ config
     def parse(self, name: str, entry: Mapping[str, Any],
@@ -205,15 +205,11 @@ class TraceFamily(Family):
                                   f"study)")
 
     def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
-        """Every scheme and policy but a ``long_run_only`` one (``optimal``) runs on a trace
-        (:mod:`specsim.traces.schemes`); a whole-draft rule computes every start's exact law on
-        its window, so a trace file on which that would take more than
-        :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused (a recorded trace, which
-        does not exist yet, is checked when its point job runs)."""
-        if POLICIES[scheme.policy].long_run_only:
-            raise ConfigError(f"{key}.policy: {scheme.policy!r} is solved for the stationary "
-                              f"long run of table models, not a trace's positions (trace "
-                              f"model {spec.name!r})")
+        """Every scheme and policy runs on a trace (:mod:`specsim.traces.schemes`; ``optimal``
+        on the positional model, :mod:`specsim.traces.optimal`); a whole-draft rule computes
+        every start's exact law on its window, so a trace file on which that would take more
+        than :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused (a recorded trace,
+        which does not exist yet, is checked when its point job runs)."""
         if spec.trace_file is not None:
             try:
                 trace_schemes.check_work(load_trace(spec), scheme, gamma)
