@@ -91,3 +91,46 @@ def test_thresholds_stop_where_drafting_cannot_pay():
     assert solve(q, accept, doc_start, 3, 10.0).drafted.max() == 0
     full = solve(q, np.ones_like(accept), doc_start, 3, 0.01)
     np.testing.assert_allclose(full.drafted, [3, 2, 1, 0, 1, 0])
+
+
+def forward_cost(q, accept, doc_start, t, c):
+    """The expected cost of the threshold policy ``t`` per document, from per-start round laws
+    enumerated path by path (equal π merged), independent of the DP's envelopes."""
+    n, v = q.shape
+    gamma = t.shape[0] - 1
+    end = np.repeat(doc_start[1:], np.diff(doc_start))
+    beta = (q * accept).sum(axis=1)
+    emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
+    for start in range(n):
+        groups = {1.0: 1.0}  # π -> probability of the drafts
+        for d in range(gamma + 1):
+            s = start + d
+            nxt: dict[float, float] = {}
+            for pi, m in groups.items():
+                if s < end[start] and d < gamma and pi >= t[gamma - d, s]:
+                    emitted[start, d + 1] += m * pi * (1 - beta[s])
+                    for x in range(v):
+                        key = pi * accept[s, x]
+                        nxt[key] = nxt.get(key, 0.0) + m * q[s, x]
+                else:
+                    emitted[start, min(d + 1, end[start] - start)] += m * pi
+                    drafted[start] += m * d
+            groups = nxt
+    calls, visits = traverse(emitted, doc_start)
+    return calls.sum() + c * (visits * drafted).sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("c", [0.02, 0.1])
+def test_dp_value_is_its_policys_cost_with_many_breakpoints(seed, c):
+    """Continuous accept values on 5 tokens, cap 5: thousands of breakpoints, some of whose
+    images fall a rounding error away from a child's; the DP's value is what its thresholds
+    cost, counted path by path."""
+    rng = np.random.default_rng(seed)
+    q = rng.dirichlet(np.ones(5), 40)
+    accept = np.where(rng.random((40, 5)) < 0.3, 1.0, rng.uniform(0.3, 1.0, (40, 5)))
+    doc_start = np.array([0, 25, 40])
+    sol = solve(q, accept, doc_start, 5, c)
+    assert sol.breakpoints > 50
+    np.testing.assert_allclose(forward_cost(q, accept, doc_start, sol.thresholds, c),
+                               sol.cost[doc_start[:-1]].sum(), rtol=1e-12)

@@ -118,10 +118,15 @@ def _step(child: _Piecewise, q: FloatArray, a: FloatArray, beta: float, e1: floa
     go_v += go_s * u[:, None]
     zero_v, _ = child.at(np.zeros(1))
     go_v += dead * zero_v[0]
-    for v, w in zip(vals, weights):
-        cv, cs = child.at(u * v)
-        go_v += w * cv
-        go_s += (w * v) * cs
+    # each child is linear on the image of a parent segment [u_j, u_j+1): read its piece at
+    # the segment's middle (a breakpoint's image u_j v may round to either side of it)
+    mid = (u + np.append(u[1:], 1.0)) / 2.0
+    z = np.multiply.outer(vals, mid)
+    cv, cs = child.at(z.ravel())
+    cs = cs.reshape(vals.size, u.size, width) * vals[:, None, None]  # slope in π
+    cv = cv.reshape(vals.size, u.size, width) - cs * (mid - u)[None, :, None]
+    go_v += np.tensordot(weights, cv, axes=1)
+    go_s += np.tensordot(weights, cs, axes=1)
     D = go_v[:, 0] - u * e1  # continue - stop: concave, c > 0 at 0
     slope_d = go_s[:, 0] - e1
     end_d = D[-1] + slope_d[-1] * (1.0 - u[-1])
