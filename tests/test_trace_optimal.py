@@ -35,7 +35,7 @@ def round_of(policy: dict, start: int, end: int, q, accept, gamma: int):
         if d < gamma and s < end and policy[path]:
             for x in range(q.shape[1]):
                 if q[s, x] > 0:
-                    walk(path + (x,), prob * q[s, x])
+                    walk((*path, x), prob * q[s, x])
             return
         surv = 1.0
         for i, x in enumerate(path):  # first rejection at draft i + 1: i + 1 tokens
@@ -59,7 +59,7 @@ def brute(q, accept, doc_start, gamma: int, c: float) -> np.ndarray:
         last = int(end[start])
         vals = []
         for choice in itertools.product([False, True], repeat=len(pre)):
-            rnd = round_of(dict(zip(pre, choice)), start, last, q, accept, gamma)
+            rnd = round_of(dict(zip(pre, choice, strict=True)), start, last, q, accept, gamma)
             vals.append(sum(p * (1 + c * g + (best[start + m] if start + m < last else 0.0))
                             for p, g, m in rnd))
         best[start] = min(vals)

@@ -151,15 +151,15 @@ def solve(q: FloatArray, accept: FloatArray, doc_start: IntArray, gamma: int, c:
     end = np.repeat(doc_start[1:], np.diff(doc_start))
     width = gamma + 4
     t = np.full((gamma + 1, n + gamma + 1), np.inf)
-    cost = np.zeros(n + gamma + 2)  # E(s) = 0 at and beyond the end (set per document below)
+    cost = np.zeros(n)
     emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
     most = 1
     for start in range(n - 1, -1, -1):
         last = int(end[start])
-        e = lambda s: cost[s] if s < last else 0.0  # noqa: E731
+        ahead = np.zeros(gamma + 2)  # E(start + i), 0 at and beyond the document's end
+        ahead[: max(0, min(gamma + 2, last - start))] = cost[start: min(last, start + gamma + 2)]
         d = gamma
-        s = start + d
-        v, sl = _stop(width, e(s + 1), d + 1)
+        v, sl = _stop(width, float(ahead[d + 1]), d + 1)
         fn = _Piecewise(np.zeros(1), v[None], sl[None])
         for d in range(gamma - 1, -1, -1):
             s = start + d
@@ -167,7 +167,7 @@ def solve(q: FloatArray, accept: FloatArray, doc_start: IntArray, gamma: int, c:
                 v, sl = _stop(width, 0.0, d + 1)
                 fn = _Piecewise(np.zeros(1), v[None], sl[None])
                 continue
-            cut, fn = _step(fn, q[s], accept[s], float(beta[s]), e(s + 1), c, d + 1)
+            cut, fn = _step(fn, q[s], accept[s], float(beta[s]), float(ahead[d + 1]), c, d + 1)
             t[gamma - d, s] = cut
             most = max(most, fn.u.size)
         at_one, _ = fn.at(np.ones(1))
@@ -175,4 +175,4 @@ def solve(q: FloatArray, accept: FloatArray, doc_start: IntArray, gamma: int, c:
         drafted[start] = at_one[0, 1]
         emitted[start] = at_one[0, 2:]
     return OptimalRounds(t[:, :n], truncate(np.clip(emitted, 0.0, None), doc_start),
-                         drafted, cost[:n], most)
+                         drafted, cost, most)
