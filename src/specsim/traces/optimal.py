@@ -45,13 +45,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.resources import FLOPS_PER_CORE_SECOND, Footprint
 from specsim.sampling import FloatArray, IntArray
 from specsim.traces.positional import truncate
 
-__all__ = ["MAX_BREAKPOINTS", "OptimalRounds", "solve"]
+__all__ = ["MAX_BREAKPOINTS", "OptimalRounds", "footprint", "solve"]
 
-#: Most breakpoints one envelope W_k(s) may have.
-MAX_BREAKPOINTS = 2**20
+#: Most breakpoints one envelope W_k(s) may have (ngram_o4, c = 0.05, 8 documents: 1,659 at
+#: γ = 4, 15,114 at γ = 6, 107,980 at γ = 8).
+MAX_BREAKPOINTS = 2**16
+#: Core-seconds per (start, draft) step of the DP, measured on ngram_o4 at γ = 4 (~0.5 ms; 1 ms
+#: under load): the envelopes grow with γ and the spread of accept values, so larger caps cost
+#: more per step (γ = 6: over 3x).
+STEP_SECONDS = 1e-3
+
+
+def footprint(positions: int, support: int, gamma: int) -> Footprint:
+    """The DP's peak: the children read for the largest envelope allowed (``support`` draft
+    tokens x :data:`MAX_BREAKPOINTS` x (γ+4) functions, value and slope, ~3 arrays), and its
+    work at :data:`STEP_SECONDS` per (start, draft) step."""
+    return Footprint(3.0 * support * MAX_BREAKPOINTS * (gamma + 4),
+                     positions * gamma * STEP_SECONDS * FLOPS_PER_CORE_SECOND,
+                     what=f"optimal policy's envelopes ({positions} starts)")
 
 
 @dataclass(frozen=True)
