@@ -418,3 +418,16 @@ def test_a_lossless_check_too_large_to_enumerate_keeps_the_exact_long_run(
     ref = measure_of(p.measure).exact(p, describe(g, p)["budget"], 3)
     assert "lossless mc_only" in ref["exact_method"] and np.isnan(ref["tv_exact"])
     assert 1.0 < ref["tokens_exact"] < 4.0 and ref["joint_exact"] == []
+
+
+def test_optimal_policy_runs_on_a_trace_and_is_refused_where_its_check_cannot(in_tmp: Path
+                                                                              ) -> None:
+    """The optimal policy builds on a trace file; a cap whose lossless check (the Markov
+    solution on the equivalence chain) would not fit is refused before any job."""
+    model = {"family": "trace", "file": "traces/t.parquet"}
+    g = grid_of(config(model, analysis="schemes", rule=["correct"], policy=["optimal"],
+                       c=[0.1]))
+    assert [p.scheme.policy for p in g.points] == ["optimal"]
+    msg = refusal(config(model, analysis="schemes", rule=["correct"], policy=["optimal"],
+                         c=[0.1], gamma=[6]))
+    assert msg.startswith("studies.s.gamma: trace model 'tr'") and "gamma=6" in msg, msg
