@@ -301,7 +301,8 @@ class TraceFamily(Family):
     def scheme_exact(self, point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
         assert point.scheme is not None
         laws, r = _schedule(point.spec, point.scheme, point.gamma)
-        how = "window laws" if laws.rows is None else "token-wise"
+        how = ("window laws" if laws.rows is None
+               else "token-wise" if laws.thresholds is None else "optimal stopping DP")
         return {"tokens_exact": r.tokens_per_call, "drafted_exact": r.drafted_per_round,
                 "tokens_stationary": r.tokens_per_call, "drafted_stationary": r.drafted_per_round,
                 "tokens_law": r.tokens_law, "exact_method": f"positional_dp ({how})"}
