@@ -262,9 +262,6 @@ def test_bad_trace_configs_are_refused_in_one_line_naming_the_key(in_tmp: Path) 
     assert msg.startswith("models.tr.sigma:")
     msg = refusal(config({"family": "trace"}))
     assert msg.startswith("models.tr:") and "file" in msg and "pair" in msg
-    msg = refusal(config({"family": "trace", "file": "traces/t.parquet"}, analysis="schemes",
-                         rule=["correct"], policy=["optimal"], c=[0.1]))
-    assert msg.startswith("studies.s.policy: 'optimal'") and "trace" in msg, msg
 
 
 def test_a_pair_trace_model_is_a_recorded_file_input(in_tmp: Path) -> None:
@@ -377,8 +374,13 @@ def test_every_study_analysis_runs_on_a_trace_model_through_the_dag(tmp_path: Pa
         q = np.array([student_t_quantile(1 - CHECK_LEVEL / 2, int(b) - 1) for b in df["batches"]])
         assert set(df["model"]) == {"pair"}, name
         assert ((df[mc] - df["tokens_exact"]).abs() <= q * se).all(), (name, df[mc].tolist())
-    assert len(table("accept_curve")) == 4 and len(table("schemes")) == 8
-    assert set(table("schemes")["policy"]) == {"fixed", "confidence", "heuristic"}
+    assert len(table("accept_curve")) == 4 and len(table("schemes")) == 10
+    assert set(table("schemes")["policy"]) == {"fixed", "confidence", "heuristic", "optimal"}
+    pol = table("schemes_policies")  # the optimal policy (cap 2) bounds the others at or below it
+    assert (pol["policy"] == "optimal").sum() == 2
+    names = table("checks")["check"].astype(str)
+    assert names.str.startswith("optimal_at_least_best_fixed[policies/pair").sum() == 2
+    assert names.str.startswith("no_policy_beats_optimal[policies/pair").sum() >= 2
     assert set(table("optimal_k")["model"]) == {"pair"}
     assert set(table("break_even")["model"]) == {"pair"}
     eq = table("equivalence").set_index("rule")
@@ -416,3 +418,16 @@ def test_a_lossless_check_too_large_to_enumerate_keeps_the_exact_long_run(
     ref = measure_of(p.measure).exact(p, describe(g, p)["budget"], 3)
     assert "lossless mc_only" in ref["exact_method"] and np.isnan(ref["tv_exact"])
     assert 1.0 < ref["tokens_exact"] < 4.0 and ref["joint_exact"] == []
+
+
+def test_optimal_policy_runs_on_a_trace_and_is_refused_where_its_check_cannot(in_tmp: Path
+                                                                              ) -> None:
+    """The optimal policy builds on a trace file; a cap whose lossless check (the Markov
+    solution on the equivalence chain) would not fit is refused before any job."""
+    model = {"family": "trace", "file": "traces/t.parquet"}
+    g = grid_of(config(model, analysis="schemes", rule=["correct"], policy=["optimal"],
+                       c=[0.1]))
+    assert [p.scheme.policy for p in g.points] == ["optimal"]
+    msg = refusal(config(model, analysis="schemes", rule=["correct"], policy=["optimal"],
+                         c=[0.1], gamma=[6]))
+    assert msg.startswith("studies.s.gamma: trace model 'tr'") and "gamma=6" in msg, msg

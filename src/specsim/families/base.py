@@ -123,6 +123,9 @@ class Family(ABC):
     # schemes: True -- tokens per call is the stationary long run of the equivalence chain
     # (the model's own tables); False -- one round from its start (frozen i.i.d. pairs)
     stationary_schemes: ClassVar[bool] = True
+    # its tables certify the optimal policy's bound beyond the policy's cap
+    # (:func:`specsim.schemes.optimal.bound`); False: no bound past the cap (a trace)
+    optimal_bound: ClassVar[bool] = True
 
     # ------------------------------------------------------------------ config
     def parse(self, name: str, entry: Mapping[str, Any],

@@ -46,7 +46,7 @@ from specsim.models.files import TABLE_PATH, file_digest
 from specsim.models.spec import ModelSpec
 from specsim.realtext.settings import TRACE_PATH, Settings, recorded_pairs, trace_settings
 from specsim.resources import Footprint
-from specsim.schemes import POLICIES
+from specsim.traces import optimal as trace_optimal
 from specsim.traces import positional
 from specsim.traces import schemes as trace_schemes
 from specsim.traces.format import Trace, TraceFileError, read_trace
@@ -134,6 +134,7 @@ class TraceFamily(Family):
     settings = ("file", "pair")
     drafts = ("recorded",)
     stationary_schemes = False  # its schemes run by its own long run (scheme_exact/simulate)
+    optimal_bound = False  # its tables are two positions of document 0, not the trace
 
     # ------------------------------------------------------------------ config
     def parse(self, name: str, entry: Mapping[str, Any],
@@ -205,15 +206,19 @@ class TraceFamily(Family):
                                   f"study)")
 
     def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
-        """Every scheme and policy but a ``long_run_only`` one (``optimal``) runs on a trace
-        (:mod:`specsim.traces.schemes`); a whole-draft rule computes every start's exact law on
-        its window, so a trace file on which that would take more than
-        :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused (a recorded trace, which
-        does not exist yet, is checked when its point job runs)."""
-        if POLICIES[scheme.policy].long_run_only:
-            raise ConfigError(f"{key}.policy: {scheme.policy!r} is solved for the stationary "
-                              f"long run of table models, not a trace's positions (trace "
-                              f"model {spec.name!r})")
+        """Every scheme and policy runs on a trace (:mod:`specsim.traces.schemes`; ``optimal``
+        on the positional model, :mod:`specsim.traces.optimal`); a whole-draft rule computes
+        every start's exact law on its window, so a trace file on which that would take more
+        than :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused (a recorded trace,
+        which does not exist yet, is checked when its point job runs)."""
+        if not trace_schemes.window_laws_of(scheme):  # the lossless check plays it on the
+            w = trace_size(spec)[1] + 1  # equivalence chain: (γ+2)(W+1)+1 states (optimal:
+            try:  # its exact solution there must fit)
+                scheme.footprint((gamma + 2) * w + 1, w, gamma, 1)
+            except ValueError as err:
+                raise ConfigError(f"{key}.gamma: trace model {spec.name!r}: the lossless check "
+                                  f"plays the scheme on its {gamma + 2}-position equivalence "
+                                  f"chain: {err}") from None
         if spec.trace_file is not None:
             try:
                 trace_schemes.check_work(load_trace(spec), scheme, gamma)
@@ -296,7 +301,8 @@ class TraceFamily(Family):
     def scheme_exact(self, point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
         assert point.scheme is not None
         laws, r = _schedule(point.spec, point.scheme, point.gamma)
-        how = "window laws" if laws.rows is None else "token-wise"
+        how = ("window laws" if laws.rows is None
+               else "token-wise" if laws.thresholds is None else "optimal stopping DP")
         return {"tokens_exact": r.tokens_per_call, "drafted_exact": r.drafted_per_round,
                 "tokens_stationary": r.tokens_per_call, "drafted_stationary": r.drafted_per_round,
                 "tokens_law": r.tokens_law, "exact_method": f"positional_dp ({how})"}
@@ -337,7 +343,8 @@ class TraceFamily(Family):
     def scheme_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint | None:
         """Per-start laws at every draft length the policy reaches (N x (g+2) each) from the
         dense rows (3 of N x (W+1)), or a whole-draft rule's exact law on each start's window
-        chain, one start at a time (:meth:`specsim.schemes.Scheme.footprint`)."""
+        chain, one start at a time (:meth:`specsim.schemes.Scheme.footprint`), or the optimal
+        policy's DP (:func:`specsim.traces.optimal.footprint`)."""
         assert point.scheme is not None
         n, w = trace_size(point.spec)
         chains, rounds = int(budget["chains"]), int(budget["rounds"])
@@ -346,8 +353,11 @@ class TraceFamily(Family):
         laws = Footprint(3.0 * n * (w + 1) + sum(n * (g + 3.0) for g in lengths),
                          20.0 * n * (w + 1) * len(lengths), chains * rounds,
                          what=f"per-start laws ({n} positions)")
-        window = (point.gamma + 1) * (w + 1) + 1
-        one = point.scheme.footprint(window, w + 1, point.gamma, min(chains, CHUNK))
-        if trace_schemes.window_laws_of(point.scheme) and one.law is not None:
-            laws = laws.then(Footprint(one.law.cells, one.law.flops * n, what=one.law.what))
+        if trace_schemes.window_laws_of(point.scheme):
+            window = (point.gamma + 1) * (w + 1) + 1
+            one = point.scheme.footprint(window, w + 1, point.gamma, min(chains, CHUNK))
+            if one.law is not None:
+                laws = laws.then(Footprint(one.law.cells, one.law.flops * n, what=one.law.what))
+        elif point.scheme.policy == "optimal":
+            laws = laws.then(trace_optimal.footprint(n, w + 1, point.gamma))
         return self.model_footprint(point).plus(laws)

@@ -46,7 +46,6 @@ class PolicySpec:
     knobs: tuple[KnobSpec, ...] = ()
     source: str = ""
     study_c: str | None = None  # a knob that takes the study's c values unless knobs list it
-    long_run_only: bool = False  # solved for the stationary long run of table models only
 
 
 POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
@@ -70,7 +69,7 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
         (KnobSpec("c", "the draft cost the policy is optimal for (default: each c of the "
                   "study)", 0.0, 10.0, 0.05, low_open=True),),
         "SpecDec++ (arXiv 2405.19715): draft length as an MDP, solved exactly on tables",
-        study_c="c", long_run_only=True),
+        study_c="c"),
 })
 
 

@@ -200,7 +200,8 @@ def policy_checks(pol: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
     model, α, temperature, c) if it drafts at most its cap, or the certified bound for its
     longest draft otherwise (``optimal_bound_exact``), and the optimal policy is at least the
     best fixed γ up to its cap; to the printed digits (the optimum's certified upper bound is
-    within ~1e-15 of its value, :attr:`specsim.schemes.optimal.Solution.upper`)."""
+    within ~1e-15 of its value, :attr:`specsim.schemes.optimal.Solution.upper`). A row past
+    the cap of a model without a certified bound (a trace) is not judged."""
     out = []
     for _, r in pol[pol["optimal_speedup_exact"].notna()].iterrows():
         alpha = "" if pd.isna(r["alpha"]) else f"/alpha={r['alpha']:g}"
@@ -214,7 +215,7 @@ def policy_checks(pol: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
                         bool(value >= capped - tol), f"optimal={value:.6f}",
                         f">= best fixed gamma <= {int(r['gamma'])}: {capped:.6f} (to the "
                         f"printed digits)"))
-        else:
+        elif pd.notna(r["optimal_bound_exact"]):  # empty: past the cap with no bound (traces)
             cap, top = int(r["longest_draft"]), float(r["optimal_bound_exact"])
             what = (f"optimal (gamma <= {int(r['optimal_gamma'])})"
                     if cap <= int(r["optimal_gamma"])

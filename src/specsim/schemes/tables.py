@@ -148,7 +148,8 @@ def _against_optimal(grid: Grid, out: pd.DataFrame) -> None:
     temperature, c), from any study, the ``optimal`` policy's row with the longest cap (its
     optimum bounds every policy drafting at most that many tokens); ``optimal_bound_exact``:
     that optimum where the row drafts at most its cap, else the certified bound for the row's
-    longest draft (:func:`specsim.schemes.optimal.bound`, from the model's tables)."""
+    longest draft (:func:`specsim.schemes.optimal.bound`, from the model's tables; empty for a
+    family without one, :attr:`specsim.families.Family.optimal_bound`: a trace)."""
     key = ["model", "alpha", "temperature", "c"]
     opt = out[out["policy"] == "optimal"].sort_values("gamma", kind="stable")
     best = opt.groupby(key, dropna=False, sort=False).tail(1)
@@ -168,9 +169,12 @@ def _against_optimal(grid: Grid, out: pd.DataFrame) -> None:
         if pd.isna(base) or longest <= base:
             values.append(value)
             continue
+        spec = grid.model_spec(str(r["model"]))
+        if not family_of(spec).optimal_bound:  # a trace: no certified bound past the cap
+            values.append(np.nan)
+            continue
         k = (*of(r), longest)
         if k not in bounds:
-            spec = grid.model_spec(str(r["model"]))
             alpha = None if pd.isna(r["alpha"]) else float(r["alpha"])
             P, Q = family_of(spec).tables(spec, float(r["temperature"]), alpha)  # type: ignore[misc]
             acc, rej = correct_tables(P, Q)

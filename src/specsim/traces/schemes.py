@@ -44,6 +44,7 @@ from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
 from specsim.traces.frozen import chain_of_rows, dense_rows
+from specsim.traces.optimal import solve
 from specsim.traces.positional import truncate
 from specsim.verify import acceptance_probability
 
@@ -181,6 +182,7 @@ class ScheduleLaws:
     first: int
     cap: int  # heuristic's cap (0: one fixed draft length)
     rows: tuple[FloatArray, FloatArray, FloatArray] | None  # token-wise: (q, accept, stop)
+    thresholds: FloatArray | None = None  # optimal: draft at s, k left, iff π >= t[k, s]
 
     def after(self, k: IntArray, full: IntArray) -> IntArray:
         if not self.cap:
@@ -204,6 +206,10 @@ def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
         return ScheduleLaws((gamma,), (emitted,), drafted[None, :], 0, 0, None)
     rows = tokenwise_rows(trace, scheme)
     q, accept, stop = rows
+    if scheme.policy == "optimal":  # its stop depends on π, not on the drafted token alone
+        sol = solve(q, accept, trace.doc_start, gamma, float(dict(scheme.policy_knobs)["c"]))
+        return ScheduleLaws((gamma,), (sol.emitted,), sol.drafted[None, :], 0, 0, rows,
+                            sol.thresholds)
     go = (q * accept * (1.0 - stop)).sum(axis=1)
     halt = (q * accept * stop).sum(axis=1)
     cont = (q * (1.0 - stop)).sum(axis=1)
@@ -299,13 +305,17 @@ def simulate(trace: Trace, laws: ScheduleLaws, visits: FloatArray, seed: np.rand
             drafts = np.zeros(state.size, dtype=np.intp)
             drafting = np.ones(state.size, dtype=bool)
             leading = np.ones(state.size, dtype=bool)  # every draft so far accepted
+            pi = np.ones(state.size)  # P(every draft so far accepted), for the optimal policy
             for i in range(reach):
-                active = drafting & (i < g) & (i < left)
                 s = np.minimum(t + i, n - 1)
+                if laws.thresholds is not None:  # draft at s with g - i left iff π >= t
+                    drafting &= pi >= laws.thresholds[np.maximum(g - i, 0), s]
+                active = drafting & (i < g) & (i < left)
                 x = inverse_cdf_rows(cdf_q[s], u[0, i])
                 drafts += active
                 leading &= ~active | (u[1, i] < accept[s, x])
                 accepted += active & leading
+                pi = np.where(active, pi * accept[s, x], pi)
                 drafting = active & ~(u[2, i] < stop[s, x])
             count = np.minimum(accepted + 1, left)
         else:  # a round drawn from its start's exact law
