@@ -121,7 +121,7 @@ def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
                     " ".join(f"k={k:g}:{t:.4f}" for k, t in zip(ks, toks, strict=True)),
                     "non-decreasing in k (k = 1: correct), to the printed digits"))
     out += _bounds(fixed)
-    for _, r in fixed[[_neutral(r) for _, r in fixed.iterrows()]].iterrows():
+    for _, r in fixed[np.array([_neutral(r) for _, r in fixed.iterrows()], dtype=bool)].iterrows():
         base = correct.get(_key(r))
         if base is not None:
             diff = max(abs(r["tokens_exact"] - base["tokens_exact"]),
@@ -140,10 +140,12 @@ def _bounds(fixed: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
     target call (to the printed digits)."""
     out = []
     spec = {r: RULES[r] for r in set(fixed["rule"])}  # type: ignore[index]
-    multi = fixed[[spec[r].multi_draft for r in fixed["rule"]]]
-    for _, b in multi[[spec[r].bound for r in multi["rule"]]].iterrows():
-        same = multi[[_key(r) == _key(b) and r["drafts"] == b["drafts"] and r["rule"] != b["rule"]
-                      for _, r in multi.iterrows()]]
+    # boolean masks as arrays: a list selects columns when the frame is empty
+    multi = fixed[np.array([spec[r].multi_draft for r in fixed["rule"]], dtype=bool)]
+    for _, b in multi[np.array([spec[r].bound for r in multi["rule"]], dtype=bool)].iterrows():
+        same = multi[np.array([_key(r) == _key(b) and r["drafts"] == b["drafts"]
+                               and r["rule"] != b["rule"] for _, r in multi.iterrows()],
+                              dtype=bool)]
         if same.empty:
             continue
         top = float(same["tokens_exact"].max())
