@@ -61,6 +61,11 @@ def test_checks_pass_and_gate_written(tiny_run: Path) -> None:
     assert (tiny_run / "results" / "checks.ok").exists()
 
 
+def _knob(text: str) -> float | str:
+    """A knob value as a path spells it: a number, or a tree shape such as ``2x1``."""
+    return text if "x" in text else float(text)
+
+
 def test_one_file_per_point_named_by_its_parameters(tiny_run: Path) -> None:
     import json
 
@@ -77,9 +82,9 @@ def test_one_file_per_point_named_by_its_parameters(tiny_run: Path) -> None:
             policy, *policy_knobs = parts["policy"].split("+")
             assert parts["model"] == point["model"] and rule == point["rule"]
             assert policy == point["policy"]
-            assert {k: float(v) for k, v in (kv.split("=") for kv in rule_knobs)} == \
+            assert {k: _knob(v) for k, v in (kv.split("=") for kv in rule_knobs)} == \
                 json.loads(point["rule_knobs"])
-            assert {k: float(v) for k, v in (kv.split("=") for kv in policy_knobs)} == \
+            assert {k: _knob(v) for k, v in (kv.split("=") for kv in policy_knobs)} == \
                 json.loads(point["policy_knobs"])
             assert int(parts["gamma"]) == point["gamma"]
             assert parts["measure"] == point["measure"]
