@@ -37,7 +37,8 @@ def read_points(grid: Grid, results_dir: str | Path) -> tuple[pd.DataFrame, pd.D
             rows[kind.name].append(row)
 
     def frame(kinds: dict[str, None]) -> pd.DataFrame:
-        parts = [pa.Table.from_pylist(rows[k], schema=schemas[k].columns).to_pandas()
+        parts = [pa.Table.from_pylist(rows[k], schema=schemas[k].columns).to_pandas(
+                     use_threads=False)  # no Arrow thread pool: see specsim.io.parquet
                  for k in kinds]
         return pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
 

@@ -72,7 +72,7 @@ def _table_digest(table: pa.Table) -> str:
 def write_frame(df: pd.DataFrame, path: str | os.PathLike[str]) -> None:
     """A DataFrame as sealed Parquet (:func:`~specsim.io.parquet.write_parquet`) with a digest
     of its data in the metadata."""
-    table = pa.Table.from_pandas(df, preserve_index=False)
+    table = pa.Table.from_pandas(df, preserve_index=False, nthreads=1)  # no Arrow pool
     meta = {**(table.schema.metadata or {}),
             b"specsim.payload_sha256": _table_digest(table).encode()}
     write_parquet(path, table.replace_schema_metadata(meta))
@@ -85,7 +85,7 @@ def read_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
     try:
         recorded = (table.schema.metadata or {}).get(b"specsim.payload_sha256", b"").decode()
         if recorded == _table_digest(table):
-            return table.to_pandas()
+            return table.to_pandas(use_threads=False)  # no Arrow pool (io.parquet)
     except Exception as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise IntegrityError(f"{path}: not a readable frame ({reason}); {REBUILD}") from None

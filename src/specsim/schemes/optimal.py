@@ -118,7 +118,8 @@ class Solution:
 def _envelopes(Q: FloatArray, acc: FloatArray, Hr: FloatArray, Hb: FloatArray, lam_c: float,
                gamma: int, limit: int | None = None) -> tuple[FloatArray, FloatArray]:
     """(thresholds t (γ+1, S), V_γ(s, 1) (S,)) by the backward DP on breakpoints. With
-    ``limit``, an envelope of more breakpoints keeps ``limit`` of them, joined by chords: a
+    ``limit``, an envelope of more breakpoints is replaced by its chords between ``limit``
+    equally spaced π in [0, 1]: a
     convex function lies below its chords and the DP is monotone, so the values returned are
     upper bounds of V (the thresholds then mean nothing)."""
     size = Q.shape[0]
@@ -156,10 +157,12 @@ def _envelopes(Q: FloatArray, acc: FloatArray, Hr: FloatArray, Hb: FloatArray, l
             nx.append(np.concatenate([[0.0, cut], u[i:]]))
             ny.append(np.concatenate([[0.0, cut * Hb[s]], C[i:]]))
         if limit is not None:
+            grid = np.linspace(0.0, 1.0, limit)
             for j, u in enumerate(nx):
-                if u.size > limit:
-                    keep = np.unique(np.linspace(0, u.size - 1, limit).astype(np.intp))
-                    nx[j], ny[j] = u[keep], ny[j][keep]
+                if u.size > limit:  # chords between fixed π, not between kept breakpoints:
+                    # which breakpoints exist (two a CPU's rounding merges or splits, a cut
+                    # where continuing and stopping tie) must not move the bound's digits
+                    nx[j], ny[j] = grid, np.interp(grid, u, ny[j])
         xs, ys = nx, ny
     return t, np.array([y[-1] for y in ys])
 

@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from specsim.sampling import FloatArray, IntArray
 from specsim.traces.checks import SUM_TOL, TraceFileError, check_trace
@@ -286,7 +285,7 @@ def _read_table(path: str | os.PathLike[str]) -> pa.Table:
     """The trace file's table: bytes read once (bounded) and, for a file specsim wrote (it
     names the digest key), checked against its seal before pyarrow decodes them."""
     from specsim.io import READ_LIMITS, IntegrityError, read_bounded
-    from specsim.io.parquet import SEAL_KEY, is_sealed, parquet_from
+    from specsim.io.parquet import SEAL_KEY, decode, is_sealed, parquet_from
 
     where, fix = str(path), "record it again"
     try:
@@ -296,7 +295,7 @@ def _read_table(path: str | os.PathLike[str]) -> pa.Table:
     if is_sealed(data) or _DIGEST_KEY in data:  # specsim wrote it: the seal must hold
         return parquet_from(data, where, fix, TraceFileError, "trace file")
     try:  # a foreign file: decoded, then checked column by column below
-        return pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+        return decode(data)  # on this thread, page checksums verified
     except Exception as err:  # truncated, not Parquet, a corrupt page
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise TraceFileError(f"{where}: not a readable Parquet file ({reason}); a file "
