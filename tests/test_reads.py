@@ -442,3 +442,23 @@ def test_a_run_on_a_full_disk_stops_with_one_line(small_disk: Path) -> None:
     err = done.stderr
     assert done.returncode != 0 and "Traceback" not in err and "Logging error" not in err, err
     assert f"specsim: disk full: {small_disk} has 0 bytes free" in err
+
+
+def test_parquet_is_decoded_without_starting_arrow_threads(tmp_path: Path) -> None:
+    """Arrow's thread pools, once started, can abort a finished process at exit (exit -6,
+    apache/arrow#34314): reading sealed Parquet and building its frame start none."""
+    import sys
+
+    path = tmp_path / "f.parquet"
+    write_frame(pd.DataFrame({"a": np.arange(50_000.0), "b": ["x"] * 50_000}), path)
+    code = f"""
+import os, numpy, pandas, pyarrow
+from specsim.io import read_frame
+before = len(os.listdir('/proc/self/task'))
+df = read_frame({str(path)!r})
+print(before, len(os.listdir('/proc/self/task')), len(df))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    before, after, rows = map(int, out.stdout.split())
+    assert rows == 50_000 and after == before, out.stdout
