@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from specsim import exact, timing
+from specsim.costs import SEQUENTIAL, ConstantCost
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
 from specsim.precision import covers
@@ -194,9 +195,11 @@ def pair_tables(pairs: Sequence[str], traces: dict[str, Trace], runs: pd.DataFra
                 steady = all(timing.Timing.of(x["seconds"] / x["calls"]).reliable
                              for x in (plain, gr))
                 verify = float(np.interp(g + 1, ratio.index.to_numpy(float), ratio.to_numpy()))
-                cost_model = pred / (g * c + verify)
-                f_alpha, f_draft = pred / (g + 1), 1.0 / (1.0 + g * c)
-                f_verify = (1.0 + g * c) / (g * c + verify)
+                cost = ConstantCost(c)  # Thm 3.8's round: 1 + γc target calls
+                drafting, thm38_round = cost.draft(g, 1, SEQUENTIAL), cost.total(g, 1, SEQUENTIAL)
+                cost_model = pred / (drafting + verify)
+                f_alpha, f_draft = pred / (g + 1), 1.0 / thm38_round
+                f_verify = thm38_round / (drafting + verify)
                 speed_rows.append({
                     "pair": name, "engine": engine, "gamma": g,
                     "repeats": len(per_prompt.samples),

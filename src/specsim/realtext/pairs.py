@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from specsim import exact
+from specsim.costs import SEQUENTIAL, ConstantCost
 from specsim.ngram import NGramModel
 from specsim.precision import covers, first_max
 from specsim.realtext.rounds import NGramPair, seed_for, spec_round
@@ -153,7 +154,7 @@ def pair_optimal_table(traces: dict[str, Trace], s: Settings) -> pd.DataFrame:
         c_star = (tokens - 1.0) / gammas
         j = first_max(c_star)
         for c in s.optimal_c:
-            speedup = tokens / (1.0 + gammas * c)
+            speedup = tokens / ConstantCost(c).total(gammas, 1, SEQUENTIAL)
             i = first_max(speedup)
             g_eq1, s_eq1 = exact.optimal_gamma(alpha_mean, c, s.optimal_gamma_max)
             rows.append({
@@ -192,7 +193,7 @@ def pair_costs_table(traces: dict[str, Trace], s: Settings, costs: pd.DataFrame
             gammas = np.arange(1, g_top + 1)
             tokens = exact_tokens(trace, g_top)
             verify = np.array([float(t_k[g + 1]) for g in gammas])
-            thm38 = tokens / (1.0 + gammas * c)
+            thm38 = tokens / ConstantCost(c).total(gammas, 1, SEQUENTIAL)
             model = tokens / (gammas * c + verify)
             i, j = first_max(thm38), first_max(model)
             for n, g in enumerate(gammas):
