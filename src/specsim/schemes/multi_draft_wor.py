@@ -35,7 +35,6 @@ from typing import Any, Final
 
 import numpy as np
 
-from specsim.exact import RoundLaw
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
@@ -100,19 +99,11 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     return Kernel(trans=trans, stop=stop, final=final)
 
 
-def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any]) -> RoundLaw:
-    """Exact law of one round from every context (:func:`.survivors.round_law`)."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft_wor")
-    return survivors.round_law(P, _kernel(P, Q, k), g)
-
-
-def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
-                 budget: int = 2**22) -> tuple[IntArray, FloatArray]:
-    """Exact law of the whole sequence one round from ``start`` emits."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft_wor")
-    return survivors.sequence_law(P, _kernel(P, Q, k), g, start, budget, "multi_draft_wor")
+# the exact law of a round by the forward DP of :mod:`.survivors` (bounded by the vocabulary
+# limit, not by DP cells), and of the sequence it emits
+RULE: Final = survivors.Rule("multi_draft_wor", _kernel, capped=False)
+law: Final = RULE.law
+sequence_law: Final = RULE.sequence_law
 
 
 def _pick(rows: FloatArray, u: FloatArray) -> IntArray:

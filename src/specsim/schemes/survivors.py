@@ -9,7 +9,8 @@ carrying it -- or emits a token of its own law and ends the round. Past depth γ
 is drawn from P(.|c). A rule is then its :class:`Kernel`: for every (c, m) the law of
 (accepted token, survivors) and of the rejection token; this module turns a kernel into the
 exact law of a round (:func:`round_law`, forward DP over depths, O(γ S^3 k^2)) and into the
-law of the emitted sequence from one start (:func:`sequence_law`).
+law of the emitted sequence from one start (:func:`sequence_law`); a rule module's ``law`` and
+``sequence_law`` (the contract of :mod:`.law`) are those of its :class:`Rule`.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ import numpy as np
 from specsim.exact import RoundLaw
 from specsim.schemes.law import FloatArray, IntArray, RoundSample
 
-__all__ = ["Kernel", "checked_drafts", "checked_state", "checked_tables", "finish_round",
-           "round_law", "sequence_law"]
+__all__ = ["BUDGET", "Kernel", "Rule", "checked_drafts", "checked_state", "checked_tables",
+           "finish_round", "round_law", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
+BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition, of a sequence's paths
 ROW_SUM_TOL: Final = 1e-9
 
 
@@ -169,6 +171,45 @@ def _merge_rows(rows: IntArray, mass: FloatArray) -> tuple[IntArray, FloatArray]
     rows, mass = rows[order], mass[order]
     new = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)])
     return rows[new], np.add.reduceat(mass, np.flatnonzero(new))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A k-draft rule as the scheme contract (:mod:`.law`) sees it: its ``name`` (in every
+    refusal) and ``kernel(P, Q, k) -> Kernel``, built from validated tables and knobs.
+    ``capped``: the rule refuses a transition of more than ``budget`` cells, (S k)^2 (False: a
+    vocabulary limit of its own bounds the kernel). A rule module's ``law`` and
+    ``sequence_law`` are its Rule's."""
+
+    name: str
+    kernel: Callable[[FloatArray, FloatArray, int], Kernel]
+    capped: bool = True
+
+    def law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+            budget: int = BUDGET) -> RoundLaw:
+        """Exact law of one round from every context: forward DP over depths on the
+        (context, survivors) chain (:func:`round_law`, O(γ S^3 k^2)). Refuses
+        (S k)^2 > ``budget`` if the rule is capped."""
+        P, g, kern = self._built(P, Q, gamma, knobs, budget)
+        return round_law(P, kern, g)
+
+    def sequence_law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
+                     budget: int = BUDGET) -> tuple[IntArray, FloatArray]:
+        """Exact law of the whole sequence one round from context ``start`` emits
+        (:func:`sequence_law`: distinct paths (N, γ+1) padded with -1, their probabilities).
+        Refuses more than ``budget`` path cells (and, if capped, (S k)^2 > ``budget``)."""
+        P, g, kern = self._built(P, Q, gamma, knobs, budget)
+        return sequence_law(P, kern, g, start, budget, self.name)
+
+    def _built(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+               budget: int) -> tuple[FloatArray, int, Kernel]:
+        P, Q, g = checked_tables(P, Q, gamma)
+        k = checked_drafts(knobs, self.name)
+        cells = (P.shape[0] * k) ** 2
+        if self.capped and cells > budget:
+            raise ValueError(f"{self.name} needs (S*drafts)**2 = ({P.shape[0]}*{k})**2 = {cells} "
+                             f"DP cells, more than budget={budget}")
+        return P, g, self.kernel(P, Q, k)
 
 
 def finish_round(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: Any, gamma: int,
