@@ -115,11 +115,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     res = residuals(P, Q, k)
     draw_q, draw_p = TableSampler(Q), TableSampler(P)
     draw_r = TableSampler(res.reshape((k + 1) * size, size))
-    x = np.empty((n, k, g), dtype=np.intp)
-    prev = np.repeat(s[:, None], k, axis=1)
-    for i in range(g):
-        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
-        x[:, :, i] = prev
+    x = survivors.draft_paths(draw_q, s, k, g, rng)
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)
     cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
@@ -134,11 +130,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
             rejected += test & ~ok
         stopped = live & (taken < 0)
         out = np.where(stopped, draw_r(rejected * size + cur, rng.random(n)), taken)
-        tokens[live, i] = out[live]
-        n_emitted += live
-        cur = np.where(live, out, cur)
-        alive &= x[:, :, i] == taken[:, None]
-        live &= ~stopped
+        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, stopped, alive, x[:, :, i])
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 

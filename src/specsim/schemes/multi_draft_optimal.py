@@ -197,11 +197,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     base = size + 1
     n = s.size
     draw_q, draw_p = TableSampler(Q), TableSampler(P)
-    x = np.empty((n, k, g), dtype=np.intp)
-    prev = np.repeat(s[:, None], k, axis=1)
-    for i in range(g):
-        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
-        x[:, :, i] = prev
+    x = survivors.draft_paths(draw_q, s, k, g, rng)
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)
     cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
@@ -215,11 +211,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
         rejected = live & (outcome == size)
         taken = np.where(live & ~rejected, outcome, -1)
         out = np.where(rejected, draw_r(cur * k + m - 1, rng.random(n)), taken)
-        tokens[live, i] = out[live]
-        n_emitted += live
-        cur = np.where(live, out, cur)
-        alive &= x[:, :, i] == taken[:, None]
-        live &= ~rejected
+        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, rejected, alive, x[:, :, i])
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 

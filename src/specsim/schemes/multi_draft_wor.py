@@ -145,21 +145,18 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
         r = np.where(no[:, None], residual(r, qj), r)
         left[chains, y] = np.where(has, 0.0, left[chains, y])
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
+    n_emitted = np.zeros(n, dtype=np.intp)
+    cur, live = s.copy(), np.ones(n, dtype=bool)
     stopped = taken < 0
-    tokens[:, 0] = np.where(stopped, _pick(r, rng.random(n)), taken)
-    live = ~stopped
-    cur = tokens[:, 0].copy()
-    n_emitted = np.ones(n, dtype=np.intp)
+    out = np.where(stopped, _pick(r, rng.random(n)), taken)
+    survivors.emit_depth(tokens, n_emitted, cur, live, 0, out, stopped)
     prev = cur.copy()  # the survivor's draft continues from its first token
     for i in range(1, g):
         y = draw_q(prev, rng.random(n))
         prev = y
         ok = accept(rng.random(n), P[cur, y], Q[cur, y])
         out = np.where(ok, y, draw_r(cur, rng.random(n)))
-        tokens[live, i] = out[live]
-        n_emitted += live
-        cur = np.where(live, out, cur)
-        live &= ok
+        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, ~ok)
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 
