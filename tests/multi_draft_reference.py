@@ -10,6 +10,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction as Fr
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -170,6 +171,17 @@ def assert_play_matches_law(sample: RoundSample, exact: RoundLaw, state: np.ndar
         joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
         assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
             LEVEL / tests
+
+
+def assert_rule_plays_its_law(rule: ModuleType, pair: str, k: int, gamma: int, chains: int,
+                              seed: int, next_state: bool = False) -> None:
+    """``chains`` rounds of ``rule.play`` with k drafts on ``PAIRS[pair]``, started evenly over
+    the contexts from seed ``seed``, are well formed and match ``rule.law`` by G-tests."""
+    p, q = PAIRS[pair]
+    state = np.arange(chains) % p.shape[0]
+    sample = rule.play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(seed))
+    assert_rounds_well_formed(sample, k * gamma, gamma, state)
+    assert_play_matches_law(sample, rule.law(p, q, gamma, {"drafts": k}), state, next_state)
 
 
 def assert_rounds_well_formed(sample: RoundSample, drafted: int, gamma: int,

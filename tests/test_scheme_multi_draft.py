@@ -22,8 +22,8 @@ from multi_draft_reference import (
     Q3B,
     TARGET,
     assert_law_matches,
-    assert_play_matches_law,
     assert_rounds_well_formed,
+    assert_rule_plays_its_law,
     assert_sequence_lossless,
     assert_sequences_match,
     draft_tuples,
@@ -34,6 +34,7 @@ from scipy import stats
 
 from specsim.exact import first_two_law, round_law, stationary_rates, target_joint, tv
 from specsim.models.maths import random_table
+from specsim.schemes import multi_draft
 from specsim.schemes.multi_draft import law, play, sequence_law
 from specsim.stats import gof_test
 
@@ -168,12 +169,7 @@ def test_tokens_per_call_reported_numbers() -> None:
 @pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4),
                                                   ("blend", 1, 2)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
-    p, q = PAIRS[pair]
-    size = p.shape[0]
-    state = np.arange(200_000) % size
-    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(2024 + k))
-    assert_rounds_well_formed(sample, k * gamma, gamma, state)
-    assert_play_matches_law(sample, law(p, q, gamma, {"drafts": k}), state, next_state=True)
+    assert_rule_plays_its_law(multi_draft, pair, k, gamma, 200_000, 2024 + k, next_state=True)
 
 
 def test_play_matches_law_on_iid_stub() -> None:

@@ -22,8 +22,7 @@ from multi_draft_reference import (
     Q3B,
     TARGET,
     assert_law_matches,
-    assert_play_matches_law,
-    assert_rounds_well_formed,
+    assert_rule_plays_its_law,
     assert_sequences_match,
     draft_tuples,
     stub,
@@ -32,7 +31,7 @@ from scipy.optimize import linprog
 
 from specsim.exact import first_two_law, stationary_rates, target_joint, tv
 from specsim.models.maths import random_table
-from specsim.schemes import multi_draft, spectr
+from specsim.schemes import multi_draft, multi_draft_optimal, spectr
 from specsim.schemes.multi_draft_optimal import (
     coupling,
     law,
@@ -179,12 +178,7 @@ def test_tokens_per_round_on_seed_tables() -> None:
 
 @pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
-    p, q = PAIRS[pair]
-    size = p.shape[0]
-    state = np.arange(120_000) % size
-    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(7 + k))
-    assert_rounds_well_formed(sample, k * gamma, gamma, state)
-    assert_play_matches_law(sample, law(p, q, gamma, {"drafts": k}), state)
+    assert_rule_plays_its_law(multi_draft_optimal, pair, k, gamma, 120_000, 7 + k)
 
 
 def test_vocabulary_limit_refused() -> None:

@@ -21,15 +21,15 @@ from multi_draft_reference import (
     Q3B,
     TARGET,
     assert_law_matches,
-    assert_play_matches_law,
-    assert_rounds_well_formed,
+    assert_rule_plays_its_law,
     assert_sequences_match,
     residual,
     stub,
 )
 
 from specsim.exact import first_two_law, round_law, target_joint, tv
-from specsim.schemes.multi_draft_wor import law, limit, play, sequence_law
+from specsim.schemes import multi_draft_wor
+from specsim.schemes.multi_draft_wor import law, limit, sequence_law
 
 
 def reference_round(p, q, k: int, gamma: int, s: int) -> dict[tuple[int, ...], Fr]:
@@ -108,12 +108,7 @@ def test_lossless_on_iid_stub() -> None:
 
 @pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
-    p, q = PAIRS[pair]
-    size = p.shape[0]
-    state = np.arange(120_000) % size
-    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(3 + k))
-    assert_rounds_well_formed(sample, k * gamma, gamma, state)
-    assert_play_matches_law(sample, law(p, q, gamma, {"drafts": k}), state)
+    assert_rule_plays_its_law(multi_draft_wor, pair, k, gamma, 120_000, 3 + k)
 
 
 def test_limit_and_bad_knobs_refused() -> None:

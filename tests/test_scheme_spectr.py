@@ -21,8 +21,7 @@ from multi_draft_reference import (
     Q3B,
     TARGET,
     assert_law_matches,
-    assert_play_matches_law,
-    assert_rounds_well_formed,
+    assert_rule_plays_its_law,
     assert_sequence_lossless,
     assert_sequences_match,
     draft_tuples,
@@ -30,7 +29,7 @@ from multi_draft_reference import (
 )
 
 from specsim.exact import first_two_law, round_law, stationary_rates, target_joint, tv
-from specsim.schemes import multi_draft
+from specsim.schemes import multi_draft, spectr
 from specsim.schemes.spectr import division_factor, law, play, selection, sequence_law
 
 
@@ -139,12 +138,7 @@ def test_at_least_rrs_one_step_and_on_seed_tables() -> None:
 
 @pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
-    p, q = PAIRS[pair]
-    size = p.shape[0]
-    state = np.arange(120_000) % size
-    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(99 + k))
-    assert_rounds_well_formed(sample, k * gamma, gamma, state)
-    assert_play_matches_law(sample, law(p, q, gamma, {"drafts": k}), state)
+    assert_rule_plays_its_law(spectr, pair, k, gamma, 120_000, 99 + k)
 
 
 @pytest.mark.parametrize(("knobs", "needle"), [
