@@ -8,71 +8,40 @@ round against the exact law by Monte Carlo (G-tests, Bonferroni-corrected, fixed
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections import defaultdict
-from collections.abc import Iterator
 from fractions import Fraction as Fr
 
 import numpy as np
 import pytest
+from multi_draft_reference import (
+    DRAFT,
+    LEVEL,
+    P3,
+    PAIRS,
+    Q3,
+    Q3B,
+    TARGET,
+    assert_law_matches,
+    assert_rounds_well_formed,
+    assert_rule_plays_its_law,
+    assert_sequence_lossless,
+    assert_sequences_match,
+    draft_tuples,
+    residual,
+    stub,
+)
 from scipy import stats
 
 from specsim.exact import first_two_law, round_law, stationary_rates, target_joint, tv
-from specsim.models.iid import iid_frozen_markov
-from specsim.models.maths import blend, one_hot_argmin, random_table
-from specsim.models.spec import ModelSpec
+from specsim.models.maths import random_table
+from specsim.schemes import multi_draft
 from specsim.schemes.multi_draft import law, play, sequence_law
 from specsim.stats import gof_test
-
-LEVEL = 1e-3  # family-wise level of every Monte Carlo test
-
-TARGET = random_table(1, 2.5)
-DRAFT = blend(TARGET, one_hot_argmin(TARGET), 0.55)  # the seed program's blended draft
-
-
-def _sparse_draft() -> np.ndarray:
-    """A draft with zeros (tokens it never proposes) and rows unlike the target."""
-    q = random_table(3, 4.0)
-    q[q < 0.05] = 0.0
-    return q / q.sum(axis=1, keepdims=True)
-
-
-def _stub(gamma: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """The default config's ``stub`` (iid family) as its frozen position-indexed chain."""
-    spec = ModelSpec(name="stub", family="iid", vocab=20, draft="noise", sigma=1.0, noise=0.3,
-                     share="round", seed=7)
-    return iid_frozen_markov(spec, 1.0, None, gamma + 1)
-
-
-PAIRS = {"blend": (TARGET, DRAFT), "sparse": (TARGET, _sparse_draft()),
-         "other": (random_table(2, 1.0), random_table(5, 1.5)), "identical": (TARGET, TARGET)}
 
 
 # ---------------------------------------------------------------------------------------------
 # the brute-force reference: a scalar loop in exact rational arithmetic
 # ---------------------------------------------------------------------------------------------
-P3 = [[Fr(1, 2), Fr(1, 3), Fr(1, 6)], [Fr(1, 5), Fr(0), Fr(4, 5)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)]]
-Q3 = [[Fr(1, 4), Fr(1, 2), Fr(1, 4)], [Fr(1, 2), Fr(1, 2), Fr(0)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)]]
-Q3B = [[Fr(0), Fr(1, 10), Fr(9, 10)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)], [Fr(3, 5), Fr(2, 5), Fr(0)]]
-
-
-def _residual(r: list[Fr], q: list[Fr]) -> list[Fr]:
-    d = [max(a - b, Fr(0)) for a, b in zip(r, q, strict=True)]
-    z = sum(d)
-    return [x / z for x in d] if z > 0 else list(r)
-
-
-def _draft_paths(q: list[list[Fr]], ctx: int, n: int) -> Iterator[tuple[tuple[int, ...], Fr]]:
-    if n == 0:
-        yield (), Fr(1)
-        return
-    for y, qy in enumerate(q[ctx]):
-        if qy > 0:
-            for rest, pr in _draft_paths(q, y, n - 1):
-                yield (y, *rest), qy * pr
-
-
 def reference_round(p: list[list[Fr]], q: list[list[Fr]], k: int, gamma: int,
                     s: int) -> dict[tuple[int, ...], Fr]:
     """P(one round from s emits exactly this sequence), by enumerating every tuple of k drafts
@@ -99,10 +68,10 @@ def reference_round(p: list[list[Fr]], q: list[list[Fr]], k: int, gamma: int,
             prob *= 1 - a
             if prob == 0:
                 return
-            r = _residual(r, q[ctx])
+            r = residual(r, q[ctx])
 
-    for combo in itertools.product(list(_draft_paths(q, s, gamma)), repeat=k):
-        depth([c[0] for c in combo], 0, s, list(range(k)), (), math.prod(c[1] for c in combo))
+    for drafts, prob in draft_tuples(q, s, k, gamma):
+        depth(drafts, 0, s, list(range(k)), (), prob)
     return {seq: pr for seq, pr in out.items() if pr > 0}
 
 
@@ -117,25 +86,8 @@ def test_law_equals_brute_force_rational_reference(draft: list[list[Fr]], k: int
     for s in range(3):
         ref = reference_round(P3, draft, k, gamma, s)
         assert sum(ref.values()) == 1
-        tokens, nxt = np.zeros(gamma + 2), np.zeros(3)
-        single, pair = np.zeros(3), np.zeros((3, 3))
-        for seq, pr in ref.items():
-            tokens[len(seq)] += float(pr)
-            nxt[seq[-1]] += float(pr)
-            if len(seq) == 1:
-                single[seq[0]] += float(pr)
-            else:
-                pair[seq[0], seq[1]] += float(pr)
-        np.testing.assert_allclose(exact.tokens[s], tokens, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.next_state[s], nxt, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.single[s], single, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.pair[s], pair, rtol=0, atol=1e-12)
-        paths, probs = sequence_law(p, q, gamma, {"drafts": k}, s)
-        got = {tuple(int(t) for t in row if t >= 0): float(pr)
-               for row, pr in zip(paths, probs, strict=True)}
-        got = {seq: pr for seq, pr in got.items() if pr > 1e-15}
-        assert got.keys() == ref.keys()
-        assert max(abs(got[seq] - float(ref[seq])) for seq in ref) < 1e-12
+        assert_law_matches(exact, s, ref)
+        assert_sequences_match(*sequence_law(p, q, gamma, {"drafts": k}, s), ref)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,43 +118,6 @@ def test_rows_are_laws(pair: str, k: int) -> None:
         np.testing.assert_allclose(exact.tokens[:, -1], 1.0, atol=1e-12)
 
 
-def _completed(paths: np.ndarray, probs: np.ndarray, p: np.ndarray, start: int,
-               length: int) -> dict[int, float]:
-    """The law of ``length`` tokens when each sequence is continued by the target's own
-    sampling from its last token (from ``start`` if empty), keyed by the sequence's code
-    sum_j (t_j + 1) (S + 1)^j."""
-    rows = np.full((paths.shape[0], length), -1)
-    rows[:, : paths.shape[1]] = paths
-    for pos in range(length):
-        short = rows[:, pos] < 0
-        if not short.any():
-            continue
-        ctx = np.full(int(short.sum()), start) if pos == 0 else rows[short, pos - 1]
-        item, nxt = np.nonzero(p[ctx])  # only the target's positive transitions
-        ext = rows[short][item]
-        ext[:, pos] = nxt
-        rows = np.concatenate([rows[~short], ext])
-        probs = np.concatenate([probs[~short], probs[short][item] * p[ctx][item, nxt]])
-    codes = (rows + 1) @ (p.shape[0] + 1) ** np.arange(length)
-    keys, inverse = np.unique(codes, return_inverse=True)
-    return dict(zip(keys.tolist(), np.bincount(inverse, weights=probs).tolist(), strict=True))
-
-
-def _tv_dicts(a: dict[int, float], b: dict[int, float]) -> float:
-    return 0.5 * sum(abs(a.get(key, 0.0) - b.get(key, 0.0)) for key in a.keys() | b.keys())
-
-
-def _assert_sequence_lossless(p: np.ndarray, q: np.ndarray, gamma: int, k: int,
-                              start: int) -> None:
-    """A round's emitted sequence, continued by the target to γ+1 tokens, has the target's law
-    of γ+1 tokens: each emitted token has the target's law given the ones before it."""
-    paths, probs = sequence_law(p, q, gamma, {"drafts": k}, start)
-    assert abs(probs.sum() - 1.0) < 1e-12
-    ours = _completed(paths, probs, p, start, gamma + 1)
-    target = _completed(np.empty((1, 0), dtype=np.intp), np.ones(1), p, start, gamma + 1)
-    assert _tv_dicts(ours, target) < 1e-12
-
-
 @pytest.mark.parametrize("pair", PAIRS)
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 @pytest.mark.parametrize("gamma", [1, 2, 3, 4])
@@ -212,17 +127,17 @@ def test_lossless_on_tables(pair: str, k: int, gamma: int) -> None:
     for s in range(p.shape[0]):
         assert tv(first_two_law(exact, s), target_joint(p, s, 2)) <= 1e-12
     for s in (0, 3):
-        _assert_sequence_lossless(p, q, gamma, k, s)
+        assert_sequence_lossless(sequence_law, p, q, gamma, k, s)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 @pytest.mark.parametrize("gamma", [1, 2, 3, 4])
 def test_lossless_on_iid_stub(k: int, gamma: int) -> None:
-    p, q, start = _stub(gamma)
+    p, q, start = stub(gamma)
     exact = law(p, q, gamma, {"drafts": k})
     assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
     if gamma <= 3:
-        _assert_sequence_lossless(p, q, gamma, k, start)
+        assert_sequence_lossless(sequence_law, p, q, gamma, k, start)
 
 
 @pytest.mark.parametrize("pair", ["blend", "sparse", "other"])
@@ -251,47 +166,18 @@ def test_tokens_per_call_reported_numbers() -> None:
 # ---------------------------------------------------------------------------------------------
 # Monte Carlo: play against law
 # ---------------------------------------------------------------------------------------------
-def _check_sample(sample, k: int, gamma: int, state: np.ndarray) -> None:
-    n = state.size
-    width = np.arange(gamma + 1)
-    assert sample.tokens.shape == (n, gamma + 1)
-    assert ((sample.n_emitted >= 1) & (sample.n_emitted <= gamma + 1)).all()
-    assert ((sample.tokens >= 0) == (width < sample.n_emitted[:, None])).all()
-    last = sample.tokens[np.arange(n), sample.n_emitted - 1]
-    assert np.array_equal(sample.next_state, last)
-    assert (sample.drafted == k * gamma).all()
-
-
 @pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4),
                                                   ("blend", 1, 2)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
-    p, q = PAIRS[pair]
-    size = p.shape[0]
-    state = np.arange(200_000) % size
-    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(2024 + k))
-    _check_sample(sample, k, gamma, state)
-    exact = law(p, q, gamma, {"drafts": k})
-    tests = 3 * size
-    for s in range(size):
-        mine = state == s
-        tokens = np.bincount(sample.n_emitted[mine], minlength=gamma + 2)
-        nxt = np.bincount(sample.next_state[mine], minlength=size)
-        assert gof_test(tokens, exact.tokens[s]).p_value > LEVEL / tests
-        assert gof_test(nxt, exact.next_state[s]).p_value > LEVEL / tests
-        # the first two tokens, or the first and "round over": cells pair (S*S) then single (S)
-        first, second = sample.tokens[mine, 0], sample.tokens[mine, 1]
-        cell = np.where(second >= 0, first * size + second, size * size + first)
-        joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
-        assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
-            LEVEL / tests
+    assert_rule_plays_its_law(multi_draft, pair, k, gamma, 200_000, 2024 + k, next_state=True)
 
 
 def test_play_matches_law_on_iid_stub() -> None:
     gamma, k = 3, 3
-    p, q, start = _stub(gamma)
+    p, q, start = stub(gamma)
     state = np.full(100_000, start)
     sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(77))
-    _check_sample(sample, k, gamma, state)
+    assert_rounds_well_formed(sample, k * gamma, gamma, state)
     exact = law(p, q, gamma, {"drafts": k})
     tokens = np.bincount(sample.n_emitted, minlength=gamma + 2)
     nxt = np.bincount(sample.next_state, minlength=p.shape[0])

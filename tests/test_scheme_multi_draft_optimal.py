@@ -14,12 +14,24 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from multi_draft_reference import (
+    DRAFT,
+    P3,
+    PAIRS,
+    Q3,
+    Q3B,
+    TARGET,
+    assert_law_matches,
+    assert_rule_plays_its_law,
+    assert_sequences_match,
+    draft_tuples,
+    stub,
+)
 from scipy.optimize import linprog
-from test_scheme_multi_draft import DRAFT, P3, PAIRS, Q3, Q3B, TARGET, _stub
 
 from specsim.exact import first_two_law, stationary_rates, target_joint, tv
 from specsim.models.maths import random_table
-from specsim.schemes import multi_draft, spectr
+from specsim.schemes import multi_draft, multi_draft_optimal, spectr
 from specsim.schemes.multi_draft_optimal import (
     coupling,
     law,
@@ -28,9 +40,6 @@ from specsim.schemes.multi_draft_optimal import (
     play,
     sequence_law,
 )
-from specsim.stats import gof_test
-
-LEVEL = 1e-3
 
 
 def _lp_over_tuples(p: np.ndarray, q: np.ndarray, k: int) -> float:
@@ -101,14 +110,6 @@ def reference_round(p: np.ndarray, q: np.ndarray, k: int, gamma: int,
             table[c, m] = ({st: (mass[i], w[i]) for i, st in enumerate(sets)},
                            left / left.sum() if left.sum() > 0 else p[c])
 
-    def paths(ctx: int, n: int):
-        if n == 0:
-            yield (), 1.0
-            return
-        for y in np.flatnonzero(q[ctx]):
-            for rest, pr in paths(int(y), n - 1):
-                yield (int(y), *rest), q[ctx, y] * pr
-
     def depth(drafts, i, ctx, surv, emitted, prob):
         if i == gamma:
             for b in range(p.shape[0]):
@@ -125,8 +126,8 @@ def reference_round(p: np.ndarray, q: np.ndarray, k: int, gamma: int,
         for b in range(p.shape[0]):
             out[(*emitted, b)] += rej * res[b]
 
-    for combo in itertools.product(list(paths(s, gamma)), repeat=k):
-        depth([c[0] for c in combo], 0, s, list(range(k)), (), math.prod(c[1] for c in combo))
+    for drafts, prob in draft_tuples(q, s, k, gamma):
+        depth(drafts, 0, s, list(range(k)), (), prob)
     return out
 
 
@@ -138,21 +139,8 @@ def test_law_equals_enumeration(draft, k: int, gamma: int) -> None:
     for s in range(3):
         ref = reference_round(p, q, k, gamma, s)
         assert abs(sum(ref.values()) - 1) < 1e-12
-        tokens, single, pair = np.zeros(gamma + 2), np.zeros(3), np.zeros((3, 3))
-        for seq, pr in ref.items():
-            tokens[len(seq)] += pr
-            if len(seq) == 1:
-                single[seq[0]] += pr
-            else:
-                pair[seq[0], seq[1]] += pr
-        np.testing.assert_allclose(exact.tokens[s], tokens, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.single[s], single, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.pair[s], pair, rtol=0, atol=1e-12)
-        paths, probs = sequence_law(p, q, gamma, {"drafts": k}, s)
-        got = {tuple(int(t) for t in row if t >= 0): float(pr)
-               for row, pr in zip(paths, probs, strict=True)}
-        for seq in set(got) | set(ref):
-            assert abs(got.get(seq, 0.0) - ref.get(seq, 0.0)) < 1e-12
+        assert_law_matches(exact, s, ref)
+        assert_sequences_match(*sequence_law(p, q, gamma, {"drafts": k}, s), ref, support=False)
 
 
 @pytest.mark.parametrize("pair", PAIRS)
@@ -168,7 +156,7 @@ def test_lossless_and_at_least_every_multi_draft_scheme(pair: str, k: int) -> No
 
 
 def test_lossless_on_iid_stub() -> None:
-    p, q, start = _stub(2)
+    p, q, start = stub(2)
     exact = law(p, q, 2, {"drafts": 2})
     assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
 
@@ -190,24 +178,7 @@ def test_tokens_per_round_on_seed_tables() -> None:
 
 @pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
-    p, q = PAIRS[pair]
-    size = p.shape[0]
-    state = np.arange(120_000) % size
-    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(7 + k))
-    assert (sample.drafted == k * gamma).all()
-    last = sample.tokens[np.arange(state.size), sample.n_emitted - 1]
-    assert np.array_equal(sample.next_state, last)
-    exact = law(p, q, gamma, {"drafts": k})
-    tests = 2 * size
-    for s in range(size):
-        mine = state == s
-        tokens = np.bincount(sample.n_emitted[mine], minlength=gamma + 2)
-        assert gof_test(tokens, exact.tokens[s]).p_value > LEVEL / tests
-        first, second = sample.tokens[mine, 0], sample.tokens[mine, 1]
-        cell = np.where(second >= 0, first * size + second, size * size + first)
-        joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
-        assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
-            LEVEL / tests
+    assert_rule_plays_its_law(multi_draft_optimal, pair, k, gamma, 120_000, 7 + k)
 
 
 def test_vocabulary_limit_refused() -> None:

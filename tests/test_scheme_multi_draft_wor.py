@@ -13,22 +13,23 @@ from fractions import Fraction as Fr
 
 import numpy as np
 import pytest
-from test_scheme_multi_draft import (
+from multi_draft_reference import (
     DRAFT,
     P3,
     PAIRS,
     Q3,
     Q3B,
     TARGET,
-    _residual,
-    _stub,
+    assert_law_matches,
+    assert_rule_plays_its_law,
+    assert_sequences_match,
+    residual,
+    stub,
 )
 
 from specsim.exact import first_two_law, round_law, target_joint, tv
-from specsim.schemes.multi_draft_wor import law, limit, play, sequence_law
-from specsim.stats import gof_test
-
-LEVEL = 1e-3
+from specsim.schemes import multi_draft_wor
+from specsim.schemes.multi_draft_wor import law, limit, sequence_law
 
 
 def reference_round(p, q, k: int, gamma: int, s: int) -> dict[tuple[int, ...], Fr]:
@@ -47,7 +48,7 @@ def reference_round(p, q, k: int, gamma: int, s: int) -> dict[tuple[int, ...], F
             if a > 0:
                 alg1(y, i + 1, (*emitted, y), prob * qy * a)
             if a < 1:
-                for b, rb in enumerate(_residual(p[ctx], q[ctx])):
+                for b, rb in enumerate(residual(p[ctx], q[ctx])):
                     out[(*emitted, b)] += prob * qy * (1 - a) * rb
 
     def first(r: list[Fr], left: list[Fr], prob: Fr, j: int) -> None:
@@ -66,7 +67,7 @@ def reference_round(p, q, k: int, gamma: int, s: int) -> dict[tuple[int, ...], F
             if a < 1:
                 rest = list(left)
                 rest[y] = Fr(0)
-                first(_residual(r, qj), rest, prob * qy * (1 - a), j + 1)
+                first(residual(r, qj), rest, prob * qy * (1 - a), j + 1)
 
     if gamma >= 1:
         first(list(p[s]), list(q[s]), Fr(1), 0)
@@ -81,21 +82,8 @@ def test_law_equals_brute_force_rational_reference(draft, k: int, gamma: int) ->
     for s in range(3):
         ref = reference_round(P3, draft, k, gamma, s)
         assert sum(ref.values()) == 1
-        tokens, single, pair = np.zeros(gamma + 2), np.zeros(3), np.zeros((3, 3))
-        for seq, pr in ref.items():
-            tokens[len(seq)] += float(pr)
-            if len(seq) == 1:
-                single[seq[0]] += float(pr)
-            else:
-                pair[seq[0], seq[1]] += float(pr)
-        np.testing.assert_allclose(exact.tokens[s], tokens, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.single[s], single, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.pair[s], pair, rtol=0, atol=1e-12)
-        paths, probs = sequence_law(p, q, gamma, {"drafts": k}, s)
-        got = {tuple(int(t) for t in row if t >= 0): float(pr)
-               for row, pr in zip(paths, probs, strict=True) if pr > 1e-15}
-        assert got.keys() == ref.keys()
-        assert max(abs(got[seq] - float(ref[seq])) for seq in ref) < 1e-12
+        assert_law_matches(exact, s, ref)
+        assert_sequences_match(*sequence_law(p, q, gamma, {"drafts": k}, s), ref)
 
 
 @pytest.mark.parametrize("pair", PAIRS)
@@ -113,31 +101,14 @@ def test_lossless_and_algorithm_1_at_one_draft(pair: str, k: int, gamma: int) ->
 
 
 def test_lossless_on_iid_stub() -> None:
-    p, q, start = _stub(2)
+    p, q, start = stub(2)
     exact = law(p, q, 2, {"drafts": 2})
     assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
 
 
 @pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
-    p, q = PAIRS[pair]
-    size = p.shape[0]
-    state = np.arange(120_000) % size
-    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(3 + k))
-    assert (sample.drafted == k * gamma).all()
-    last = sample.tokens[np.arange(state.size), sample.n_emitted - 1]
-    assert np.array_equal(sample.next_state, last)
-    exact = law(p, q, gamma, {"drafts": k})
-    tests = 2 * size
-    for s in range(size):
-        mine = state == s
-        tokens = np.bincount(sample.n_emitted[mine], minlength=gamma + 2)
-        assert gof_test(tokens, exact.tokens[s]).p_value > LEVEL / tests
-        first, second = sample.tokens[mine, 0], sample.tokens[mine, 1]
-        cell = np.where(second >= 0, first * size + second, size * size + first)
-        joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
-        assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
-            LEVEL / tests
+    assert_rule_plays_its_law(multi_draft_wor, pair, k, gamma, 120_000, 3 + k)
 
 
 def test_limit_and_bad_knobs_refused() -> None:

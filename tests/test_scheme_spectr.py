@@ -8,31 +8,29 @@ target (lossless: first two tokens and the whole emitted sequence), K-SEQ's defi
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections import defaultdict
 from fractions import Fraction as Fr
 
 import numpy as np
 import pytest
-from test_scheme_multi_draft import (
+from multi_draft_reference import (
     DRAFT,
     P3,
     PAIRS,
     Q3,
     Q3B,
     TARGET,
-    _assert_sequence_lossless,
-    _draft_paths,
-    _stub,
+    assert_law_matches,
+    assert_rule_plays_its_law,
+    assert_sequence_lossless,
+    assert_sequences_match,
+    draft_tuples,
+    stub,
 )
 
 from specsim.exact import first_two_law, round_law, stationary_rates, target_joint, tv
-from specsim.schemes import multi_draft
+from specsim.schemes import multi_draft, spectr
 from specsim.schemes.spectr import division_factor, law, play, selection, sequence_law
-from specsim.stats import gof_test
-
-LEVEL = 1e-3
 
 
 def reference_round(p: list[list[Fr]], q: list[list[Fr]], k: int, gamma: int,
@@ -68,8 +66,8 @@ def reference_round(p: list[list[Fr]], q: list[list[Fr]], k: int, gamma: int,
         for b, lb in enumerate(left):
             out[(*emitted, b)] += prob * lb / z
 
-    for combo in itertools.product(list(_draft_paths(q, s, gamma)), repeat=k):
-        depth([c[0] for c in combo], 0, s, list(range(k)), (), math.prod(c[1] for c in combo))
+    for drafts, prob in draft_tuples(q, s, k, gamma):
+        depth(drafts, 0, s, list(range(k)), (), prob)
     return {seq: pr for seq, pr in out.items() if pr > 0}
 
 
@@ -81,22 +79,8 @@ def test_law_equals_brute_force_rational_reference(draft, k: int, gamma: int) ->
     for s in range(3):
         ref = reference_round(P3, draft, k, gamma, s)
         assert abs(sum(ref.values()) - 1) < Fr(1, 10**12)
-        tokens, single, pair = np.zeros(gamma + 2), np.zeros(3), np.zeros((3, 3))
-        for seq, pr in ref.items():
-            tokens[len(seq)] += float(pr)
-            if len(seq) == 1:
-                single[seq[0]] += float(pr)
-            else:
-                pair[seq[0], seq[1]] += float(pr)
-        np.testing.assert_allclose(exact.tokens[s], tokens, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.single[s], single, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.pair[s], pair, rtol=0, atol=1e-12)
-        paths, probs = sequence_law(p, q, gamma, {"drafts": k}, s)
-        got = {tuple(int(t) for t in row if t >= 0): float(pr)
-               for row, pr in zip(paths, probs, strict=True) if pr > 1e-15}
-        ref = {seq: pr for seq, pr in ref.items() if pr > Fr(1, 10**15)}
-        assert got.keys() == ref.keys()
-        assert max(abs(got[seq] - float(ref[seq])) for seq in ref) < 1e-12
+        assert_law_matches(exact, s, ref)
+        assert_sequences_match(*sequence_law(p, q, gamma, {"drafts": k}, s), ref)
 
 
 @pytest.mark.parametrize("pair", ["blend", "sparse", "other"])
@@ -132,23 +116,12 @@ def test_lossless_on_tables(pair: str, k: int, gamma: int) -> None:
     for s in range(p.shape[0]):
         assert tv(first_two_law(exact, s), target_joint(p, s, 2)) <= 1e-12
     if gamma <= 2:
-        _assert_sequence_lossless_spectr(p, q, gamma, k)
-
-
-def _assert_sequence_lossless_spectr(p, q, gamma: int, k: int) -> None:
-    import test_scheme_multi_draft as md
-
-    saved = md.sequence_law
-    md.sequence_law = sequence_law  # the helper reads the module's sequence_law
-    try:
-        _assert_sequence_lossless(p, q, gamma, k, 0)
-    finally:
-        md.sequence_law = saved
+        assert_sequence_lossless(sequence_law, p, q, gamma, k, 0)
 
 
 @pytest.mark.parametrize("k", [2, 4])
 def test_lossless_on_iid_stub(k: int) -> None:
-    p, q, start = _stub(3)
+    p, q, start = stub(3)
     exact = law(p, q, 3, {"drafts": k})
     assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
 
@@ -165,22 +138,7 @@ def test_at_least_rrs_one_step_and_on_seed_tables() -> None:
 
 @pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
-    p, q = PAIRS[pair]
-    size = p.shape[0]
-    state = np.arange(120_000) % size
-    sample = play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(99 + k))
-    assert (sample.drafted == k * gamma).all()
-    exact = law(p, q, gamma, {"drafts": k})
-    tests = 2 * size
-    for s in range(size):
-        mine = state == s
-        tokens = np.bincount(sample.n_emitted[mine], minlength=gamma + 2)
-        assert gof_test(tokens, exact.tokens[s]).p_value > LEVEL / tests
-        first, second = sample.tokens[mine, 0], sample.tokens[mine, 1]
-        cell = np.where(second >= 0, first * size + second, size * size + first)
-        joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
-        assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
-            LEVEL / tests
+    assert_rule_plays_its_law(spectr, pair, k, gamma, 120_000, 99 + k)
 
 
 @pytest.mark.parametrize(("knobs", "needle"), [

@@ -45,24 +45,22 @@ from typing import Any, Final
 
 import numpy as np
 
-from specsim.exact import RoundLaw
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
-from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.law import FloatArray, LawSize, RoundSample
 from specsim.schemes.survivors import (
+    BUDGET,
     Kernel,
     checked_drafts,
     checked_state,
     checked_tables,
-    round_law,
 )
 from specsim.verify import accept, residual
 
 __all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "residuals", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
-BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition matrix
 
 
 def residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
@@ -74,13 +72,9 @@ def residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
     return res
 
 
-def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> Kernel:
+def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     """[M] §4 MSS (RRS with i.i.d. candidates) at every context, for 1..k candidates."""
     size = P.shape[0]
-    cells = (size * k) ** 2
-    if cells > budget:
-        raise ValueError(f"multi_draft needs (S*drafts)**2 = ({size}*{k})**2 = {cells} DP "
-                         f"cells, more than budget={budget}")
     res = residuals(P, Q, k)
     acc = np.minimum(Q, res[:k])  # acc[j, c, a]: candidate j+1 is a and accepted
     rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, S): candidate j+1 rejected
@@ -99,31 +93,11 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> Kernel:
     return Kernel(trans=trans, stop=reach[1:].T.copy(), final=np.moveaxis(res[1:], 0, 1))
 
 
-def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
-        budget: int = BUDGET) -> RoundLaw:
-    """Exact law of one MSS round ([M] §4) from every context: forward DP over depths.
-
-    Carries F[s, (c, m)] = P(start s, depth i reached at context c with m survivors); each
-    depth is one (S, Sk) x (Sk, Sk) product, O(γ S^3 k^2)
-    (:func:`.survivors.round_law`). Refuses (S k)^2 > ``budget``.
-    """
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft")
-    return round_law(P, _kernel(P, Q, k, budget), g)
-
-
-def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
-                 budget: int = BUDGET) -> tuple[IntArray, FloatArray]:
-    """Exact law of the whole sequence one round from context ``start`` emits.
-
-    Returns (paths (N, γ+1), distinct rows padded with -1 after the last token; their
-    probabilities (N,)), enumerating only positive-mass branches of the (c, m) chain of
-    :func:`law`. Refuses more than ``budget`` path cells.
-    """
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft")
-    return survivors.sequence_law(P, _kernel(P, Q, k, budget), g, start, budget,
-                                  "multi_draft")
+# the exact law of an MSS round ([M] §4) by the forward DP of :mod:`.survivors` (refusing
+# (S k)^2 > budget cells), and of the sequence it emits
+RULE: Final = survivors.Rule("multi_draft", _kernel)
+law: Final = RULE.law
+sequence_law: Final = RULE.sequence_law
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
@@ -141,11 +115,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     res = residuals(P, Q, k)
     draw_q, draw_p = TableSampler(Q), TableSampler(P)
     draw_r = TableSampler(res.reshape((k + 1) * size, size))
-    x = np.empty((n, k, g), dtype=np.intp)
-    prev = np.repeat(s[:, None], k, axis=1)
-    for i in range(g):
-        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
-        x[:, :, i] = prev
+    x = survivors.draft_paths(draw_q, s, k, g, rng)
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)
     cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
@@ -160,11 +130,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
             rejected += test & ~ok
         stopped = live & (taken < 0)
         out = np.where(stopped, draw_r(rejected * size + cur, rng.random(n)), taken)
-        tokens[live, i] = out[live]
-        n_emitted += live
-        cur = np.where(live, out, cur)
-        alive &= x[:, :, i] == taken[:, None]
-        live &= ~stopped
+        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, stopped, alive, x[:, :, i])
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 

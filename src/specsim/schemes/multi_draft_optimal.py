@@ -49,7 +49,6 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from specsim.exact import RoundLaw
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
@@ -177,19 +176,11 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     return _build(P, Q, k)[0]
 
 
-def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any]) -> RoundLaw:
-    """Exact law of one round from every context (:func:`.survivors.round_law`)."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft_optimal")
-    return survivors.round_law(P, _kernel(P, Q, k), g)
-
-
-def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
-                 budget: int = 2**22) -> tuple[IntArray, FloatArray]:
-    """Exact law of the whole sequence one round from ``start`` emits."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft_optimal")
-    return survivors.sequence_law(P, _kernel(P, Q, k), g, start, budget, "multi_draft_optimal")
+# the exact law of a round by the forward DP of :mod:`.survivors` (bounded by the vocabulary
+# limit, not by DP cells), and of the sequence it emits
+RULE: Final = survivors.Rule("multi_draft_optimal", _kernel, capped=False)
+law: Final = RULE.law
+sequence_law: Final = RULE.sequence_law
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
@@ -206,11 +197,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     base = size + 1
     n = s.size
     draw_q, draw_p = TableSampler(Q), TableSampler(P)
-    x = np.empty((n, k, g), dtype=np.intp)
-    prev = np.repeat(s[:, None], k, axis=1)
-    for i in range(g):
-        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
-        x[:, :, i] = prev
+    x = survivors.draft_paths(draw_q, s, k, g, rng)
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)
     cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
@@ -224,11 +211,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
         rejected = live & (outcome == size)
         taken = np.where(live & ~rejected, outcome, -1)
         out = np.where(rejected, draw_r(cur * k + m - 1, rng.random(n)), taken)
-        tokens[live, i] = out[live]
-        n_emitted += live
-        cur = np.where(live, out, cur)
-        alive &= x[:, :, i] == taken[:, None]
-        live &= ~rejected
+        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, rejected, alive, x[:, :, i])
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 

@@ -35,7 +35,6 @@ from typing import Any, Final
 
 import numpy as np
 
-from specsim.exact import RoundLaw
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
@@ -100,19 +99,11 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     return Kernel(trans=trans, stop=stop, final=final)
 
 
-def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any]) -> RoundLaw:
-    """Exact law of one round from every context (:func:`.survivors.round_law`)."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft_wor")
-    return survivors.round_law(P, _kernel(P, Q, k), g)
-
-
-def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
-                 budget: int = 2**22) -> tuple[IntArray, FloatArray]:
-    """Exact law of the whole sequence one round from ``start`` emits."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft_wor")
-    return survivors.sequence_law(P, _kernel(P, Q, k), g, start, budget, "multi_draft_wor")
+# the exact law of a round by the forward DP of :mod:`.survivors` (bounded by the vocabulary
+# limit, not by DP cells), and of the sequence it emits
+RULE: Final = survivors.Rule("multi_draft_wor", _kernel, capped=False)
+law: Final = RULE.law
+sequence_law: Final = RULE.sequence_law
 
 
 def _pick(rows: FloatArray, u: FloatArray) -> IntArray:
@@ -154,21 +145,18 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
         r = np.where(no[:, None], residual(r, qj), r)
         left[chains, y] = np.where(has, 0.0, left[chains, y])
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
+    n_emitted = np.zeros(n, dtype=np.intp)
+    cur, live = s.copy(), np.ones(n, dtype=bool)
     stopped = taken < 0
-    tokens[:, 0] = np.where(stopped, _pick(r, rng.random(n)), taken)
-    live = ~stopped
-    cur = tokens[:, 0].copy()
-    n_emitted = np.ones(n, dtype=np.intp)
+    out = np.where(stopped, _pick(r, rng.random(n)), taken)
+    survivors.emit_depth(tokens, n_emitted, cur, live, 0, out, stopped)
     prev = cur.copy()  # the survivor's draft continues from its first token
     for i in range(1, g):
         y = draw_q(prev, rng.random(n))
         prev = y
         ok = accept(rng.random(n), P[cur, y], Q[cur, y])
         out = np.where(ok, y, draw_r(cur, rng.random(n)))
-        tokens[live, i] = out[live]
-        n_emitted += live
-        cur = np.where(live, out, cur)
-        live &= ok
+        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, ~ok)
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 

@@ -41,18 +41,22 @@ from typing import Any, Final
 
 import numpy as np
 
-from specsim.exact import RoundLaw
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
-from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
-from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables
+from specsim.schemes.law import FloatArray, LawSize, RoundSample
+from specsim.schemes.survivors import (
+    BUDGET,
+    Kernel,
+    checked_drafts,
+    checked_state,
+    checked_tables,
+)
 from specsim.verify import accept
 
 __all__ = ["BUDGET", "division_factor", "footprint", "law", "play", "selection",
            "sequence_law"]
 
-BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition matrix
 _BISECTIONS: Final = 80  # [1, m] halved 80 times: below the float spacing near m <= 64
 
 
@@ -84,12 +88,8 @@ def selection(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, FloatAr
     return rho, acc, res
 
 
-def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> Kernel:
+def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     size = P.shape[0]
-    cells = (size * k) ** 2
-    if cells > budget:
-        raise ValueError(f"spectr needs (S*drafts)**2 = ({size}*{k})**2 = {cells} DP cells, "
-                         f"more than budget={budget}")
     _, acc, res = selection(P, Q, k)
     beta = acc.sum(axis=-1)  # (k, S)
     trans = np.zeros((size, k, size, k))
@@ -107,22 +107,11 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int, budget: int) -> Kernel:
     return Kernel(trans=trans, stop=stop, final=np.moveaxis(res, 0, 1).copy())
 
 
-def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
-        budget: int = BUDGET) -> RoundLaw:
-    """Exact law of one SpecTr round from every context (:func:`.survivors.round_law`).
-    Refuses (S k)^2 > ``budget``."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "spectr")
-    return survivors.round_law(P, _kernel(P, Q, k, budget), g)
-
-
-def sequence_law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
-                 budget: int = BUDGET) -> tuple[IntArray, FloatArray]:
-    """Exact law of the whole sequence one round from ``start`` emits
-    (:func:`.survivors.sequence_law`)."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "spectr")
-    return survivors.sequence_law(P, _kernel(P, Q, k, budget), g, start, budget, "spectr")
+# the exact law of a SpecTr round by the forward DP of :mod:`.survivors` (refusing
+# (S k)^2 > budget cells), and of the sequence it emits
+RULE: Final = survivors.Rule("spectr", _kernel)
+law: Final = RULE.law
+sequence_law: Final = RULE.sequence_law
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
@@ -138,11 +127,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     rho, _, res = selection(P, Q, k)
     draw_q, draw_p = TableSampler(Q), TableSampler(P)
     draw_r = TableSampler(res.reshape(k * size, size))
-    x = np.empty((n, k, g), dtype=np.intp)
-    prev = np.repeat(s[:, None], k, axis=1)
-    for i in range(g):
-        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
-        x[:, :, i] = prev
+    x = survivors.draft_paths(draw_q, s, k, g, rng)
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)
     cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
@@ -158,11 +143,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
         stopped = live & (taken < 0)
         out = np.where(stopped, draw_r((np.maximum(m, 1) - 1) * size + cur, rng.random(n)),
                        taken)
-        tokens[live, i] = out[live]
-        n_emitted += live
-        cur = np.where(live, out, cur)
-        alive &= x[:, :, i] == taken[:, None]
-        live &= ~stopped
+        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, stopped, alive, x[:, :, i])
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 

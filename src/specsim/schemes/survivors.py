@@ -9,7 +9,10 @@ carrying it -- or emits a token of its own law and ends the round. Past depth γ
 is drawn from P(.|c). A rule is then its :class:`Kernel`: for every (c, m) the law of
 (accepted token, survivors) and of the rejection token; this module turns a kernel into the
 exact law of a round (:func:`round_law`, forward DP over depths, O(γ S^3 k^2)) and into the
-law of the emitted sequence from one start (:func:`sequence_law`).
+law of the emitted sequence from one start (:func:`sequence_law`); a rule module's ``law`` and
+``sequence_law`` (the contract of :mod:`.law`) are those of its :class:`Rule`. The rounds its
+``play`` samples share their steps too: the drafts (:func:`draft_paths`), each depth's emitted
+token (:func:`emit_depth`) and the bonus token (:func:`finish_round`).
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import numpy as np
 from specsim.exact import RoundLaw
 from specsim.schemes.law import FloatArray, IntArray, RoundSample
 
-__all__ = ["Kernel", "checked_drafts", "checked_state", "checked_tables", "finish_round",
-           "round_law", "sequence_law"]
+__all__ = ["BUDGET", "Kernel", "Rule", "checked_drafts", "checked_state", "checked_tables",
+           "draft_paths", "emit_depth", "finish_round", "round_law", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
+BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition, of a sequence's paths
 ROW_SUM_TOL: Final = 1e-9
 
 
@@ -169,6 +173,73 @@ def _merge_rows(rows: IntArray, mass: FloatArray) -> tuple[IntArray, FloatArray]
     rows, mass = rows[order], mass[order]
     new = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)])
     return rows[new], np.add.reduceat(mass, np.flatnonzero(new))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A k-draft rule as the scheme contract (:mod:`.law`) sees it: its ``name`` (in every
+    refusal) and ``kernel(P, Q, k) -> Kernel``, built from validated tables and knobs.
+    ``capped``: the rule refuses a transition of more than ``budget`` cells, (S k)^2 (False: a
+    vocabulary limit of its own bounds the kernel). A rule module's ``law`` and
+    ``sequence_law`` are its Rule's."""
+
+    name: str
+    kernel: Callable[[FloatArray, FloatArray, int], Kernel]
+    capped: bool = True
+
+    def law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+            budget: int = BUDGET) -> RoundLaw:
+        """Exact law of one round from every context: forward DP over depths on the
+        (context, survivors) chain (:func:`round_law`, O(γ S^3 k^2)). Refuses
+        (S k)^2 > ``budget`` if the rule is capped."""
+        P, g, kern = self._built(P, Q, gamma, knobs, budget)
+        return round_law(P, kern, g)
+
+    def sequence_law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
+                     budget: int = BUDGET) -> tuple[IntArray, FloatArray]:
+        """Exact law of the whole sequence one round from context ``start`` emits
+        (:func:`sequence_law`: distinct paths (N, γ+1) padded with -1, their probabilities).
+        Refuses more than ``budget`` path cells (and, if capped, (S k)^2 > ``budget``)."""
+        P, g, kern = self._built(P, Q, gamma, knobs, budget)
+        return sequence_law(P, kern, g, start, budget, self.name)
+
+    def _built(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+               budget: int) -> tuple[FloatArray, int, Kernel]:
+        P, Q, g = checked_tables(P, Q, gamma)
+        k = checked_drafts(knobs, self.name)
+        cells = (P.shape[0] * k) ** 2
+        if self.capped and cells > budget:
+            raise ValueError(f"{self.name} needs (S*drafts)**2 = ({P.shape[0]}*{k})**2 = {cells} "
+                             f"DP cells, more than budget={budget}")
+        return P, g, self.kernel(P, Q, k)
+
+
+def draft_paths(draw_q: Callable[[IntArray, FloatArray], IntArray], start: IntArray, k: int,
+                gamma: int, rng: np.random.Generator) -> IntArray:
+    """k independent order-1 Markov draft paths of length γ per chain from contexts ``start``
+    (n,): (n, k, γ); n k uniforms per depth, depth by depth."""
+    n = start.size
+    x = np.empty((n, k, gamma), dtype=np.intp)
+    prev = np.repeat(start[:, None], k, axis=1)
+    for i in range(gamma):
+        prev = draw_q(prev.ravel(), rng.random(n * k)).reshape(n, k)
+        x[:, :, i] = prev
+    return x
+
+
+def emit_depth(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: Any, i: int,
+               out: IntArray, ended: Any, alive: Any = None, drafts: Any = None) -> None:
+    """The step at depth i every multi-draft ``play`` shares, in place: chains still ``live``
+    emit ``out`` (n,) as their i-th token and move their context ``cur`` to it; with the
+    survivors ``alive`` (n, k) and the drafts' depth-i tokens ``drafts`` (n, k), only the
+    drafts carrying the emitted token survive (none where the round ``ended`` here: that token
+    was the rule's own); chains whose round ``ended`` are live no more."""
+    tokens[live, i] = out[live]
+    n_emitted += live
+    cur[live] = out[live]
+    if alive is not None:
+        alive &= drafts == np.where(live & ~ended, out, -1)[:, None]
+    live &= ~ended
 
 
 def finish_round(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: Any, gamma: int,
