@@ -17,7 +17,9 @@ from specsim import intensity
 from specsim.config import load_grid, validate_config
 from specsim.costs import BATCHED, SEQUENTIAL, ConstantCost, RooflineCost, settings
 from specsim.errors import ConfigError
+from specsim.exact import stationary_rates
 from specsim.outputs import table
+from specsim.schemes import Scheme
 from specsim.schemes.checks import cost_claims
 from specsim.verify import RULES
 
@@ -158,4 +160,19 @@ def test_the_tiny_run_writes_cost_batch_and_its_figure(tiny_run: Any) -> None:
     one, many = (df[(df["batch"] == b) & (df["model"] == "seed_good")].iloc[0] for b in (1, 64))
     assert many["gamma_best"] <= one["gamma_best"]  # verifying costs more at batch 64
     assert one["verify_best"] < 1.01 < many["verify_best"]
+    # Sequoia's trees: budget 1 is Algorithm 1 at γ = 1, so the best budget is at least as fast
+    # as γ = 1 at every batch; the stub (a frozen chain, no stationary law) has none
+    good = df[df["model"] == "seed_good"]
+    assert good["sequoia_budget"].between(1, 32).all()
+    assert (good["sequoia_depth"] <= good["sequoia_budget"]).all()
+    grid = load_grid(yaml.safe_load(TINY.read_text()), SCHEMA)
+    point = next(p for p in grid.points if p.model == "seed_good")
+    P, Q, _, _ = point.family.equivalence_model(point)
+    gamma_one = stationary_rates(Scheme.build("correct").law(P, Q, 1)).tokens_per_round
+    for _, r in good.iterrows():
+        cost = RooflineCost(intensity.SHAPES[-1], intensity.SHAPES[0],
+                            next(d for d in intensity.DEVICES if d.name == r["device"]),
+                            int(r["batch"]), int(r["n_ctx"]))
+        assert r["sequoia_speedup"] >= gamma_one / cost.total((1,), BATCHED) * (1 - 1e-12)
+    assert df.loc[df["model"] == "stub", "sequoia_budget"].isna().all()
     assert (tiny_run / "results" / "figures" / "optimal_gamma_batch.png").stat().st_size > 0

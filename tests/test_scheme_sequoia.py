@@ -14,7 +14,7 @@ import pytest
 
 from specsim.exact import stationary_rates
 from specsim.models.maths import blend, one_hot_argmin, random_table
-from specsim.schemes.sequoia import best_tree, positional_acceptance, tree_value
+from specsim.schemes.sequoia import best_tree, level_widths, positional_acceptance, tree_value
 from specsim.schemes.tree import tree_law
 
 TARGET = random_table(1, 2.5)
@@ -49,6 +49,18 @@ def test_dp_equals_brute_force(accept: list[float]) -> None:
         assert abs(value - brute) < 1e-12
         assert abs(tree_value(accept, parents) - value) < 1e-12
         assert parents.size <= n and all(-1 <= u < i for i, u in enumerate(parents))
+
+
+def test_level_widths_count_nodes_per_depth() -> None:
+    assert level_widths([-1, 0, 1]) == (1, 1, 1)  # a chain
+    assert level_widths([-1, -1, 0, 0, 1, 2]) == (2, 3, 1)
+    for n in range(1, 7):  # every ordered tree: widths sum to n, depth = the longest path
+        for t in ordered_trees(n):
+            widths = level_widths(t)
+            depth = [0] * n
+            for v, u in enumerate(t):
+                depth[v] = 1 if u < 0 else depth[u] + 1
+            assert sum(widths) == n and len(widths) == max(depth) and min(widths) >= 1
 
 
 def test_chain_and_known_values() -> None:

@@ -135,7 +135,7 @@ DEVICE_NAMES: Final = {d.name: d for d in DEVICES}
 DEFAULTS: Final[Mapping[str, Any]] = {
     "pairs": [[SHAPES[-1].name, SHAPES[0].name]],
     "devices": [d.name for d in DEVICES], "batch": [1, 4, 16, 64, 256], "n_ctx": 512,
-    "gamma_max": 16, "expect": []}
+    "gamma_max": 16, "tree_budget_max": 32, "expect": []}
 
 
 def settings(config: Mapping[str, Any]) -> dict[str, Any]:

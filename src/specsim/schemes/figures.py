@@ -317,7 +317,10 @@ def optimal_gamma_batch(grid: Grid, tables_dir: str) -> plt.Figure:
                         lw=0.9)
             if "tree_speedup" in g:
                 sp.plot(g["batch"], g["tree_speedup"], ls=TREE, color=col[line], lw=0.9)
-        ax.set_ylabel(f"{model}: best γ")
+            if g["sequoia_budget"].notna().any():
+                ax.plot(g["batch"], g["sequoia_budget"], "-s", color=col[line], ms=2.5, lw=0.6)
+                sp.plot(g["batch"], g["sequoia_speedup"], "-s", color=col[line], ms=2.5, lw=0.6)
+        ax.set_ylabel(f"{model}: best γ / tree nodes")
         sp.set_ylabel(f"{model}: speedup")
         sp.axhline(1.0, color="0.4", lw=0.6, ls=":")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -331,7 +334,9 @@ def optimal_gamma_batch(grid: Grid, tables_dir: str) -> plt.Figure:
     handles += [Line2D([], [], color="0.3", ls=":", lw=1.0, label="γ of 1 + γc (verify free)"),
                 Line2D([], [], color="0.3", ls="--", lw=0.9, label="best k drafts, sequential"),
                 Line2D([], [], color="0.3", ls="-.", lw=0.9, label="best k drafts, batched"),
-                Line2D([], [], color="0.3", ls=TREE, lw=0.9, label="best token tree, batched")]
+                Line2D([], [], color="0.3", ls=TREE, lw=0.9, label="best token tree, batched"),
+                Line2D([], [], color="0.3", marker="s", ms=2.5, lw=0.6,
+                       label="Sequoia's best tree: nodes, speedup")]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, handletextpad=0.3,
                frameon=False)
     what = ", ".join(f"{t} target, {d} draft" for t, d in pair.itertuples(index=False))

@@ -127,7 +127,8 @@ TABLES = (
               "calls, a draft step over w tokens per sequence T_draft(w, b) / T_target(1, b); "
               ":mod:`specsim.costs`), the best γ of Algorithm 1 by its exact long-run tokens per "
               "call, the best k-draft point of the model's schemes studies drafting one "
-              "after another and batched, and its best token tree.",
+              "after another and batched, its best token tree, and Sequoia's optimal tree of "
+              "the best node budget.",
         columns={
             "model": "the model pair whose exact tokens per call are used (acceptance)",
             "target": "the target's transformer shape (its roofline times)",
@@ -159,6 +160,14 @@ TABLES = (
             "tree_budget": "its drafted nodes",
             "tree_tokens": "its exact long-run tokens per call",
             "tree_speedup": "its exact speedup at the roofline's cost",
+            "sequoia_budget": "the node budget n in 1..cost.tree_budget_max whose Sequoia "
+                              "optimal tree (schemes.sequoia.best_tree, most tokens per call "
+                              "for n nodes under the positional model) has the best exact "
+                              "speedup at the roofline's cost, drafted batched; empty for a "
+                              "model without a stationary long run",
+            "sequoia_depth": "that tree's depth (its draft steps, batched)",
+            "sequoia_tokens": "its exact long-run tokens per call (the tree rule on the tables)",
+            "sequoia_speedup": "its exact speedup at the roofline's cost",
         }),
 )
 TREE_TABLE = Table(
@@ -250,6 +259,8 @@ FIGURES = (
             "model 1 + γ c picks at the same draft cost c (dotted). Right: the speedup over the "
             "target alone of the best γ (solid) and of the best k-draft point of the schemes "
             "studies, drafting one after another (dashed) or batched (dash-dot), and of its best "
-            "token tree drafted batched (dash-dot-dot). One colour per device; one panel row "
-            "per model.")),
+            "token tree drafted batched (dash-dot-dot). Squares: Sequoia's optimal tree of the "
+            "best node budget (up to ``cost.tree_budget_max``, drafted batched): its node "
+            "count (left) and speedup (right). One colour per device; one panel row per "
+            "model.")),
 )

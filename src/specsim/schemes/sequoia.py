@@ -37,7 +37,7 @@ from specsim.exact import check_pair, stationary
 from specsim.schemes.law import FloatArray, IntArray
 from specsim.schemes.multi_draft import residuals
 
-__all__ = ["best_tree", "positional_acceptance", "tree_value"]
+__all__ = ["best_tree", "level_widths", "positional_acceptance", "tree_value"]
 
 
 def _marginal(accept: Any) -> FloatArray:
@@ -63,6 +63,16 @@ def tree_value(accept: Any, parents: Any) -> float:
         value[v] = f
         total += f
     return float(total)
+
+
+def level_widths(parents: Any) -> tuple[int, ...]:
+    """Nodes per depth (1, 2, ...) of the tree ``parents`` (parents[i] in [-1, i), -1 the
+    root): what a batched drafter drafts side by side at each depth; its length is the depth."""
+    par = np.asarray(parents, dtype=np.intp)
+    depth = np.zeros(par.size, dtype=np.intp)
+    for v, u in enumerate(par.tolist()):
+        depth[v] = 1 if u < 0 else depth[u] + 1
+    return tuple(int(w) for w in np.bincount(depth, minlength=1)[1:])
 
 
 def best_tree(accept: Any, budget: int) -> tuple[float, IntArray]:

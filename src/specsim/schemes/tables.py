@@ -28,14 +28,16 @@ import json
 import numpy as np
 import pandas as pd
 
-from specsim import stats
+from specsim import exact, stats
 from specsim.costs import BATCHED, DRAFTING, SEQUENTIAL, ConstantCost, RooflineCost, roofline_costs
 from specsim.costs import settings as cost_settings
 from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
 from specsim.schemes import POLICIES, optimal
+from specsim.schemes.sequoia import best_tree, level_widths, positional_acceptance
 from specsim.schemes.tokenwise import correct_tables
+from specsim.schemes.tree import tree_law
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
@@ -245,7 +247,8 @@ COST_COLUMNS = [
     "tokens_best", "verify_best", "speedup_best", "gamma_constant", "speedup_constant",
     "speedup_at_gamma_constant",
     *[f"kdraft_{d}_{n}" for d in DRAFTING for n in ("rule", "drafts", "gamma", "speedup")],
-    "tree_shape", "tree_budget", "tree_tokens", "tree_speedup"]
+    "tree_shape", "tree_budget", "tree_tokens", "tree_speedup",
+    "sequoia_budget", "sequoia_depth", "sequoia_tokens", "sequoia_speedup"]
 
 
 def _best(rows: pd.DataFrame, cost: RooflineCost, drafting: str) -> tuple[pd.Series, float]:
@@ -268,9 +271,8 @@ def _best_kdraft(wide: pd.DataFrame, cost: RooflineCost, drafting: str) -> dict[
 def _best_tree(trees: pd.DataFrame, cost: RooflineCost) -> dict[str, object]:
     """The tree point of the model's schemes studies (a rule whose width knob is a shape) with
     the best exact speedup under ``cost``, drafted batched (one draft step per depth over that
-    depth's nodes): its shape, node budget, tokens per call and speedup. Sequoia's optimal
-    tree of a budget (:func:`specsim.schemes.sequoia.best_tree`, on the positional model) is
-    ``schemes_trees.csv``'s; a point of it would be costed here the same way."""
+    depth's nodes): its shape, node budget, tokens per call and speedup (Sequoia's optimal
+    tree of each budget is costed the same way by :func:`_best_sequoia`)."""
     if trees.empty:
         return dict.fromkeys(("tree_shape", "tree_budget", "tree_tokens", "tree_speedup"),
                              np.nan)
@@ -278,6 +280,38 @@ def _best_tree(trees: pd.DataFrame, cost: RooflineCost) -> dict[str, object]:
     spec = RULES[r["rule"]]  # type: ignore[index]
     return {"tree_shape": r[str(spec.width_knob)], "tree_budget": sum(_widths(r)),
             "tree_tokens": r["tokens_stationary"], "tree_speedup": speed}
+
+
+def _sequoia_trees(grid: Grid, model: str, budget_max: int
+                   ) -> list[tuple[int, tuple[int, ...], float]]:
+    """Sequoia's optimal tree for every node budget n = 1..``budget_max`` on ``model``'s tables
+    (:func:`specsim.schemes.sequoia.best_tree` from the positional acceptance vector), as
+    (n, nodes per depth, the tree rule's exact long-run tokens per call on it); empty for a
+    family without a stationary long run (the i.i.d. stub's frozen chain, a trace)."""
+    point = next((p for p in grid.points if p.model == model), None)
+    if budget_max < 1 or point is None or not point.family.stationary_schemes:
+        return []
+    P, Q, _, _ = point.family.equivalence_model(point)
+    accept = positional_acceptance(P, Q, budget_max)
+    out = []
+    for n in range(1, budget_max + 1):
+        parents = best_tree(accept, n)[1]
+        rate = exact.stationary_rates(tree_law(P, Q, parents)).tokens_per_round
+        out.append((n, level_widths(parents), float(rate)))
+    return out
+
+
+def _best_sequoia(trees: list[tuple[int, tuple[int, ...], float]],
+                  cost: RooflineCost) -> dict[str, object]:
+    """The budget of ``trees`` (:func:`_sequoia_trees`) with the best exact speedup under
+    ``cost``, drafted batched (one draft step per depth over that depth's nodes): its budget,
+    depth, tokens per call and speedup."""
+    names = ("sequoia_budget", "sequoia_depth", "sequoia_tokens", "sequoia_speedup")
+    if not trees:
+        return dict.fromkeys(names, np.nan)
+    speed = np.asarray([rate / cost.total(widths, BATCHED) for _, widths, rate in trees])
+    n, widths, rate = trees[first_max(speed)]
+    return dict(zip(names, (n, len(widths), rate, float(speed.max())), strict=True))
 
 
 def _is_shape(row: pd.Series) -> bool:
@@ -291,7 +325,8 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     the model family's exact curve) at the roofline's round cost
     (:class:`specsim.costs.RooflineCost`), beside the γ the constant model 1 + γ c would pick at
     the same c; the best k-draft point of the model's schemes studies drafting one after
-    another and batched, and its best tree point."""
+    another and batched, its best tree point, and Sequoia's optimal tree of the best node
+    budget up to ``tree_budget_max`` (:func:`_sequoia_trees`), drafted batched."""
     cfg = cost_settings(grid.config)
     if not cfg["models"]:
         return pd.DataFrame(columns=COST_COLUMNS)
@@ -304,6 +339,7 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for model in cfg["models"]:
         alg1 = _fixed_curve(grid, model, None, 1.0, gammas)
+        sequoia = _sequoia_trees(grid, model, int(cfg["tree_budget_max"]))
         mine = (df["model"] == model).to_numpy()
         wide, trees = (df.loc[mine & sel].drop_duplicates(["rule", *KNOB_COLUMNS, "gamma"])
                        for sel in (~shaped, shaped))
@@ -321,5 +357,5 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                    "speedup_constant": const[bc], "speedup_at_gamma_constant": speed[bc]}
             for drafting in DRAFTING:
                 row |= _best_kdraft(wide, cost, drafting)
-            rows.append(row | _best_tree(trees, cost))
+            rows.append(row | _best_tree(trees, cost) | _best_sequoia(sequoia, cost))
     return pd.DataFrame(rows, columns=COST_COLUMNS)

@@ -24,7 +24,7 @@ import pandas as pd
 from specsim import exact
 from specsim.grid import Grid
 from specsim.schemes import Scheme
-from specsim.schemes.sequoia import best_tree, positional_acceptance, tree_value
+from specsim.schemes.sequoia import best_tree, level_widths, positional_acceptance, tree_value
 from specsim.schemes.tree import parents_of, tree_law
 from specsim.tables.points import sort_rows, study_points
 
@@ -45,15 +45,13 @@ def _row(P: np.ndarray, Q: np.ndarray, shape: str) -> dict[str, object]:
     n = int(parents.size)
     accept = positional_acceptance(P, Q, n)
     predicted, seq = best_tree(accept, n)
-    depth = np.zeros(seq.size, dtype=int)
-    for v, u in enumerate(seq.tolist()):
-        depth[v] = 1 if u < 0 else depth[u] + 1
     ks = [k for k in range(2, n + 1) if n % k == 0]
     kd = [(_rate(Scheme.build("multi_draft", {"drafts": k}).law(P, Q, n // k)), k) for k in ks]
     best_kd = max(kd) if kd else (np.nan, np.nan)
     out = {"nodes": n, "accept_1": float(accept[0]),
            "tree_tokens_predicted": tree_value(accept, parents),
-           "sequoia_tree": " ".join(map(str, seq.tolist())), "sequoia_depth": int(depth.max()),
+           "sequoia_tree": " ".join(map(str, seq.tolist())),
+           "sequoia_depth": len(level_widths(seq)),
            "sequoia_tokens_predicted": predicted,
            "sequoia_tokens_exact": _rate(tree_law(P, Q, seq)),
            "chain_tokens_exact": _rate(Scheme.build("correct").law(P, Q, n)),
