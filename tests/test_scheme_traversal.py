@@ -230,6 +230,14 @@ def test_depth_budget_and_footprint() -> None:
     assert BUDGET == 2**26
 
 
+def test_refused_on_traces_as_the_tree_rule() -> None:
+    from specsim.traces.schemes import check_work
+
+    for rule in ("tree", "traversal"):  # one mechanism: a rule whose knob fixes its depth
+        with pytest.raises(ValueError, match=rf"{rule}\+branches=2x1 does not run on traces"):
+            check_work(None, Scheme.build(rule), 2)  # type: ignore[arg-type]  # before reading
+
+
 def test_registry_scheme_and_check() -> None:
     spec = RULES["traversal"]
     assert "traversal" in WHOLE_DRAFT and spec.lossless and "2505.12398" in spec.source

@@ -154,9 +154,9 @@ TABLES = (
             "kdraft_<drafting>_drafts": "its number of drafts k",
             "kdraft_<drafting>_gamma": "its draft length γ",
             "kdraft_<drafting>_speedup": "its exact speedup at the roofline's cost",
-            "tree_shape": "the best token-tree point of the model's schemes studies at the "
-                          "roofline's cost, drafted batched (one step per depth over its "
-                          "nodes there): its shape, children per node at each depth",
+            "tree_shape": "the best token-tree point (rule tree) of the model's schemes "
+                          "studies at the roofline's cost, drafted batched (one step per depth "
+                          "over its nodes there): its shape, children per node at each depth",
             "tree_budget": "its drafted nodes",
             "tree_tokens": "its exact long-run tokens per call",
             "tree_speedup": "its exact speedup at the roofline's cost",

@@ -262,8 +262,8 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     if visits <= BUDGET:
         alive = [float(size) * d**i for i in range(len(shape) + 1)]  # one call per depth
         law_fp = Footprint(
-            sum((8.0 * size + 2 * len(shape) + 8) * c for c in alive[:-1]) + 8.0 * alive[-1]
-            + 2.0 * size * alive[-2] + 3.0 * size**3 + 4.0 * size * size,
+            sum((8.0 * size + 2 * len(shape) + 8) * c for c in alive[:-1]) + 12.0 * alive[-1]
+            + 4.0 * size * alive[-2] + 3.0 * size**3 + 4.0 * size * size,
             20.0 * visits + 2.0 * size * size * cells[-1] / d,
             what=f"traversal exact law (branches {'x'.join(map(str, shape))}: "
                  f"{cells[-1]:.3g} drafted leaf paths on {size} states)")
