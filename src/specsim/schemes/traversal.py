@@ -270,7 +270,7 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     n = float(chains)
     depth = len(shape)
     play_fp = Footprint(TableSampler.cells(size, size) + n * (3 * n_nodes + 4)
-                        + n * (depth + 1) * (size + 3) + 8 * n * size + 4 * n * (depth + 1),
+                        + n * (depth + 1) * (size + 3) + 5 * n * size + 4 * n * (depth + 1),
                         TableSampler.work(size, size) + 10 * n * (n_nodes * (6 * size + 10)
                                                                    + 2 * depth + 4),
                         what=f"simulation ({chains} chains at once)")
