@@ -45,6 +45,8 @@ CASES = {
     "iid": one_study(IID, analysis="accept_curve"),
     "tree": one_study(markov(160), analysis="schemes", rule=["tree"], gamma=[3],
                       knobs={"branches": ["4x2x1"]}),
+    "traversal": one_study(markov(48), analysis="schemes", rule=["traversal"], gamma=[2],
+                           knobs={"branches": ["2x2"]}),
     "spectr": one_study(markov(96), analysis="schemes", rule=["spectr"], knobs={"drafts": [3]}),
     "multi_draft_optimal": one_study(markov(8), analysis="schemes", rule=["multi_draft_optimal"],
                                      knobs={"drafts": [4]}),

@@ -50,14 +50,14 @@ def _grid_with(config: dict[str, Any], study: dict[str, Any]) -> Any:
 def test_every_scheme_rule_is_registered_with_its_module_and_source() -> None:
     schemes = [n for n, s in RULES.items() if s.scheme is not None]
     assert schemes == ["block", "multi_draft", "lenient", "typical", "tree", "spectr",
-                       "multi_draft_optimal", "multi_draft_wor"]
+                       "multi_draft_optimal", "multi_draft_wor", "traversal"]
     for name in schemes:
         spec = RULES[name]  # type: ignore[index]
         assert spec.source and "arXiv" in spec.source, name
         __import__(f"specsim.schemes.{spec.scheme}")
     assert set(CLASSIC_RULES) == {"correct", "greedy", "no_resample", "continue"}
     assert [RULES[n].lossless for n in schemes] == [  # type: ignore[index]
-        True, True, False, False, True, True, True, True]
+        True, True, False, False, True, True, True, True, True]
     assert [n for n in schemes if RULES[n].multi_draft] == [  # type: ignore[index]
         "multi_draft", "spectr", "multi_draft_optimal"]
     assert [n for n in schemes if RULES[n].bound] == ["multi_draft_optimal"]  # type: ignore[index]

@@ -15,7 +15,8 @@ the contract of :mod:`specsim.schemes.law`:
   (:mod:`.multi_draft_optimal`, the LP bound) verify k i.i.d. drafts depth by depth on the
   shared (context, survivors) chain of :mod:`.survivors`, as does ``multi_draft_wor``
   (:mod:`.multi_draft_wor`, drafts without replacement, RSD-C); ``tree`` (:mod:`.tree`)
-  verifies a SpecInfer token tree; all with a fixed draft length (a tree's: its depth).
+  verifies a SpecInfer token tree root to leaf, ``traversal`` (:mod:`.traversal`) the same
+  trees leaf to root; all with a fixed draft length (a tree's: its depth).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = M
     "lenient": lenient.tables, "typical": typical.tables})
 # rules that verify whole drafts (or trees), fixed γ only
 WHOLE_DRAFT: Final = ("block", "multi_draft", "spectr", "multi_draft_optimal",
-                      "multi_draft_wor", "tree")
+                      "multi_draft_wor", "tree", "traversal")
 RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
 
 

@@ -40,7 +40,8 @@ from specsim.resources import Footprint
 from specsim.sampling import sample_rows
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 
-__all__ = ["MAX_PATHS", "BlockPaths", "footprint", "law", "path_law", "play"]
+__all__ = ["MAX_PATHS", "BlockPaths", "excess", "final_residual", "footprint", "hold", "law",
+           "path_law", "play", "ratio"]
 
 MAX_PATHS = 2**22  # default budget of draft paths law() / path_law() may enumerate
 
@@ -71,24 +72,24 @@ class _Compact:
                    np.where(keep, cols, 0).astype(np.intp), P)
 
 
-def _ratio(p_prev: FloatArray, p_x: FloatArray, q_x: FloatArray) -> FloatArray:
+def ratio(p_prev: FloatArray, p_x: FloatArray, q_x: FloatArray) -> FloatArray:
     """[B] Alg. 2: p_i = min(p_{i-1} M_b(X_i) / M_s(X_i), 1) (q_x > 0: X_i was drafted)."""
     return np.minimum(p_prev * p_x / q_x, 1.0)
 
 
-def _excess(p: FloatArray, rows_p: FloatArray, rows_q: FloatArray) -> tuple[FloatArray, FloatArray]:
+def excess(p: FloatArray, rows_p: FloatArray, rows_q: FloatArray) -> tuple[FloatArray, FloatArray]:
     """max(p M_b - M_s, 0) on rows (..., K) and its mass S (...,) ([B] Alg. 2's S_i)."""
     exc = np.maximum(p[..., None] * rows_p - rows_q, 0.0)
     return exc, exc.sum(axis=-1)
 
 
-def _hold(mass: FloatArray, p: FloatArray) -> FloatArray:
+def hold(mass: FloatArray, p: FloatArray) -> FloatArray:
     """[B] Alg. 2: h_i = S_i / (S_i + 1 - p_i), 1 at 0/0 (S_i = 0, p_i = 1; module docstring)."""
     den = mass + (1.0 - p)
     return np.where(den > 0, mass / np.where(den > 0, den, 1.0), 1.0)
 
 
-def _final(exc: FloatArray, mass: FloatArray, rows_p: FloatArray) -> FloatArray:
+def final_residual(exc: FloatArray, mass: FloatArray, rows_p: FloatArray) -> FloatArray:
     """The residual norm(max(p M_b - M_s, 0)); M_b where it has no mass (module docstring)."""
     return np.where(mass[..., None] > 0, exc / np.where(mass > 0, mass, 1.0)[..., None], rows_p)
 
@@ -140,8 +141,8 @@ def _tree(c: _Compact, roots: IntArray, gamma: int, max_paths: int) -> list[_Lev
         offset = np.arange(parent.size) - np.repeat(np.cumsum(counts) - counts, counts)
         row, k = np.divmod(slots[first[up.token[parent]] + offset], c.P.shape[1])
         token, q = c.cols[row, k], c.Q[row, k]
-        p = _ratio(up.p[parent], c.P[row, k], q)
-        h = _hold(_excess(p, c.P[token], c.Q[token])[1], p) if i < gamma else p
+        p = ratio(up.p[parent], c.P[row, k], q)
+        h = hold(excess(p, c.P[token], c.Q[token])[1], p) if i < gamma else p
         levels.append(_Level(parent, up.root[parent], token, q, up.weight[parent] * q, p, h))
     return levels
 
@@ -164,8 +165,8 @@ def _emit(c: _Compact, lv: _Level, mass: FloatArray, key: IntArray, n_keys: int,
     if last:  # τ = γ: Y ~ M_b(.|X^γ)
         by_token = np.bincount(key * size + lv.token, mass, minlength=n_keys * size)
         return np.asarray(by_token.reshape(n_keys, size) @ c.full_P)
-    exc, total = _excess(lv.p, c.P[lv.token], c.Q[lv.token])
-    rows = mass[:, None] * _final(exc, total, c.P[lv.token])
+    exc, total = excess(lv.p, c.P[lv.token], c.Q[lv.token])
+    rows = mass[:, None] * final_residual(exc, total, c.P[lv.token])
     cell = key[:, None] * size + c.cols[lv.token]
     return np.bincount(cell.ravel(), rows.ravel(), minlength=n_keys * size).reshape(n_keys, size)
 
@@ -263,15 +264,15 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Mappin
     for i in range(1, g + 1):
         k = sample_rows(c.Q[ctx], u[i - 1])
         x = c.cols[ctx, k]
-        p = _ratio(p, c.P[ctx, k], c.Q[ctx, k])
-        h = _hold(_excess(p, c.P[x], c.Q[x])[1], p) if i < g else p
+        p = ratio(p, c.P[ctx, k], c.Q[ctx, k])
+        h = hold(excess(p, c.P[x], c.Q[x])[1], p) if i < g else p
         kept = u[g + i - 1] < h
         tau = np.where(kept, i, tau)
         ctx_tau = np.where(kept, x, ctx_tau)
         p_tau = np.where(kept, p, p_tau)
         drafts[:, i - 1] = ctx = x
-    exc, total = _excess(p_tau, c.P[ctx_tau], c.Q[ctx_tau])
-    rows = np.where((tau == g)[:, None], c.P[ctx_tau], _final(exc, total, c.P[ctx_tau]))
+    exc, total = excess(p_tau, c.P[ctx_tau], c.Q[ctx_tau])
+    rows = np.where((tau == g)[:, None], c.P[ctx_tau], final_residual(exc, total, c.P[ctx_tau]))
     y = c.cols[ctx_tau, sample_rows(rows, u[2 * g])]
     j = np.arange(g + 1)
     padded = np.concatenate([drafts, np.full((n, 1), -1, dtype=np.intp)], axis=1)

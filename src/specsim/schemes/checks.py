@@ -109,6 +109,7 @@ def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
                         f"{r['rule']}={r['tokens_exact']:.6f}",
                         f">= correct at the same gamma, {base['tokens_exact']:.6f} (to the "
                         f"printed digits)"))
+    out += _same_drafts(fixed)
     md = fixed[fixed["rule"] == "multi_draft"]
     for _, g in md.groupby(SAME, dropna=False, sort=False):
         series = [(1.0, correct[_key(g.iloc[0])]["tokens_exact"])] \
@@ -131,6 +132,35 @@ def _relations(df: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
                         "registry: the knob's neutral value is Algorithm 1",
                         bool(diff <= tol), f"max |diff| = {diff:.3g}",
                         f"<= {tol:.2g} (tokens per call and TV, to the printed digits)"))
+    return out
+
+
+def _same_drafts(fixed: pd.DataFrame) -> list[tuple[str, str, bool, str, str]]:
+    """Every rule claiming ``at_least_same_drafts`` (:class:`specsim.verify.RuleSpec`) at or
+    above the rule whose drafts it verifies (``same_drafts_as``) at the same model, γ,
+    temperature and knobs, in exact tokens per target call (to the printed digits; rows
+    without an exact value are not judged)."""
+    out = []
+    for name, spec in RULES.items():
+        base_rule = spec.same_drafts_as
+        if not spec.at_least_same_drafts or base_rule is None:
+            continue
+        knobs = [k.name for k in spec.knobs]
+
+        def key(r: pd.Series, knobs: list[str] = knobs) -> tuple:
+            return (*_key(r), *(r[k] for k in knobs))
+
+        base = {key(r): r for _, r in fixed[fixed["rule"] == base_rule].iterrows()}
+        for _, r in fixed[fixed["rule"] == name].iterrows():
+            b = base.get(key(r))
+            if b is None or pd.isna(r["tokens_exact"]) or pd.isna(b["tokens_exact"]):
+                continue
+            out.append((f"{name}_at_least_{base_rule}[{_label(r)}]", spec.at_least_same_drafts,
+                        bool(r["tokens_exact"] >= b["tokens_exact"]
+                             - printed_tolerance(b["tokens_exact"])),
+                        f"{name}={r['tokens_exact']:.6f}",
+                        f">= {base_rule} on the same trees, {b['tokens_exact']:.6f} (to the "
+                        f"printed digits)"))
     return out
 
 

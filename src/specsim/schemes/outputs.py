@@ -24,11 +24,12 @@ TABLES = (
                     "multi_draft (SpecInfer), lenient (Leviathan App. A.5), typical (Medusa), "
                     "spectr (SpecTr K-SEQ), multi_draft_optimal (the LP optimum per depth), "
                     "multi_draft_wor (RSD-C, drafts without replacement), "
-                    "tree (SpecInfer token trees)",
+                    "tree (SpecInfer token trees), traversal (traversal verification of "
+                    "the same trees, Weng et al. 2025)",
             "drafts": "multi_draft, spectr, multi_draft_optimal, multi_draft_wor: number k of "
                       "draft sequences",
-            "branches": "tree: children per node at each depth, e.g. 2x2x1 (its depth is γ; "
-                        "all ones is a chain)",
+            "branches": "tree, traversal: children per node at each depth, e.g. 2x2x1 (its "
+                        "depth is γ; all ones is a chain)",
             "lenience": "lenient: lenience l (1 = Algorithm 1, 0 accepts every draft p allows)",
             "epsilon": "typical: hard probability threshold ε",
             "delta": "typical: entropy-scaled threshold δ (accept iff p(x) > min(ε, δ e^(−H(p))))",
@@ -154,9 +155,9 @@ TABLES = (
             "kdraft_<drafting>_drafts": "its number of drafts k",
             "kdraft_<drafting>_gamma": "its draft length γ",
             "kdraft_<drafting>_speedup": "its exact speedup at the roofline's cost",
-            "tree_shape": "the best token-tree point of the model's schemes studies at the "
-                          "roofline's cost, drafted batched (one step per depth over its "
-                          "nodes there): its shape, children per node at each depth",
+            "tree_shape": "the best token-tree point (rule tree) of the model's schemes "
+                          "studies at the roofline's cost, drafted batched (one step per depth "
+                          "over its nodes there): its shape, children per node at each depth",
             "tree_budget": "its drafted nodes",
             "tree_tokens": "its exact long-run tokens per call",
             "tree_speedup": "its exact speedup at the roofline's cost",
@@ -179,7 +180,8 @@ TREE_TABLE = Table(
           "for n nodes (Chen et al. 2024, arXiv 2402.12374: dynamic programming over the "
           "positional acceptance vector, computed exactly over the target's stationary law) "
           "with its predicted and exact tokens per call, the chain of γ = n and the best "
-          "k-draft with k γ = n, all exact (stationary long run).",
+          "k-draft with k γ = n, all exact (stationary long run), and traversal verification "
+          "of the same trees where the study runs it.",
     columns={
         "study": KEYS["study"], "model": KEYS["model"], "alpha": KEYS["alpha"],
         "temperature": KEYS["temperature"],
@@ -189,6 +191,10 @@ TREE_TABLE = Table(
         "accept_1": "positional acceptance of the first child (Algorithm 1's mean acceptance "
                     "over the target's stationary law)",
         "tree_tokens_exact": "the shape's exact tokens per target call (stationary long run)",
+        "<rule>_tokens_exact": "a rule verifying the same trees (traversal: leaf to root, "
+                               "Weng et al. 2025, arXiv 2505.12398): its exact tokens per call "
+                               "at the shape, from its point of the same study (empty if the "
+                               "study does not run it)",
         "tree_tokens_predicted": "what Sequoia's positional model predicts for the shape",
         "sequoia_tree": "Sequoia's optimal tree for n nodes: each node's parent (-1: the root), "
                         "depth-first, children in position order",

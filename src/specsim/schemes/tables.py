@@ -335,6 +335,10 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = df.loc[np.asarray([_width(r) > 1 and pd.notna(r["tokens_stationary"])
                             for _, r in df.iterrows()], dtype=bool)]
     shaped = np.asarray([_is_shape(r) for _, r in df.iterrows()], dtype=bool)
+    # the tree rule's own points (a rule verifying its trees otherwise, ``same_drafts_as``,
+    # is schemes_trees.csv's column beside it, not a tree point here)
+    own = np.asarray([not RULES[r].same_drafts_as for r in df["rule"]],  # type: ignore[index]
+                     dtype=bool)
     gammas = np.arange(1, int(cfg["gamma_max"]) + 1)
     rows = []
     for model in cfg["models"]:
@@ -342,7 +346,7 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         sequoia = _sequoia_trees(grid, model, int(cfg["tree_budget_max"]))
         mine = (df["model"] == model).to_numpy()
         wide, trees = (df.loc[mine & sel].drop_duplicates(["rule", *KNOB_COLUMNS, "gamma"])
-                       for sel in (~shaped, shaped))
+                       for sel in (~shaped, shaped & own))
         for cost in roofline_costs(cfg):
             speed = alg1 / cost.totals(gammas)
             best = first_max(speed)

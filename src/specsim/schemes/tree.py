@@ -55,20 +55,23 @@ from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.schemes.multi_draft import residuals
 from specsim.verify import accept, rule_spec
 
-__all__ = ["BUDGET", "KNOBS", "branches", "footprint", "law", "parents_of", "play",
-           "play_tree", "tree_law"]
+__all__ = ["BUDGET", "KNOBS", "branches", "checked_shape", "draft_tree", "footprint", "law",
+           "parents_of", "play", "play_tree", "tree_law"]
 
 KNOBS: Final = ("branches",)
 BUDGET: Final = 2**26  # cells of the DP (node masses, residuals): above every point's memory
 
 
-def branches(knobs: Mapping[str, Any]) -> tuple[int, ...]:
-    """(b_0, ..., b_{D-1}) from ``knobs`` = {"branches": "b_0x...xb_{D-1}"}; one-line ValueError
-    naming the knob otherwise (the registry's domain, :class:`specsim.verify.KnobSpec`)."""
+def branches(knobs: Mapping[str, Any], rule: str = "tree") -> tuple[int, ...]:
+    """(b_0, ..., b_{D-1}) from ``knobs`` = {"branches": "b_0x...xb_{D-1}"} of ``rule`` (a rule
+    drafting this tree: ``tree``, ``traversal``); one-line ValueError naming the knob otherwise
+    (the registry's domain, :class:`specsim.verify.KnobSpec`)."""
     if not isinstance(knobs, Mapping) or set(knobs) != set(KNOBS):
-        raise ValueError(f"tree knobs must be exactly {{'branches': 'b0xb1x...'}}, got {knobs!r}")
-    spec = rule_spec("tree").knobs[0]
-    return tuple(int(b) for b in spec.check(knobs["branches"], "tree knob 'branches'").split("x"))
+        raise ValueError(f"{rule} knobs must be exactly {{'branches': 'b0xb1x...'}}, "
+                         f"got {knobs!r}")
+    spec = rule_spec(rule).knobs[0]
+    return tuple(int(b) for b in spec.check(knobs["branches"], f"{rule} knob 'branches'")
+                 .split("x"))
 
 
 def parents_of(shape: tuple[int, ...]) -> IntArray:
@@ -122,10 +125,11 @@ def _tree(parents: Any) -> _Tree:
     return _Tree(children, counts, depth)
 
 
-def _shape_checked(gamma: int, knobs: Mapping[str, Any]) -> tuple[int, ...]:
-    shape = branches(knobs)
+def checked_shape(gamma: int, knobs: Mapping[str, Any], rule: str = "tree") -> tuple[int, ...]:
+    """:func:`branches` of ``rule``, whose depth must be ``gamma`` (ValueError otherwise)."""
+    shape = branches(knobs, rule)
     if check_gamma(gamma) != len(shape):
-        raise ValueError(f"tree knob 'branches'={knobs['branches']!r} has depth {len(shape)}, "
+        raise ValueError(f"{rule} knob 'branches'={knobs['branches']!r} has depth {len(shape)}, "
                          f"but gamma={gamma}: a tree runs at the gamma of its depth")
     return shape
 
@@ -133,7 +137,7 @@ def _shape_checked(gamma: int, knobs: Mapping[str, Any]) -> tuple[int, ...]:
 def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
         budget: int = BUDGET) -> RoundLaw:
     """Exact law of one round ([M] token tree, MSS) from every context (:func:`tree_law`)."""
-    return tree_law(P, Q, parents_of(_shape_checked(gamma, knobs)), budget)
+    return tree_law(P, Q, parents_of(checked_shape(gamma, knobs)), budget)
 
 
 def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
@@ -177,7 +181,7 @@ def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
          rng: np.random.Generator) -> RoundSample:
     """One round ([M] token tree, MSS) for n chains at once from contexts ``state`` (n,)."""
-    return play_tree(P, Q, state, parents_of(_shape_checked(gamma, knobs)), rng)
+    return play_tree(P, Q, state, parents_of(checked_shape(gamma, knobs)), rng)
 
 
 def play_tree(P: Any, Q: Any, state: Any, parents: Any,
@@ -189,21 +193,12 @@ def play_tree(P: Any, Q: Any, state: Any, parents: Any,
     P, Q = check_pair(P, Q)
     t = _tree(parents)
     size, n_nodes, k = P.shape[0], t.nodes, t.kmax
-    s = np.asarray(state)
-    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
-        raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
-    s = s.astype(np.intp)
-    n = s.size
     res = residuals(P, Q, k)
-    draw_q, draw_r = TableSampler(Q), TableSampler(res.reshape((k + 1) * size, size))
-    par = np.asarray(parents, dtype=np.intp)
-    tok = np.empty((n, n_nodes + 1), dtype=np.intp)
-    tok[:, n_nodes] = s  # the root's column holds the context
+    draw_r = TableSampler(res.reshape((k + 1) * size, size))
+    tok = draft_tree(Q, state, parents, rng)
+    s = tok[:, n_nodes]
+    n = s.size
     depth = int(t.depth.max())
-    for d in range(1, depth + 1):
-        level = np.flatnonzero(t.depth[:n_nodes] == d)
-        src = tok[:, np.where(par[level] < 0, n_nodes, par[level])]
-        tok[:, level] = draw_q(src.ravel(), rng.random(src.size)).reshape(src.shape)
     rows = np.arange(n)
     tokens = np.full((n, depth + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)
@@ -228,6 +223,26 @@ def play_tree(P: Any, Q: Any, state: Any, parents: Any,
         live &= ~stopped
     return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
                        drafted=np.full(n, n_nodes, dtype=np.intp))
+
+
+def draft_tree(Q: FloatArray, state: Any, parents: Any, rng: np.random.Generator) -> IntArray:
+    """The tokens of the tree ``parents`` drafted i.i.d. from contexts ``state`` (n,) (step 1
+    of the module docstring): (n, N + 1), node v's token in column v, the context in column N.
+    Uniforms: N per chain, one breadth-first level at a time (rng.random(n b) per level)."""
+    t = _tree(parents)
+    size, n_nodes = Q.shape[0], t.nodes
+    s = np.asarray(state)
+    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
+        raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
+    draw_q = TableSampler(Q)
+    par = np.asarray(parents, dtype=np.intp)
+    tok = np.empty((s.size, n_nodes + 1), dtype=np.intp)
+    tok[:, n_nodes] = s  # the root's column holds the context
+    for d in range(1, int(t.depth.max()) + 1):
+        level = np.flatnonzero(t.depth[:n_nodes] == d)
+        src = tok[:, np.where(par[level] < 0, n_nodes, par[level])]
+        tok[:, level] = draw_q(src.ravel(), rng.random(src.size)).reshape(src.shape)
+    return tok
 
 
 def _law_cells(size: int, nodes: int, kmax: int) -> float:

@@ -13,7 +13,10 @@ round:
   predicted tokens per call and the tree rule's exact value on that tree
   (:func:`specsim.schemes.tree.tree_law`);
 * the best chain (Algorithm 1 at γ = n) and the best k-draft (``multi_draft`` with k γ = n,
-  k >= 2, the best k).
+  k >= 2, the best k);
+* every rule verifying the same trees (``same_drafts_as`` of :data:`specsim.verify.RULES`:
+  ``traversal``), ``<rule>_tokens_exact``: the exact value of its point of the same study,
+  model, γ and shape (empty if the study does not run it). Its own points get no row.
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ from specsim.schemes import Scheme
 from specsim.schemes.sequoia import best_tree, level_widths, positional_acceptance, tree_value
 from specsim.schemes.tree import parents_of, tree_law
 from specsim.tables.points import sort_rows, study_points
+from specsim.verify import RULES
 
 __all__ = ["schemes_trees"]
 
+SAME_TREES = tuple(n for n, spec in RULES.items() if spec.same_drafts_as)
 COLUMNS = ["study", "model", "alpha", "temperature", "gamma", "branches", "nodes", "accept_1",
-           "tree_tokens_exact", "tree_tokens_predicted", "sequoia_tree", "sequoia_depth",
+           "tree_tokens_exact", *[f"{n}_tokens_exact" for n in SAME_TREES],
+           "tree_tokens_predicted", "sequoia_tree", "sequoia_depth",
            "sequoia_tokens_predicted", "sequoia_tokens_exact", "chain_tokens_exact",
            "best_k", "best_k_gamma", "k_draft_tokens_exact", "best"]
 
@@ -63,17 +69,31 @@ def _row(P: np.ndarray, Q: np.ndarray, shape: str) -> dict[str, object]:
 def schemes_trees(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = study_points(grid, points, "schemes")
     by_id = {p.point_id: p for p in grid.points}
+    where = ["study", "model", "alpha", "temperature", "gamma"]
+
+    def key(r: pd.Series, rule: str, knobs: tuple) -> tuple:
+        return (*(None if pd.isna(r[k]) else r[k] for k in where), rule, knobs)
+
+    same = {}  # every scheme point's exact value, for the rules verifying the same trees
+    for _, r in df.iterrows():
+        sc = by_id[r["point_id"]].scheme
+        if sc is not None:
+            same[key(r, sc.rule, sc.rule_knobs)] = float(r["tokens_stationary"])
     rows = []
     for _, r in df.iterrows():
         point = by_id[r["point_id"]]
         scheme = point.scheme
-        if scheme is None or scheme.depth is None or not point.family.stationary_schemes:
+        if scheme is None or scheme.depth is None or not point.family.stationary_schemes \
+                or RULES[scheme.rule].same_drafts_as:  # type: ignore[index]
             continue
         P, Q, _, _ = point.family.equivalence_model(point)
         shape = next(str(v) for _, v in scheme.rule_knobs)
         row = {"study": r["study"], "model": r["model"], "alpha": r["alpha"],
                "temperature": r["temperature"], "gamma": int(r["gamma"]), "branches": shape,
                "tree_tokens_exact": float(r["tokens_stationary"])} | _row(P, Q, shape)
+        row |= {f"{n}_tokens_exact": same.get(key(r, n, scheme.rule_knobs), np.nan)
+                for n in SAME_TREES
+                if RULES[n].same_drafts_as == scheme.rule}  # type: ignore[index]
         named = {"tree": row["tree_tokens_exact"], "sequoia": row["sequoia_tokens_exact"],
                  "chain": row["chain_tokens_exact"], "k_draft": row["k_draft_tokens_exact"]}
         row["best"] = max(named, key=lambda k: -np.inf if np.isnan(named[k]) else named[k])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final, Literal, cast, get_args
 
@@ -20,7 +20,7 @@ from specsim.errors import shown
 
 Rule = Literal["correct", "greedy", "no_resample", "continue",
                "block", "multi_draft", "lenient", "typical", "tree", "spectr",
-               "multi_draft_optimal", "multi_draft_wor"]
+               "multi_draft_optimal", "multi_draft_wor", "traversal"]
 RULE_NAMES: Final[tuple[Rule, ...]] = cast("tuple[Rule, ...]", get_args(Rule))
 
 
@@ -120,7 +120,11 @@ class RuleSpec:
     ``multi_draft`` rule at or below it, same model, γ and k). ``width_knob``: the knob saying
     how many tokens a round drafts side by side at each depth (k drafts: k at every depth; a
     tree's shape: the nodes at each depth; None: one sequence); a cost model charges them one
-    after another or as one batched step per depth (:mod:`specsim.costs`).
+    after another or as one batched step per depth (:mod:`specsim.costs`). ``same_drafts_as``:
+    the rule verifies the very drafts (trees) that rule draws, with the same knobs, so tables
+    set it beside that rule (``schemes_trees.csv``); ``at_least_same_drafts``: why it never
+    emits fewer tokens per call than that rule at the same knobs and γ (checked on the
+    ``schemes`` table), empty where nobody claims it.
     """
 
     name: Rule
@@ -137,6 +141,8 @@ class RuleSpec:
     multi_draft: bool = False
     bound: bool = False
     width_knob: str | None = None
+    same_drafts_as: str | None = None
+    at_least_same_drafts: str = ""
 
     def draft_widths(self, knobs: Mapping[str, Any], gamma: int) -> tuple[int, ...]:
         """Tokens drafted per sequence at each depth 1..γ: the ``width_knob``'s value in
@@ -162,6 +168,8 @@ class RuleSpec:
 
 _DRAFTS: Final = KnobSpec("drafts", "independent draft sequences k", 1, 64, 2, integer=True,
                           neutral=1)  # k = 1 is Algorithm 1 exactly
+_BRANCHES: Final = KnobSpec("branches", "children per node at each depth; the depth is the "
+                            "point's gamma", 1, 4096, "2x1", shape=True, neutral=1)
 RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
     "correct": RuleSpec(
         "correct", "accept x w.p. min(1, p(x)/q(x)); on rejection sample norm(max(p - q, 0)) "
@@ -204,9 +212,7 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         "tree", "a token tree drafted i.i.d. (branches[d] children per node at depth d) and "
         "verified root to leaf by recursive rejection sampling over the current node's "
         "children; lossless", True, "scheme", "residual", label="token tree",
-        scheme="tree",
-        knobs=(KnobSpec("branches", "children per node at each depth; the depth is the "
-                        "point's gamma", 1, 4096, "2x1", shape=True, neutral=1),),
+        scheme="tree", knobs=(_BRANCHES,),
         source="Miao et al. 2023 (SpecInfer), arXiv 2305.09781, token tree verification",
         width_knob="branches",
         at_least_tokenwise="SpecInfer (arXiv 2305.09781): a token tree accepts more than a "
@@ -233,9 +239,24 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
         label="k drafts w/o replacement", scheme="multi_draft_wor", knobs=(_DRAFTS,),
         width_knob="drafts",
         source="Jeon et al. 2024 (Recursive Speculative Decoding), arXiv 2402.14160, RSD-C"),
+    "traversal": RuleSpec(
+        "traversal", "the tree rule's token tree (same shape, same i.i.d. drafts) verified leaf "
+        "to root: each node, once its children are all rejected, accepts the whole path from "
+        "the root to it with a weight carried down the path; lossless; a chain is block "
+        "verification", True, "scheme", "residual", label="traversal verification",
+        scheme="traversal", width_knob="branches",
+        knobs=(replace(_BRANCHES, neutral=None),),  # a chain is block verification, not Alg. 1
+        source="Weng et al. 2025 (Traversal Verification), arXiv 2505.12398, reconstructed "
+               "from its abstract",
+        same_drafts_as="tree",
+        at_least_same_drafts="Weng et al. 2025 (arXiv 2505.12398): traversal verification "
+                             "accepts at least as much as token-tree verification on the same "
+                             "trees (held on every case tried, checked per table)"),
 })
 assert tuple(RULES) == RULE_NAMES
 assert all(s.width_knob in {k.name for k in s.knobs} for s in RULES.values() if s.width_knob)
+assert all([k.name for k in RULES[s.same_drafts_as].knobs]  # type: ignore[index]
+           == [k.name for k in s.knobs] for s in RULES.values() if s.same_drafts_as)
 CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
 """The rules the Markov engine and :mod:`specsim.exact` play directly (per-cell tables)."""
 

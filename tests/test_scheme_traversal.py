@@ -1,0 +1,263 @@
+"""specsim.schemes.traversal: the token tree of specsim.schemes.tree verified leaf to root.
+
+The exact law is checked against a brute-force reference (every drawn tree, every accept
+outcome, the parents' states updated event by event as the algorithm is written, in exact
+rational arithmetic), against block verification (a chain) and the tree rule (depth 1),
+against the target (lossless: first two tokens), against the tree rule on the same trees
+(never fewer tokens), and the vectorised round against the exact law by Monte Carlo (G-tests,
+Bonferroni-corrected, fixed seeds).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction as Fr
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specsim.exact import first_two_law, stationary_rates, target_joint, tv
+from specsim.models.maths import blend, one_hot_argmin, random_table
+from specsim.schemes import WHOLE_DRAFT, Scheme, block, tree
+from specsim.schemes.checks import scheme_checks
+from specsim.schemes.traversal import BUDGET, footprint, law, play
+from specsim.schemes.tree import draft_tree, parents_of
+from specsim.stats import gof_test
+from specsim.verify import RULES
+
+LEVEL = 1e-3  # family-wise level of every Monte Carlo test
+
+TARGET = random_table(1, 2.5)
+DRAFT = blend(TARGET, one_hot_argmin(TARGET), 0.55)  # the seed program's blended draft
+OTHER = (random_table(2, 1.0), random_table(5, 1.5))
+
+P3 = [[Fr(1, 2), Fr(1, 3), Fr(1, 6)], [Fr(1, 5), Fr(0), Fr(4, 5)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)]]
+Q3 = [[Fr(1, 4), Fr(1, 2), Fr(1, 4)], [Fr(1, 2), Fr(1, 2), Fr(0)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)]]
+Q3B = [[Fr(0), Fr(1, 10), Fr(9, 10)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)], [Fr(3, 5), Fr(2, 5), Fr(0)]]
+
+
+def reference_round(p: list[list[Fr]], q: list[list[Fr]], shape: tuple[int, ...],
+                    s: int) -> dict[tuple[int, ...], Fr]:
+    """P(one round from s emits exactly this sequence): every assignment of tokens to the tree's
+    nodes (each drawn from Q given its parent's token), then the post-order traversal with every
+    accept outcome, each deletion updating the parent's (a, B) as the module docstring writes
+    it."""
+    parents = parents_of(shape).tolist()
+    children: dict[int, list[int]] = defaultdict(list)
+    for v, u in enumerate(parents):
+        children[u].append(v)
+    out: dict[tuple[int, ...], Fr] = defaultdict(Fr)
+
+    def visit(toks: list[int], v: int, ctx: int, a: Fr, b: list[Fr], path: tuple[int, ...],
+              weight: Fr) -> Fr:
+        """Add v's accepted outcomes to ``out``; return ``weight`` x P(v is deleted)."""
+        for ch in children[v]:
+            x = toks[ch]
+            a_x = min(Fr(1), a * b[x] / q[ctx][x])
+            weight = visit(toks, ch, x, a_x, list(p[x]), (*path, x), weight)
+            if weight == 0:
+                return weight
+            exc = [max(a * by - qy, Fr(0)) for by, qy in zip(b, q[ctx], strict=True)]
+            mass = sum(exc)
+            a, b = (mass / (mass + 1 - a) if mass + 1 - a > 0 else Fr(1),
+                    [e / mass for e in exc] if mass > 0 else b)
+        for y, by in enumerate(b):  # v is a leaf now: accepted w.p. a, the bonus from b
+            out[(*path, y)] += weight * a * by
+        return weight * (1 - a)
+
+    def assign(i: int, toks: list[int], prob: Fr) -> None:
+        if i == len(parents):
+            assert visit(toks, -1, s, Fr(1), list(p[s]), (), prob) == 0  # the root stays
+            return
+        ctx = s if parents[i] < 0 else toks[parents[i]]
+        for y, qy in enumerate(q[ctx]):
+            if qy > 0:
+                assign(i + 1, [*toks, y], prob * qy)
+
+    assign(0, [], Fr(1))
+    return {seq: pr for seq, pr in out.items() if pr > 0}
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    return tuple(int(b) for b in text.split("x"))
+
+
+@pytest.mark.parametrize("draft", [Q3, Q3B], ids=["Q3", "Q3B"])
+@pytest.mark.parametrize("shape", ["2", "2x1", "1x2", "3x1", "2x2", "1x1x1", "2x1x1"])
+def test_law_equals_brute_force_rational_reference(draft: list[list[Fr]], shape: str) -> None:
+    p, q = np.array(P3, dtype=float), np.array(draft, dtype=float)
+    exact = law(p, q, len(_shape(shape)), {"branches": shape})
+    np.testing.assert_array_equal(exact.drafted, parents_of(_shape(shape)).size)
+    width = exact.tokens.shape[1]
+    for s in range(3):
+        ref = reference_round(P3, draft, _shape(shape), s)
+        assert sum(ref.values()) == 1
+        tokens, nxt = np.zeros(width), np.zeros(3)
+        single, pair = np.zeros(3), np.zeros((3, 3))
+        for seq, pr in ref.items():
+            tokens[len(seq)] += float(pr)
+            nxt[seq[-1]] += float(pr)
+            if len(seq) == 1:
+                single[seq[0]] += float(pr)
+            else:
+                pair[seq[0], seq[1]] += float(pr)
+        np.testing.assert_allclose(exact.tokens[s], tokens, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(exact.next_state[s], nxt, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(exact.single[s], single, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(exact.pair[s], pair, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("pair", ["blend", "other"])
+@pytest.mark.parametrize("gamma", [1, 2, 4])
+def test_chain_is_block_verification_and_depth_one_is_the_tree(pair: str, gamma: int) -> None:
+    p, q = (TARGET, DRAFT) if pair == "blend" else OTHER
+    ours = law(p, q, gamma, {"branches": "x".join(["1"] * gamma)})
+    blk = block.law(p, q, gamma, {})
+    for field in ("tokens", "next_state", "single", "pair"):
+        np.testing.assert_allclose(getattr(ours, field), getattr(blk, field), rtol=0,
+                                   atol=1e-12, err_msg=field)
+    if gamma == 1:
+        for k in (2, 3):
+            mine, rrs = law(p, q, 1, {"branches": str(k)}), tree.law(p, q, 1, {"branches": str(k)})
+            for field in ("tokens", "next_state", "single", "pair"):
+                np.testing.assert_allclose(getattr(mine, field), getattr(rrs, field), rtol=0,
+                                           atol=1e-12, err_msg=field)
+
+
+@pytest.mark.parametrize("shape", ["1x1x1", "2x1x1", "2x2x1", "4x2x1", "3x3", "1x3"])
+@pytest.mark.parametrize("pair", ["blend", "other"])
+def test_lossless_and_never_below_the_tree_on_the_same_trees(shape: str, pair: str) -> None:
+    p, q = (TARGET, DRAFT) if pair == "blend" else OTHER
+    gamma = len(shape.split("x"))
+    exact = law(p, q, gamma, {"branches": shape})
+    np.testing.assert_allclose(exact.tokens.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(exact.next_state.sum(axis=1), 1.0, atol=1e-12)
+    for s in range(p.shape[0]):
+        assert tv(first_two_law(exact, s), target_joint(p, s, 2)) <= 1e-12
+    base = tree.law(p, q, gamma, {"branches": shape})
+    assert (exact.mean_tokens >= base.mean_tokens - 1e-12).all()  # from every context
+    ours, theirs = (stationary_rates(x).tokens_per_round for x in (exact, base))
+    assert ours > theirs  # strictly, on these dense tables
+
+
+@pytest.mark.parametrize("shape", ["2x2x1", "3x3", "1x1x1"])
+def test_play_matches_law(shape: str) -> None:
+    p, q = TARGET, DRAFT
+    size = p.shape[0]
+    state = np.arange(120_000) % size
+    gamma = len(shape.split("x"))
+    sample = play(p, q, state, gamma, {"branches": shape}, np.random.default_rng(2026))
+    exact = law(p, q, gamma, {"branches": shape})
+    assert (sample.drafted == parents_of(_shape(shape)).size).all()
+    last = sample.tokens[np.arange(state.size), sample.n_emitted - 1]
+    assert np.array_equal(sample.next_state, last)
+    tests = 3 * size
+    for s in range(size):
+        mine = state == s
+        tokens = np.bincount(sample.n_emitted[mine], minlength=exact.tokens.shape[1])
+        nxt = np.bincount(sample.next_state[mine], minlength=size)
+        assert gof_test(tokens, exact.tokens[s]).p_value > LEVEL / tests
+        assert gof_test(nxt, exact.next_state[s]).p_value > LEVEL / tests
+        first, second = sample.tokens[mine, 0], sample.tokens[mine, 1]
+        cell = np.where(second >= 0, first * size + second, size * size + first)
+        joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
+        assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
+            LEVEL / tests
+
+
+def test_play_verifies_the_trees_the_tree_rule_draws() -> None:
+    """The round's first uniforms draft the tree as the tree rule does (the same seed, the
+    same tokens): every emitted prefix is the path from the root to a node of that tree."""
+    state = np.arange(3000) % 6
+    parents = parents_of((2, 2)).tolist()
+    toks = draft_tree(DRAFT, state, parents, np.random.default_rng(9))
+    sample = play(TARGET, DRAFT, state, 2, {"branches": "2x2"}, np.random.default_rng(9))
+    for i in range(state.size):
+        path: dict[int, tuple[int, ...]] = {-1: ()}
+        for v, u in enumerate(parents):
+            path[v] = (*path[u], int(toks[i, v]))
+        emitted = tuple(sample.tokens[i, : sample.n_emitted[i] - 1].tolist())
+        assert emitted in set(path.values()), (i, emitted)
+    again = play(TARGET, DRAFT, state, 2, {"branches": "2x2"}, np.random.default_rng(9))
+    assert np.array_equal(again.tokens, sample.tokens)
+
+
+def test_lossless_and_play_on_iid_stub() -> None:
+    """The i.i.d. stub's frozen position-indexed chain (one round from its start)."""
+    from specsim.models.iid import iid_frozen_markov
+    from specsim.models.spec import ModelSpec
+
+    spec = ModelSpec(name="stub", family="iid", vocab=20, draft="noise", sigma=1.0, noise=0.3,
+                     share="round", seed=7)
+    p, q, start = iid_frozen_markov(spec, 1.0, None, 4)
+    exact = law(p, q, 2, {"branches": "3x2"})
+    assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
+    sample = play(p, q, np.full(60_000, start), 2, {"branches": "3x2"},
+                  np.random.default_rng(78))
+    tokens = np.bincount(sample.n_emitted, minlength=4)
+    nxt = np.bincount(sample.next_state, minlength=p.shape[0])
+    assert gof_test(tokens, exact.tokens[start]).p_value > LEVEL / 2
+    assert gof_test(nxt, exact.next_state[start]).p_value > LEVEL / 2
+
+
+@pytest.mark.parametrize(("knobs", "needle"), [
+    ({}, "branches"), ({"branches": "2x0"}, "branches"), ({"branches": "2,2"}, "branches"),
+    ({"branches": True}, "branches"), ({"branches": "64x64x64"}, "266304 nodes"),
+    ({"branches": "2x2", "drafts": 2}, "branches"),
+])
+def test_bad_knobs_refused(knobs: dict, needle: str) -> None:
+    for call in (lambda: law(TARGET, DRAFT, 2, knobs),
+                 lambda: play(TARGET, DRAFT, np.zeros(3, dtype=int), 2, knobs,
+                              np.random.default_rng(0))):
+        with pytest.raises(ValueError, match=needle) as err:
+            call()
+        assert "\n" not in str(err.value) and "traversal" in str(err.value)
+    if knobs:
+        with pytest.raises(ValueError, match="branches"):
+            Scheme.build("traversal", knobs, where="studies.x.knobs")
+
+
+def test_depth_budget_and_footprint() -> None:
+    with pytest.raises(ValueError, match="depth 2, but gamma=3"):
+        law(TARGET, DRAFT, 3, {"branches": "2x2"})
+    with pytest.raises(ValueError, match=r"branches '2x2' visits ~.* cell-rows"):
+        law(TARGET, DRAFT, 2, {"branches": "2x2"}, budget=100)
+    assert footprint(6, 6, 3, {"branches": "4x2x1"}, 1024).law is not None
+    big = footprint(160, 160, 3, {"branches": "4x2x1"}, 1024)  # Monte Carlo only
+    assert big.law is None and big.play.cells > 0
+    assert footprint(160, 4, 3, {"branches": "4x2x1"}, 1024).law is not None  # sparse rows
+    assert BUDGET == 2**26
+
+
+def test_refused_on_traces_as_the_tree_rule() -> None:
+    from specsim.traces.schemes import check_work
+
+    for rule in ("tree", "traversal"):  # one mechanism: a rule whose knob fixes its depth
+        with pytest.raises(ValueError, match=rf"{rule}\+branches=2x1 does not run on traces"):
+            check_work(None, Scheme.build(rule), 2)  # type: ignore[arg-type]  # before reading
+
+
+def test_registry_scheme_and_check() -> None:
+    spec = RULES["traversal"]
+    assert "traversal" in WHOLE_DRAFT and spec.lossless and "2505.12398" in spec.source
+    assert spec.same_drafts_as == "tree" and spec.at_least_same_drafts
+    s = Scheme.build("traversal", {"branches": "2x02x1"})
+    assert s.rule_segment == "traversal+branches=2x2x1" and s.depth == 3
+    assert not spec.knobs[0].is_neutral("1x1")  # a chain is block verification, not Alg. 1
+    row = {"model": "m", "draft": np.nan, "knob": np.nan, "alpha": np.nan, "gamma": 2,
+           "temperature": 1.0, "policy": "fixed", "lossless": True, "tv_exact": 0.0,
+           "verdict": "lossless", "p_value": 0.5, "tv_mc": 0.01, "tv_floor": 0.01,
+           "power": 1.0, "p_value_vs_exact": 0.5, "tokens_se": 0.01, "batches": 16,
+           "branches": "2x1"} | {k: np.nan for k in ("drafts", "lenience", "epsilon", "delta",
+                                                      "threshold", "cap", "c")}
+    rows = [row | {"rule": "tree", "tokens_exact": 2.0, "tokens_per_call": 2.0},
+            row | {"rule": "traversal", "tokens_exact": 2.1, "tokens_per_call": 2.1},
+            row | {"rule": "tree", "branches": "3", "gamma": 1, "tokens_exact": 1.8,
+                   "tokens_per_call": 1.8},
+            row | {"rule": "traversal", "branches": "3", "gamma": 1, "tokens_exact": 1.7,
+                   "tokens_per_call": 1.7}]
+    got = {name: ok for name, _, ok, _, _ in scheme_checks(pd.DataFrame(rows), 1e-3)
+           if name.startswith("traversal_at_least_tree")}
+    assert got == {"traversal_at_least_tree[m/gamma=2/T=1/traversal/branches=2x1/fixed]": True,
+                   "traversal_at_least_tree[m/gamma=1/T=1/traversal/branches=3/fixed]": False}
