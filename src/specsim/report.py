@@ -15,7 +15,7 @@ Kept free of pandas and matplotlib: Snakemake imports it to plan the DAG.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import textwrap
 from collections.abc import Iterable
 from pathlib import Path
@@ -92,9 +92,12 @@ def write_html(df: pd.DataFrame, name: str, path: str | Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """``python -m specsim.report [DIR]``: rewrite the tables' and figures' report captions
     (default workflow/report, run from the repository root)."""
-    args = sys.argv[1:] if argv is None else argv
-    out = Path(args[0]) if args else CAPTION_DIR
-    for path in write_captions(out):
+    parser = argparse.ArgumentParser(prog="python -m specsim.report",
+                                     description="rewrite the tables' and figures' report "
+                                                 "captions from their declarations")
+    parser.add_argument("dir", nargs="?", type=Path, default=CAPTION_DIR,
+                        help=f"where the captions go (default {CAPTION_DIR})")
+    for path in write_captions(parser.parse_args(argv).dir):
         print(path)
     return 0
 
