@@ -16,6 +16,7 @@ from fractions import Fraction as Fr
 import numpy as np
 import pandas as pd
 import pytest
+from multi_draft_reference import assert_law_matches, assert_play_matches_law
 
 from specsim.exact import first_two_law, stationary_rates, target_joint, tv
 from specsim.models.maths import blend, one_hot_argmin, random_table
@@ -89,23 +90,10 @@ def test_law_equals_brute_force_rational_reference(draft: list[list[Fr]], shape:
     p, q = np.array(P3, dtype=float), np.array(draft, dtype=float)
     exact = law(p, q, len(_shape(shape)), {"branches": shape})
     np.testing.assert_array_equal(exact.drafted, parents_of(_shape(shape)).size)
-    width = exact.tokens.shape[1]
     for s in range(3):
         ref = reference_round(P3, draft, _shape(shape), s)
         assert sum(ref.values()) == 1
-        tokens, nxt = np.zeros(width), np.zeros(3)
-        single, pair = np.zeros(3), np.zeros((3, 3))
-        for seq, pr in ref.items():
-            tokens[len(seq)] += float(pr)
-            nxt[seq[-1]] += float(pr)
-            if len(seq) == 1:
-                single[seq[0]] += float(pr)
-            else:
-                pair[seq[0], seq[1]] += float(pr)
-        np.testing.assert_allclose(exact.tokens[s], tokens, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.next_state[s], nxt, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.single[s], single, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(exact.pair[s], pair, rtol=0, atol=1e-12)
+        assert_law_matches(exact, s, ref)
 
 
 @pytest.mark.parametrize("pair", ["blend", "other"])
@@ -152,18 +140,7 @@ def test_play_matches_law(shape: str) -> None:
     assert (sample.drafted == parents_of(_shape(shape)).size).all()
     last = sample.tokens[np.arange(state.size), sample.n_emitted - 1]
     assert np.array_equal(sample.next_state, last)
-    tests = 3 * size
-    for s in range(size):
-        mine = state == s
-        tokens = np.bincount(sample.n_emitted[mine], minlength=exact.tokens.shape[1])
-        nxt = np.bincount(sample.next_state[mine], minlength=size)
-        assert gof_test(tokens, exact.tokens[s]).p_value > LEVEL / tests
-        assert gof_test(nxt, exact.next_state[s]).p_value > LEVEL / tests
-        first, second = sample.tokens[mine, 0], sample.tokens[mine, 1]
-        cell = np.where(second >= 0, first * size + second, size * size + first)
-        joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
-        assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
-            LEVEL / tests
+    assert_play_matches_law(sample, exact, state, next_state=True)
 
 
 def test_play_verifies_the_trees_the_tree_rule_draws() -> None:
