@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from specsim.exact import RoundLaw
+from specsim.exact import RoundLaw, first_two_law, target_joint, tv
 from specsim.models.iid import iid_frozen_markov
 from specsim.models.maths import blend, one_hot_argmin, random_table
 from specsim.models.spec import ModelSpec
@@ -99,6 +99,15 @@ def assert_law_matches(exact: RoundLaw, s: int, ref: Mapping[tuple[int, ...], An
     np.testing.assert_allclose(exact.next_state[s], nxt, rtol=0, atol=1e-12)
     np.testing.assert_allclose(exact.single[s], single, rtol=0, atol=1e-12)
     np.testing.assert_allclose(exact.pair[s], pair, rtol=0, atol=1e-12)
+
+
+def assert_lossless_law(exact: RoundLaw, p: np.ndarray) -> None:
+    """Every row of the exact law is a law (tokens, next state) and the first two emitted
+    tokens from every context have the target's law, two-token TV <= 1e-12."""
+    np.testing.assert_allclose(exact.tokens.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(exact.next_state.sum(axis=1), 1.0, atol=1e-12)
+    for s in range(p.shape[0]):
+        assert tv(first_two_law(exact, s), target_joint(p, s, 2)) <= 1e-12
 
 
 def assert_sequences_match(paths: np.ndarray, probs: np.ndarray,
