@@ -317,7 +317,7 @@ def optimal_gamma_batch(grid: Grid, tables_dir: str) -> plt.Figure:
                         lw=0.9)
             if "tree_speedup" in g:
                 sp.plot(g["batch"], g["tree_speedup"], ls=TREE, color=col[line], lw=0.9)
-            if g["sequoia_budget"].notna().any():
+            if "sequoia_budget" in g and g["sequoia_budget"].notna().any():
                 ax.plot(g["batch"], g["sequoia_budget"], "-s", color=col[line], ms=2.5, lw=0.6)
                 sp.plot(g["batch"], g["sequoia_speedup"], "-s", color=col[line], ms=2.5, lw=0.6)
         ax.set_ylabel(f"{model}: best γ / tree nodes")
