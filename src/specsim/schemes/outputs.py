@@ -126,7 +126,7 @@ TABLES = (
               "intensity stage, device and batch size b: a round's cost from the roofline "
               "(verifying n tokens per sequence costs T_target(n, b) / T_target(1, b) target "
               "calls, a draft step over w tokens per sequence T_draft(w, b) / T_target(1, b); "
-              ":mod:`specsim.costs`), the best γ of Algorithm 1 by its exact long-run tokens per "
+              "``specsim.costs``), the best γ of Algorithm 1 by its exact long-run tokens per "
               "call, the best k-draft point of the model's schemes studies drafting one "
               "after another and batched, its best token tree, and Sequoia's optimal tree of "
               "the best node budget.",
