@@ -20,6 +20,7 @@ from multi_draft_reference import (
     assert_law_matches,
     assert_lossless_law,
     assert_play_matches_law,
+    stub,
 )
 
 from specsim.exact import first_two_law, stationary_rates, target_joint, tv
@@ -163,12 +164,7 @@ def test_play_verifies_the_trees_the_tree_rule_draws() -> None:
 
 def test_lossless_and_play_on_iid_stub() -> None:
     """The i.i.d. stub's frozen position-indexed chain (one round from its start)."""
-    from specsim.models.iid import iid_frozen_markov
-    from specsim.models.spec import ModelSpec
-
-    spec = ModelSpec(name="stub", family="iid", vocab=20, draft="noise", sigma=1.0, noise=0.3,
-                     share="round", seed=7)
-    p, q, start = iid_frozen_markov(spec, 1.0, None, 4)
+    p, q, start = stub(3)  # 4 frozen positions
     exact = law(p, q, 2, {"branches": "3x2"})
     assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
     sample = play(p, q, np.full(60_000, start), 2, {"branches": "3x2"},

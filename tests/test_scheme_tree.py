@@ -19,6 +19,7 @@ from multi_draft_reference import (
     assert_law_matches,
     assert_lossless_law,
     assert_play_matches_law,
+    stub,
 )
 
 from specsim.config import load_grid
@@ -209,12 +210,7 @@ def test_scheme_segment_and_study_pairing(tiny_config: dict) -> None:
 
 def test_play_matches_law_and_lossless_on_iid_stub() -> None:
     """The i.i.d. stub's frozen position-indexed chain (one round from its start)."""
-    from specsim.models.iid import iid_frozen_markov
-    from specsim.models.spec import ModelSpec
-
-    spec = ModelSpec(name="stub", family="iid", vocab=20, draft="noise", sigma=1.0, noise=0.3,
-                     share="round", seed=7)
-    p, q, start = iid_frozen_markov(spec, 1.0, None, 4)
+    p, q, start = stub(3)  # 4 frozen positions
     exact = law(p, q, 2, {"branches": "3x2"})
     assert tv(first_two_law(exact, start), target_joint(p, start, 2)) <= 1e-12
     state = np.full(60_000, start)

@@ -139,13 +139,14 @@ def _visit(P: FloatArray, Q: FloatArray, a: FloatArray, c: IntArray, shape: tupl
                     None if pair is None else pair.reshape(n, size, size))
 
 
-def _cells(size: int, support: int, shape: tuple[int, ...]) -> list[float]:
-    """Cells the recursion visits at each depth 0..D: S Π_{l<i} (b_l d)."""
+def _cells(size: int, support: int, shape: tuple[int, ...]) -> tuple[list[float], float]:
+    """Cells the recursion visits at each depth 0..D, S Π_{l<i} (b_l d), and the cell-rows
+    it visits in all (an (S)-row per cell above the leaves, a number per leaf cell)."""
     out, cells = [float(size)], float(size)
     for b in shape:
         cells *= b * min(support, size)
         out.append(cells)
-    return out
+    return out, size * sum(out[:-1]) + out[-1]
 
 
 def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], budget: int = BUDGET) -> RoundLaw:
@@ -154,8 +155,7 @@ def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], budget: int = BUDG
     shape = checked_shape(gamma, knobs, RULE)
     P, Q = check_pair(P, Q)
     size = P.shape[0]
-    cells = _cells(size, int((Q > 0).sum(axis=1).max()), shape)
-    visits = size * sum(cells[:-1]) + cells[-1]
+    cells, visits = _cells(size, int((Q > 0).sum(axis=1).max()), shape)
     if visits > budget:
         raise ValueError(f"traversal's exact law on branches {knobs['branches']!r} visits "
                          f"~{visits:.3g} cell-rows ({cells[-1]:.3g} drafted leaf paths on "
@@ -256,8 +256,7 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     shape = branches(knobs or {}, RULE)
     n_nodes = int(parents_of(shape).size)
     d = float(min(support, size))
-    cells = _cells(size, support, shape)
-    visits = size * sum(cells[:-1]) + cells[-1]
+    cells, visits = _cells(size, support, shape)
     law_fp = None
     if visits <= BUDGET:
         alive = [float(size) * d**i for i in range(len(shape) + 1)]  # one call per depth

@@ -51,6 +51,7 @@ import numpy as np
 from specsim.exact import RoundLaw, check_gamma, check_pair
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
+from specsim.schemes import survivors
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.schemes.multi_draft import residuals
 from specsim.verify import accept, rule_spec
@@ -216,11 +217,8 @@ def play_tree(P: Any, Q: Any, state: Any, parents: Any,
         stopped = live & (taken < 0)
         drawn = draw_r(rejected * size + cur, rng.random(n))
         out = np.where(stopped, drawn, tok[rows, np.maximum(taken, 0)])
-        tokens[live, d] = out[live]
-        n_emitted += live
-        cur = np.where(live, out, cur)
         node = np.where(live & ~stopped, taken, node)
-        live &= ~stopped
+        survivors.emit_depth(tokens, n_emitted, cur, live, d, out, stopped)
     return RoundSample(tokens=tokens, n_emitted=n_emitted, next_state=cur,
                        drafted=np.full(n, n_nodes, dtype=np.intp))
 
