@@ -16,6 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from multi_draft_reference import (
+    DRAFT,
+    LEVEL,
+    P3,
+    PAIRS,
+    Q3,
+    Q3B,
+    TARGET,
     assert_law_matches,
     assert_lossless_law,
     assert_play_matches_law,
@@ -25,21 +32,12 @@ from multi_draft_reference import (
 from specsim.config import load_grid
 from specsim.errors import ConfigError
 from specsim.exact import first_two_law, round_law, stationary_rates, target_joint, tv
-from specsim.models.maths import blend, one_hot_argmin, random_table
 from specsim.schemes import Scheme
 from specsim.schemes.tree import law, parents_of, play, play_tree, tree_law
 from specsim.stats import gof_test
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
-LEVEL = 1e-3  # family-wise level of every Monte Carlo test
-
-TARGET = random_table(1, 2.5)
-DRAFT = blend(TARGET, one_hot_argmin(TARGET), 0.55)  # the seed program's blended draft
-OTHER = (random_table(2, 1.0), random_table(5, 1.5))
-
-P3 = [[Fr(1, 2), Fr(1, 3), Fr(1, 6)], [Fr(1, 5), Fr(0), Fr(4, 5)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)]]
-Q3 = [[Fr(1, 4), Fr(1, 2), Fr(1, 4)], [Fr(1, 2), Fr(1, 2), Fr(0)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)]]
-Q3B = [[Fr(0), Fr(1, 10), Fr(9, 10)], [Fr(1, 3), Fr(1, 3), Fr(1, 3)], [Fr(3, 5), Fr(2, 5), Fr(0)]]
+OTHER = PAIRS["other"]
 
 
 def _residual(r: list[Fr], q: list[Fr]) -> list[Fr]:
