@@ -202,12 +202,13 @@ def test_depth_budget_and_footprint() -> None:
     assert BUDGET == 2**26
 
 
-def test_refused_on_traces_as_the_tree_rule() -> None:
+def test_refused_on_traces_without_a_window_law() -> None:
     from specsim.traces.schemes import check_work
 
-    for rule in ("tree", "traversal"):  # one mechanism: a rule whose knob fixes its depth
-        with pytest.raises(ValueError, match=rf"{rule}\+branches=2x1 does not run on traces"):
-            check_work(None, Scheme.build(rule), 2)  # type: ignore[arg-type]  # before reading
+    check_work(1000, 8, Scheme.build("tree"), 2)  # the tree rule's window law: it runs
+    with pytest.raises(ValueError, match=r"traversal\+branches=2x1 has no exact law on a "
+                                         r"trace's windows"):
+        check_work(1000, 8, Scheme.build("traversal"), 2)
 
 
 def test_registry_scheme_and_check() -> None:

@@ -32,8 +32,9 @@ from multi_draft_reference import (
 from specsim.config import load_grid
 from specsim.errors import ConfigError
 from specsim.exact import first_two_law, round_law, stationary_rates, target_joint, tv
+from specsim.models.iid import chain_of_rows
 from specsim.schemes import Scheme
-from specsim.schemes.tree import law, parents_of, play, play_tree, tree_law
+from specsim.schemes.tree import law, parents_of, play, play_tree, tree_law, window_tree_law
 from specsim.stats import gof_test
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
@@ -217,3 +218,28 @@ def test_play_matches_law_and_lossless_on_iid_stub() -> None:
     nxt = np.bincount(sample.next_state, minlength=p.shape[0])
     assert gof_test(tokens, exact.tokens[start]).p_value > LEVEL / 2
     assert gof_test(nxt, exact.next_state[start]).p_value > LEVEL / 2
+
+
+@pytest.mark.parametrize("parents", [[-1, -1, -1, 0, 0, 1, 3, 3, 6], [-1, 0, 0, 0, 1],
+                                     [-1, -1, 0, 1, 2, 3], [-1]])
+def test_window_law_on_any_tree_is_the_law_on_each_window_chain(parents: list[int]) -> None:
+    """On position-indexed rows (a trace's windows) the DP over nodes with one number per start
+    is tree_law on the start's window chain, irregular trees and leaves above the last depth
+    included; drafted tokens through depth d count the tree's first d levels."""
+    rng = np.random.default_rng(len(parents))
+    par = np.asarray(parents)
+    levels = np.zeros(par.size, dtype=int)
+    for v, u in enumerate(par):
+        levels[v] = 1 if u < 0 else levels[u] + 1
+    depth = int(levels.max())
+    a = rng.random((2, 4, depth + 1, 5)) ** 3
+    a[a < 0.15] = 0.0
+    a[..., 0] += 1e-3  # every row has mass
+    p, q = a / a.sum(axis=-1, keepdims=True)
+    got, drafted = window_tree_law(p, q, par)
+    for i in range(4):
+        P, Q, first = chain_of_rows(p[i], q[i])
+        want = tree_law(P, Q, par)
+        np.testing.assert_allclose(got[i], want.tokens[first], atol=1e-14)
+        assert drafted[-1] == want.drafted[first] == par.size
+    np.testing.assert_array_equal(np.diff(drafted), np.bincount(levels, minlength=depth + 1)[1:])

@@ -145,16 +145,56 @@ def test_tokenwise_start_laws_are_the_schemes_law_on_each_window(scheme: Scheme)
             assert laws.drafted[0, t] == pytest.approx(want.drafted[first], abs=1e-12)
 
 
-@pytest.mark.parametrize("scheme", [Scheme.build("block"),
-                                    Scheme.build("multi_draft", {"drafts": 2})])
+WHOLE_DRAFT_ON_TRACES = [
+    Scheme.build("block"), Scheme.build("multi_draft", {"drafts": 2}),
+    Scheme.build("multi_draft", {"drafts": 3}), Scheme.build("spectr", {"drafts": 3}),
+    Scheme.build("multi_draft_wor", {"drafts": 2}),
+    Scheme.build("multi_draft_optimal", {"drafts": 2}),
+    Scheme.build("tree", {"branches": "2x2"}), Scheme.build("tree", {"branches": "3x1"})]
+
+
+@pytest.mark.parametrize("scheme", WHOLE_DRAFT_ON_TRACES, ids=lambda s: s.rule_segment)
 def test_whole_draft_start_laws_are_the_schemes_law_from_every_state(scheme: Scheme) -> None:
+    """A rule's window law (lumped survivors, a tree's product over depths, block's paths) is
+    its own exact law on each start's window chain, computed the Markov way."""
     tr = make_trace([5, 4], vocab=6, top_k=2, seed=4)
     laws = ts.schedule_laws(tr, scheme, 2)
     p, q = dense_rows(tr, np.arange(tr.n_positions))
     for t in (0, 2, 5):
         P, Q, first = chain_of_rows(p[t : t + 3], q[t : t + 3])
-        np.testing.assert_allclose(laws.emitted[0][t], scheme.law(P, Q, 2).tokens[first],
-                                   atol=1e-12)
+        want = scheme.law(P, Q, 2)
+        np.testing.assert_allclose(laws.emitted[0][t], want.tokens[first], atol=1e-13)
+        assert laws.drafted[0, t] == pytest.approx(want.drafted[first], abs=1e-12)
+    assert laws.emitted[0][1:].sum(axis=1) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("scheme,by_depth", [
+    (Scheme.build("multi_draft", {"drafts": 3}), [0, 3, 6, 9]),
+    (Scheme.build("tree", {"branches": "2x2x1"}), [0, 2, 6, 10]),
+    (Scheme.build("block"), [0, 1, 2, 3])], ids=lambda x: getattr(x, "rule", ""))
+def test_whole_draft_rounds_near_a_documents_end_draft_only_the_depths_left(
+        scheme: Scheme, by_depth: list[int]) -> None:
+    tr = make_trace([7, 3], vocab=5, top_k=2, seed=8)
+    laws = ts.schedule_laws(tr, scheme, 3)
+    rem = np.array([7, 6, 5, 4, 3, 2, 1, 3, 2, 1])
+    np.testing.assert_array_equal(laws.drafted[0], np.array(by_depth)[np.minimum(rem, 3)])
+    for t, r in enumerate(rem):  # a round emits at most the tokens left
+        assert (laws.emitted[0][t, r + 1:] == 0.0).all()
+        assert laws.emitted[0][t].sum() == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("scheme,gamma,why", [
+    (Scheme.build("multi_draft_optimal", {"drafts": 2}), 1, "~[0-9]+ s, more than 90 s"),
+    (Scheme.build("multi_draft_wor", {"drafts": 4}), 1, "~[0-9]+ s, more than 90 s"),
+    (Scheme.build("block"), 3, "block at gamma=3 .* ~[0-9]+ s, more than 90 s"),
+    (Scheme.build("traversal", {"branches": "2x1"}), 2, "no exact law on a trace's windows")])
+def test_window_laws_beyond_their_time_are_refused(scheme: Scheme, gamma: int, why: str) -> None:
+    """The default DAG's recorded traces (32768 positions, W = 32) by each rule's estimate."""
+    ts.check_work(32768, 32, Scheme.build("multi_draft", {"drafts": 4}), 4)  # ~seconds
+    ts.check_work(32768, 32, Scheme.build("tree", {"branches": "4x2x1"}), 3)
+    ts.check_work(32768, 32, Scheme.build("block"), 2)
+    with pytest.raises(ValueError, match=why):
+        ts.check_work(32768, 32, scheme, gamma)
 
 
 def test_correct_scheme_on_a_full_support_trace_is_the_tokenwise_positional_law() -> None:
@@ -310,7 +350,8 @@ def _point(g: Any, measure: str) -> Any:
     ("accept_curve", {}), ("accept_curve", {"rule": ["greedy"]}),
     ("equivalence", {"rule": ["correct"]}),
     ("schemes", {"rule": ["correct"], "policy": ["heuristic"], "knobs": {"cap": [4]}}),
-    ("schemes", {"rule": ["multi_draft"]})])
+    ("schemes", {"rule": ["multi_draft"]}),
+    ("schemes", {"rule": ["tree"], "knobs": {"branches": ["2x2"]}, "gamma": [2]})])
 def test_each_measure_runs_on_a_trace_point_and_covers(in_tmp: Path, analysis: str,
                                                        extra: dict) -> None:
     cfg = config({"family": "trace", "file": "traces/t.parquet", "vocab": 5})
@@ -332,7 +373,7 @@ def test_each_measure_runs_on_a_trace_point_and_covers(in_tmp: Path, analysis: s
         assert est["accept_ci_low"] <= ref["accept_rate_exact"] <= est["accept_ci_high"]
     else:
         assert est["drafted_ci_low"] <= ref["drafted_exact"] <= est["drafted_ci_high"]
-        assert ref["tv_exact"] < 1e-12  # correct / multi_draft are lossless on the frozen pairs
+        assert ref["tv_exact"] < 1e-12  # every rule here is lossless on the frozen pairs
 
 
 def test_example_rows_pool_the_support_into_vocab_tokens(in_tmp: Path) -> None:
@@ -431,3 +472,31 @@ def test_optimal_policy_runs_on_a_trace_and_is_refused_where_its_check_cannot(in
     msg = refusal(config(model, analysis="schemes", rule=["correct"], policy=["optimal"],
                          c=[0.1], gamma=[6]))
     assert msg.startswith("studies.s.gamma: trace model 'tr'") and "gamma=6" in msg, msg
+
+
+# ------------------------------------------------------------------ schemes_trees on a trace
+def test_trace_rates_agree_with_the_token_wise_and_scheme_laws() -> None:
+    """A trace's exact rates for schemes_trees: a chain tree is Algorithm 1 (the token-wise
+    positional law), a shape's tree is the tree rule's point value, Sequoia's acceptance
+    vector starts at the mean acceptance of the dense rows."""
+    from specsim.schemes.tree import parents_of
+    from specsim.schemes.trees import _row
+    from specsim.traces.rates import TraceRates
+
+    tr = make_trace([30, 50, 20, 7], vocab=8, top_k=4, seed=7)
+    rates = TraceRates(tr)
+    for g in (1, 3):
+        assert rates.tree(parents_of((1,) * g)) == pytest.approx(
+            rates.scheme(Scheme.build("correct"), g), rel=1e-12)
+    tree = Scheme.build("tree", {"branches": "2x2"})
+    assert rates.tree(parents_of((2, 2))) == pytest.approx(rates.scheme(tree, 2), rel=1e-14)
+    p, q = dense_rows(tr, np.arange(tr.n_positions))
+    accept = rates.acceptance(3)
+    assert accept[0] == pytest.approx(np.minimum(p, q).sum(axis=1).mean(), rel=1e-12)
+    assert ((accept >= 0) & (accept <= 1)).all() and accept.shape == (3,)
+    row = _row(rates, "2x2")
+    assert row["nodes"] == 6 and row["chain_tokens_exact"] == pytest.approx(
+        rates.scheme(Scheme.build("correct"), 6), rel=1e-14)
+    assert row["best_k"] in (2, 3, 6) and row["sequoia_tokens_exact"] > 1.0
+    assert row["sequoia_tokens_exact"] == pytest.approx(
+        rates.tree(np.array([int(x) for x in str(row["sequoia_tree"]).split()])), rel=1e-14)

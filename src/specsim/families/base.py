@@ -28,6 +28,7 @@ from specsim.errors import ConfigError
 from specsim.models.spec import DraftKind, ModelSpec, TableSpec
 from specsim.resources import Footprint
 from specsim.sampling import FloatArray
+from specsim.schemes.rates import Rates, TableRates
 
 if TYPE_CHECKING:
     from specsim.grid import Point
@@ -249,6 +250,15 @@ class Family(ABC):
         ``drafted_exact``, ``tokens_stationary``, ``drafted_stationary``, ``tokens_law``,
         ``exact_method``), or None -- the equivalence chain's."""
         return None
+
+    def rates(self, point: Point) -> Rates | None:
+        """Exact tokens per target call of other schemes and trees on the point's model (what
+        ``schemes_trees`` sets beside a tree point): the equivalence chain's stationary long
+        run, or None where that chain is not the model's long run (frozen i.i.d. pairs)."""
+        if not self.stationary_schemes:
+            return None
+        P, Q, _, _ = self.equivalence_model(point)
+        return TableRates(P, Q)
 
     @abstractmethod
     def exact_curve(self, point: Point, gammas: np.ndarray, root_seed: int,

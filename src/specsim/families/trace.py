@@ -45,12 +45,13 @@ from specsim.families.base import COMMON_KEYS, EquivalenceModel, Family, TablePa
 from specsim.models.files import TABLE_PATH, file_digest
 from specsim.models.spec import ModelSpec
 from specsim.realtext.settings import TRACE_PATH, Settings, recorded_pairs, trace_settings
-from specsim.resources import Footprint
+from specsim.resources import FLOPS_PER_CORE_SECOND, Footprint
 from specsim.traces import optimal as trace_optimal
 from specsim.traces import positional
 from specsim.traces import schemes as trace_schemes
 from specsim.traces.format import Trace, TraceFileError, read_trace
 from specsim.traces.frozen import dense_rows, slot_ranks, window_chain, window_positions
+from specsim.traces.rates import TraceRates
 from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
@@ -208,22 +209,24 @@ class TraceFamily(Family):
     def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
         """Every scheme and policy runs on a trace (:mod:`specsim.traces.schemes`; ``optimal``
         on the positional model, :mod:`specsim.traces.optimal`); a whole-draft rule computes
-        every start's exact law on its window, so a trace file on which that would take more
-        than :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS` is refused (a recorded trace,
-        which does not exist yet, is checked when its point job runs)."""
+        every start's exact law on its window (on the W+1 stand-in tokens of its rows), so a
+        trace on which that would take more than
+        :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS`, or beyond the rule's vocabulary
+        limit, is refused (a recorded trace: by the size its settings bound,
+        :func:`trace_size`)."""
+        n, w = trace_size(spec)
         if not trace_schemes.window_laws_of(scheme):  # the lossless check plays it on the
-            w = trace_size(spec)[1] + 1  # equivalence chain: (γ+2)(W+1)+1 states (optimal:
-            try:  # its exact solution there must fit)
-                scheme.footprint((gamma + 2) * w + 1, w, gamma, 1)
+            try:  # equivalence chain: (γ+2)(W+1)+1 states (optimal: its exact solution there
+                scheme.footprint((gamma + 2) * (w + 1) + 1, w + 1, gamma, 1)  # must fit)
             except ValueError as err:
                 raise ConfigError(f"{key}.gamma: trace model {spec.name!r}: the lossless check "
                                   f"plays the scheme on its {gamma + 2}-position equivalence "
                                   f"chain: {err}") from None
-        if spec.trace_file is not None:
-            try:
-                trace_schemes.check_work(load_trace(spec), scheme, gamma)
-            except ValueError as err:
-                raise ConfigError(f"{key}.rule: trace model {spec.name!r}: {err}") from None
+        try:
+            scheme.check_vocab(w + 1, "the trace's W+1 stand-in tokens")
+            trace_schemes.check_work(n, w, scheme, gamma)
+        except ValueError as err:
+            raise ConfigError(f"{key}.rule: trace model {spec.name!r}: {err}") from None
 
     def check_alpha(self, spec: ModelSpec, alpha: float, temperature: float,
                     where: str) -> None:
@@ -317,6 +320,10 @@ class TraceFamily(Family):
                                                chains, rounds, batches, width)
         return hist, drafted, 0
 
+    def rates(self, point: Point) -> TraceRates:
+        """The trace's positional model (:class:`specsim.traces.rates.TraceRates`)."""
+        return TraceRates(load_trace(point.spec))
+
     # ------------------------------------------------------------------ resources
     def chain_size(self, point: Point) -> tuple[int, int]:
         """The frozen window of γ+2 positions: (γ+2)(W+1) + 1 states, W+1 per row."""
@@ -342,9 +349,10 @@ class TraceFamily(Family):
 
     def scheme_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint | None:
         """Per-start laws at every draft length the policy reaches (N x (g+2) each) from the
-        dense rows (3 of N x (W+1)), or a whole-draft rule's exact law on each start's window
-        chain, one start at a time (:meth:`specsim.schemes.Scheme.footprint`), or the optimal
-        policy's DP (:func:`specsim.traces.optimal.footprint`)."""
+        dense rows (3 of N x (W+1)), or a whole-draft rule's ``window_law`` on chunks of starts
+        (their window rows; at most its exact law on one window chain at a time,
+        :meth:`specsim.schemes.Scheme.footprint`; its work from the rule's own time estimate),
+        or the optimal policy's DP (:func:`specsim.traces.optimal.footprint`)."""
         assert point.scheme is not None
         n, w = trace_size(point.spec)
         chains, rounds = int(budget["chains"]), int(budget["rounds"])
@@ -353,11 +361,14 @@ class TraceFamily(Family):
         laws = Footprint(3.0 * n * (w + 1) + sum(n * (g + 3.0) for g in lengths),
                          20.0 * n * (w + 1) * len(lengths), chains * rounds,
                          what=f"per-start laws ({n} positions)")
-        if trace_schemes.window_laws_of(point.scheme):
+        if point.scheme.has_window_law:
             window = (point.gamma + 1) * (w + 1) + 1
-            one = point.scheme.footprint(window, w + 1, point.gamma, min(chains, CHUNK))
-            if one.law is not None:
-                laws = laws.then(Footprint(one.law.cells, one.law.flops * n, what=one.law.what))
+            one = point.scheme.footprint(window, w + 1, point.gamma, min(chains, CHUNK)).law
+            rows = 4.0 * min(n, trace_schemes.WINDOW_CHUNK) * (point.gamma + 1) * (w + 1)
+            seconds = point.scheme.window_seconds(n, w + 1, point.gamma)
+            laws = laws.then(Footprint(rows + (one.cells if one is not None else 0.0),
+                                       seconds * FLOPS_PER_CORE_SECOND,
+                                       what=f"window laws ({n} starts)"))
         elif point.scheme.policy == "optimal":
             laws = laws.then(trace_optimal.footprint(n, w + 1, point.gamma))
         return self.model_footprint(point).plus(laws)

@@ -239,6 +239,22 @@ class Scheme:
     def tables(self, P: FloatArray, Q: FloatArray) -> tuple[FloatArray, FloatArray] | None:
         return self._tables(P, Q) if self.rule in TOKENWISE else None
 
+    @property
+    def has_window_law(self) -> bool:
+        """Whether the rule's module has a ``window_law`` (:mod:`.law`: a whole-draft rule's
+        round on position-indexed rows, e.g. a trace's frozen windows)."""
+        return self.rule in WHOLE_DRAFT and hasattr(self._module(), "window_law")
+
+    def window_law(self, p: FloatArray, q: FloatArray,
+                   gamma: int) -> tuple[FloatArray, FloatArray]:
+        """The module's ``window_law`` (:attr:`has_window_law`): the law of tokens emitted
+        from n starts of rows p, q (n, γ+1, V), and the drafted tokens through each depth."""
+        return self._module().window_law(p, q, gamma, dict(self.rule_knobs))
+
+    def window_seconds(self, n: int, vocab: int, gamma: int) -> float:
+        """Estimated seconds of :meth:`window_law` on n starts of ``vocab`` tokens."""
+        return float(self._module().window_seconds(n, vocab, gamma, dict(self.rule_knobs)))
+
     def start(self, context: int, gamma: int, size: int) -> int:
         """The scheme state of a generation's first round from ``context`` (of ``size``)."""
         if self.policy == "heuristic":

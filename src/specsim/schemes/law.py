@@ -17,6 +17,13 @@ Two functions per scheme, written from its paper:
 ``play(P, Q, state, gamma, knobs, rng) -> RoundSample``
     one round for n independent chains at once (vectorised over chains, no Python loop over
     chains), from scheme states ``state`` (n,).
+``window_law(p, q, gamma, knobs) -> (FloatArray, FloatArray)`` (optional, whole-draft rules)
+    the law of the tokens one round emits from each of n starts of *position-indexed* rows:
+    start i meets the pair (p[i, d], q[i, d]) (p, q (n, γ+1, V)) at depth d whatever was
+    drafted before -- a trace's frozen windows (:mod:`specsim.traces.schemes`) -- as (n, γ+2),
+    and the tokens drafted by a round cut after depth d (γ+1,). It equals ``law`` on each
+    start's window chain (:func:`specsim.models.iid.chain_of_rows`) without building it; with
+    it ``window_seconds(n, vocab, gamma, knobs) -> float`` estimates its time on one core.
 ``footprint(size, support, gamma, knobs, chains) -> LawSize``
     what the two cost before either runs (:class:`LawSize`): the law's states, peak cells and
     work (None where ``law`` refuses, so the point is Monte Carlo only) and one round of
@@ -44,7 +51,28 @@ from specsim.resources import Footprint
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
-__all__ = ["LawSize", "RoundSample"]
+__all__ = ["LawSize", "RoundSample", "checked_windows"]
+
+ROW_SUM_TOL = 1e-9
+
+
+def checked_windows(p: object, q: object, gamma: int) -> tuple[FloatArray, FloatArray]:
+    """Validated position-indexed rows p, q (n, γ+1, V) of ``window_law``: ValueError
+    otherwise, naming what is wrong."""
+    out = []
+    for name, t in (("p", p), ("q", q)):
+        a = np.asarray(t, dtype=np.float64)
+        if a.ndim != 3 or a.shape[1] != gamma + 1 or a.shape[2] == 0:
+            raise ValueError(f"{name} must be (n, gamma+1, V) = (n, {gamma + 1}, V) rows, got "
+                             f"shape {a.shape}")
+        if not np.isfinite(a).all() or (a < 0).any() or \
+                (np.abs(a.sum(axis=2) - 1.0) > ROW_SUM_TOL).any():
+            raise ValueError(f"{name} must be finite, >= 0, rows summing to 1 "
+                             f"(tolerance {ROW_SUM_TOL})")
+        out.append(a)
+    if out[0].shape != out[1].shape:
+        raise ValueError(f"p and q shapes differ: {out[0].shape} vs {out[1].shape}")
+    return out[0], out[1]
 
 
 @dataclass(frozen=True)

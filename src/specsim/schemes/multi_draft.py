@@ -58,7 +58,8 @@ from specsim.schemes.survivors import (
 )
 from specsim.verify import accept, residual
 
-__all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "residuals", "sequence_law"]
+__all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "residuals", "rrs", "sequence_law",
+           "window_law", "window_seconds"]
 
 KNOBS: Final = ("drafts",)
 
@@ -72,19 +73,27 @@ def residuals(P: FloatArray, Q: FloatArray, k: int) -> FloatArray:
     return res
 
 
+def rrs(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """RRS with i.i.d. candidates at every row (context) of P, Q (R, V): the residuals r_j
+    (k+1, R, V), acc[j, c, a] = min(Q, r_j) (candidate j+1 is a and accepted given j
+    rejections, (k, R, V)) and reach_j = prod_{l<j} rho_l (P(the first j rejected), (k+1, R))."""
+    res = residuals(P, Q, k)
+    acc = np.minimum(Q, res[:k])
+    rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, R): candidate j+1 rejected
+    reach = np.concatenate([np.ones((1, P.shape[0])), np.cumprod(rho, axis=0)])
+    return res, acc, reach
+
+
 def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     """[M] §4 MSS (RRS with i.i.d. candidates) at every context, for 1..k candidates."""
     size = P.shape[0]
-    res = residuals(P, Q, k)
-    acc = np.minimum(Q, res[:k])  # acc[j, c, a]: candidate j+1 is a and accepted
-    rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, S): candidate j+1 rejected
-    reach = np.concatenate([np.ones((1, size)), np.cumprod(rho, axis=0)])  # (k+1, S)
+    res, acc, reach = rrs(P, Q, k)
     # binom[t, x, c, a] = P(Binomial(t, Q[c, a]) = x), t, x = 0..k-1
     t, x = np.arange(k)[:, None], np.arange(k)[None, :]
     coef = np.array([[comb(a, b) for b in range(k)] for a in range(k)], dtype=np.float64)
     binom = coef[..., None, None] * Q ** x[..., None, None] * \
         (1.0 - Q) ** np.maximum(t - x, 0)[..., None, None]
-    trans = np.zeros((size, k, size, k))
+    trans = np.zeros((size, k, P.shape[1], k))  # rows may be any contexts (a trace's)
     for m in range(1, k + 1):
         for j in range(1, m + 1):  # rejected j-1 times, then accepted; m-j untested remain
             hit = reach[j - 1][:, None] * acc[j - 1]  # (S, S)
@@ -98,6 +107,8 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
 RULE: Final = survivors.Rule("multi_draft", _kernel)
 law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
+window_law: Final = RULE.window_law
+window_seconds: Final = RULE.window_seconds
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],

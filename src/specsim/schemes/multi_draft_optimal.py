@@ -129,6 +129,39 @@ def coupling(p: FloatArray, q: FloatArray,
     return sets, mass, w
 
 
+def _couplings(P: FloatArray, Q: FloatArray, k: int,
+               table: bool) -> tuple[Kernel, list[int], list[FloatArray]]:
+    """The kernel of :mod:`.survivors` from each row's LP couplings for m = 1..k candidates
+    (rows of P, Q: any contexts, e.g. a trace's positions); with ``table``, also play's rows
+    (one per (context, multiset) of (accept token 0..V-1, reject)) and their keys."""
+    size, v = P.shape
+    base = v + 1  # token v: the reject outcome and the padding digit of a multiset key
+    if table and size * base ** k >= 2**62:
+        raise ValueError(f"multi_draft_optimal: {size} x (V+1)^k = {size} x {base}^{k} "
+                         f"multiset keys do not fit in 64 bits")
+    trans, stop = np.zeros((size, k, v, k)), np.zeros((size, k))
+    final = np.zeros((size, k, v))
+    keys: list[int] = []
+    rows: list[FloatArray] = []
+    for c in range(size):
+        for m in range(1, k + 1):
+            sets, mass, w = coupling(P[c], Q[c], m)
+            for i, s in enumerate(sets):
+                for t in set(s):
+                    trans[c, m - 1, t, s.count(t) - 1] += w[i, t]
+                if table:
+                    row = np.append(w[i] / mass[i], 0.0)
+                    row[v] = max(1.0 - row[:v].sum(), 0.0)
+                    rows.append(row)
+                    digits = list(s) + [v] * (k - m)
+                    keys.append(c * base**k + sum(d * base**j for j, d in enumerate(digits)))
+            left = np.clip(P[c] - w.sum(axis=0), 0.0, None)
+            z = left.sum()
+            stop[c, m - 1] = z
+            final[c, m - 1] = left / z if z > 0 else P[c]
+    return Kernel(trans=trans, stop=stop, final=final), keys, rows
+
+
 def _build(P: FloatArray, Q: FloatArray,
            k: int) -> tuple[Kernel, TableSampler, IntArray, TableSampler]:
     """The kernel of :mod:`.survivors`, plus play's sampler of a table with one row per
@@ -137,32 +170,11 @@ def _build(P: FloatArray, Q: FloatArray,
     key = (P.tobytes(), Q.tobytes(), k)
     if key in _CACHE:
         return _CACHE[key]
-    size = P.shape[0]
-    base = size + 1
-    if base ** (k + 1) >= 2**62:
-        raise ValueError(f"multi_draft_optimal: (S+1)^(k+1) = {base}^{k + 1} multiset keys do "
-                         f"not fit in 64 bits")
-    trans, stop = np.zeros((size, k, size, k)), np.zeros((size, k))
-    final = np.zeros((size, k, size))
-    keys, table = [], []
-    for c in range(size):
-        for m in range(1, k + 1):
-            sets, mass, w = coupling(P[c], Q[c], m)
-            for i, s in enumerate(sets):
-                for t in set(s):
-                    trans[c, m - 1, t, s.count(t) - 1] += w[i, t]
-                row = np.append(w[i] / mass[i], 0.0)
-                row[size] = max(1.0 - row[:size].sum(), 0.0)
-                table.append(row)
-                digits = list(s) + [size] * (k - m)
-                keys.append(c * base**k + sum(d * base**j for j, d in enumerate(digits)))
-            left = np.clip(P[c] - w.sum(axis=0), 0.0, None)
-            z = left.sum()
-            stop[c, m - 1] = z
-            final[c, m - 1] = left / z if z > 0 else P[c]
+    kern, keys, rows = _couplings(P, Q, k, table=True)
+    size, v = P.shape
     order = np.argsort(np.array(keys, dtype=np.int64), kind="stable")
-    out = (Kernel(trans=trans, stop=stop, final=final), TableSampler(np.array(table)[order]),
-           np.array(keys, dtype=np.int64)[order], TableSampler(final.reshape(size * k, size)))
+    out = (kern, TableSampler(np.array(rows)[order]), np.array(keys, dtype=np.int64)[order],
+           TableSampler(kern.final.reshape(size * k, v)))
     if len(_CACHE) > 8:
         _CACHE.clear()
     _CACHE[key] = out
@@ -173,14 +185,18 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     why = limit(int((Q > 0).sum(axis=1).max()), {"drafts": k})
     if why is not None:
         raise ValueError(why)
-    return _build(P, Q, k)[0]
+    key = (P.tobytes(), Q.tobytes(), k)
+    return _CACHE[key][0] if key in _CACHE else _couplings(P, Q, k, table=False)[0]
 
 
 # the exact law of a round by the forward DP of :mod:`.survivors` (bounded by the vocabulary
 # limit, not by DP cells), and of the sequence it emits
-RULE: Final = survivors.Rule("multi_draft_optimal", _kernel, capped=False)
+RULE: Final = survivors.Rule("multi_draft_optimal", _kernel, capped=False,  # two LPs per m
+                             row_seconds=lambda v, k: 1.2e-2 * k)
 law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
+window_law: Final = RULE.window_law
+window_seconds: Final = RULE.window_seconds
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],

@@ -88,9 +88,9 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     why = limit(int((Q > 0).sum(axis=1).max()), {"drafts": k})
     if why is not None:
         raise ValueError(why)
-    size = P.shape[0]
-    trans, stop = np.zeros((size, k, size, k)), np.zeros((size, k))
-    final = np.zeros((size, k, size))
+    size, v = P.shape  # rows may be any contexts (a trace's)
+    trans, stop = np.zeros((size, k, v, k)), np.zeros((size, k))
+    final = np.zeros((size, k, v))
     for c in range(size):
         for m in range(1, k + 1):  # only m = k (depth 0) and m = 1 (later depths) are reached
             acc, halt, res = _first_depth(P[c], Q[c], m)
@@ -101,9 +101,13 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
 
 # the exact law of a round by the forward DP of :mod:`.survivors` (bounded by the vocabulary
 # limit, not by DP cells), and of the sequence it emits
-RULE: Final = survivors.Rule("multi_draft_wor", _kernel, capped=False)
+RULE: Final = survivors.Rule(  # a row enumerates Σ_m V!/(V-m)! ordered tuples, ~3 µs each
+    "multi_draft_wor", _kernel, capped=False,
+    row_seconds=lambda v, k: 3e-6 * sum(perm(v, m) for m in range(1, k + 1)))
 law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
+window_law: Final = RULE.window_law
+window_seconds: Final = RULE.window_seconds
 
 
 def _pick(rows: FloatArray, u: FloatArray) -> IntArray:

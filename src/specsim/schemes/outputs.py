@@ -164,24 +164,26 @@ TABLES = (
             "sequoia_budget": "the node budget n in 1..cost.tree_budget_max whose Sequoia "
                               "optimal tree (schemes.sequoia.best_tree, most tokens per call "
                               "for n nodes under the positional model) has the best exact "
-                              "speedup at the roofline's cost, drafted batched; empty for a "
-                              "model without a stationary long run",
+                              "speedup at the roofline's cost, drafted batched; empty for the "
+                              "i.i.d. stub (frozen pairs: no long run of its own)",
             "sequoia_depth": "that tree's depth (its draft steps, batched)",
-            "sequoia_tokens": "its exact long-run tokens per call (the tree rule on the tables)",
+            "sequoia_tokens": "its exact long-run tokens per call (the tree rule on the tables, "
+                              "or on a trace's positional model)",
             "sequoia_speedup": "its exact speedup at the roofline's cost",
         }),
 )
 TREE_TABLE = Table(
     "schemes_trees", needs="schemes", builder="specsim.schemes.trees:schemes_trees",
     title="Draft trees against the best chain and the best k-draft of the same node budget",
-    about="One row per tree point of a schemes study on a table model: its node budget n (the "
-          "shape's drafted nodes, so every scheme in the row costs 1 + n c a round), the "
-          "shape's exact tokens per call and Sequoia's prediction for it, Sequoia's optimal tree "
-          "for n nodes (Chen et al. 2024, arXiv 2402.12374: dynamic programming over the "
-          "positional acceptance vector, computed exactly over the target's stationary law) "
-          "with its predicted and exact tokens per call, the chain of γ = n and the best "
-          "k-draft with k γ = n, all exact (stationary long run), and traversal verification "
-          "of the same trees where the study runs it.",
+    about="One row per tree point of a schemes study on a table model or a trace: its node "
+          "budget n (the shape's drafted nodes, so every scheme in the row costs 1 + n c a "
+          "round), the shape's exact tokens per call and Sequoia's prediction for it, Sequoia's "
+          "optimal tree for n nodes (Chen et al. 2024, arXiv 2402.12374: dynamic programming "
+          "over the positional acceptance vector, computed exactly over the target's stationary "
+          "law, or over a trace's positions) with its predicted and exact tokens per call, the "
+          "chain of γ = n and the best k-draft with k γ = n, all exact (stationary long run; a "
+          "trace's positional model, on its dense rows), and traversal verification of the "
+          "same trees where the study runs it.",
     columns={
         "study": KEYS["study"], "model": KEYS["model"], "alpha": KEYS["alpha"],
         "temperature": KEYS["temperature"],
@@ -189,7 +191,7 @@ TREE_TABLE = Table(
         "branches": "the tree rule's shape: children per node at each depth",
         "nodes": "node budget n: drafted tokens per round of every scheme in the row",
         "accept_1": "positional acceptance of the first child (Algorithm 1's mean acceptance "
-                    "over the target's stationary law)",
+                    "over the target's stationary law, or over a trace's positions)",
         "tree_tokens_exact": "the shape's exact tokens per target call (stationary long run)",
         "<rule>_tokens_exact": "a rule verifying the same trees (traversal: leaf to root, "
                                "Weng et al. 2025, arXiv 2505.12398): its exact tokens per call "
@@ -201,9 +203,9 @@ TREE_TABLE = Table(
         "sequoia_depth": "its depth",
         "sequoia_tokens_predicted": "its tokens per call under the positional model (the DP's "
                                     "value)",
-        "sequoia_tokens_exact": "its exact tokens per call on the tables (the tree rule's law)",
+        "sequoia_tokens_exact": "its exact tokens per call on the model (the tree rule's law)",
         "chain_tokens_exact": "Algorithm 1 at γ = n: exact tokens per call",
-        "best_k": "the k of the best k-draft (multi_draft with k γ = n, k >= 2)",
+        "best_k": "the k of the best k-draft (multi_draft with k γ = n, 2 <= k <= 8)",
         "best_k_gamma": "its γ = n / k",
         "k_draft_tokens_exact": "its exact tokens per call",
         "best": "which of tree, sequoia, chain, k_draft emits the most tokens per call",

@@ -37,7 +37,7 @@ from specsim.exact import check_pair, stationary
 from specsim.schemes.law import FloatArray, IntArray
 from specsim.schemes.multi_draft import residuals
 
-__all__ = ["best_tree", "level_widths", "positional_acceptance", "tree_value"]
+__all__ = ["best_tree", "level_widths", "positional_acceptance", "rows_acceptance", "tree_value"]
 
 
 def _marginal(accept: Any) -> FloatArray:
@@ -119,10 +119,17 @@ def positional_acceptance(P: Any, Q: Any, k: int, weights: Any = None) -> FloatA
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     w = stationary(Pa) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (Pa.shape[0],) or (w < 0).any() or abs(w.sum() - 1.0) > 1e-9:
-        raise ValueError(f"weights must be a law over the {Pa.shape[0]} contexts")
-    res = residuals(Pa, Qa, int(k))
-    rho = np.maximum(Qa - res[:k], 0.0).sum(axis=-1)  # (k, S)
-    reach = np.concatenate([np.ones((1, Pa.shape[0])), np.cumprod(rho, axis=0)[:-1]])
+    return rows_acceptance(Pa, Qa, int(k), w)
+
+
+def rows_acceptance(P: FloatArray, Q: FloatArray, k: int, weights: FloatArray) -> FloatArray:
+    """accept[0..k-1] over any rows (contexts) of P, Q (R, V) -- a Markov pair's contexts, a
+    trace's positions -- weighted by a law ``weights`` (R,) over them."""
+    w = weights
+    if w.shape != (P.shape[0],) or (w < 0).any() or abs(w.sum() - 1.0) > 1e-9:
+        raise ValueError(f"weights must be a law over the {P.shape[0]} contexts")
+    res = residuals(P, Q, k)
+    rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, R)
+    reach = np.concatenate([np.ones((1, P.shape[0])), np.cumprod(rho, axis=0)[:-1]])
     num, den = (reach * (1.0 - rho)) @ w, reach @ w
     return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)

@@ -92,7 +92,7 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     size = P.shape[0]
     _, acc, res = selection(P, Q, k)
     beta = acc.sum(axis=-1)  # (k, S)
-    trans = np.zeros((size, k, size, k))
+    trans = np.zeros((size, k, P.shape[1], k))  # rows may be any contexts (a trace's)
     for m in range(1, k + 1):
         a = acc[m - 1]  # (S, S)
         u = Q - a  # a candidate rejected and carrying this token
@@ -109,9 +109,12 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
 
 # the exact law of a SpecTr round by the forward DP of :mod:`.survivors` (refusing
 # (S k)^2 > budget cells), and of the sequence it emits
-RULE: Final = survivors.Rule("spectr", _kernel)
+RULE: Final = survivors.Rule("spectr", _kernel,  # K-SEQ's bisection per m, its (j, x, y) loops
+                             row_seconds=lambda v, k: 5e-7 * v * k + 5e-8 * v * k**3)
 law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
+window_law: Final = RULE.window_law
+window_seconds: Final = RULE.window_seconds
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],

@@ -25,7 +25,7 @@ from typing import Any, Final
 import numpy as np
 
 from specsim.exact import RoundLaw
-from specsim.schemes.law import FloatArray, IntArray, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, RoundSample, checked_windows
 
 __all__ = ["BUDGET", "Kernel", "Rule", "checked_drafts", "checked_state", "checked_tables",
            "draft_paths", "emit_depth", "finish_round", "round_law", "sequence_law"]
@@ -180,12 +180,14 @@ class Rule:
     """A k-draft rule as the scheme contract (:mod:`.law`) sees it: its ``name`` (in every
     refusal) and ``kernel(P, Q, k) -> Kernel``, built from validated tables and knobs.
     ``capped``: the rule refuses a transition of more than ``budget`` cells, (S k)^2 (False: a
-    vocabulary limit of its own bounds the kernel). A rule module's ``law`` and
+    vocabulary limit of its own bounds the kernel). ``row_seconds(V, k)``: one context's
+    kernel on V tokens, measured on one core (:meth:`window_seconds`). A rule module's ``law`` and
     ``sequence_law`` are its Rule's."""
 
     name: str
     kernel: Callable[[FloatArray, FloatArray, int], Kernel]
     capped: bool = True
+    row_seconds: Callable[[int, int], float] = lambda v, k: 1e-7 * v * k * k  # a row's kernel
 
     def law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
             budget: int = BUDGET) -> RoundLaw:
@@ -202,6 +204,38 @@ class Rule:
         Refuses more than ``budget`` path cells (and, if capped, (S k)^2 > ``budget``)."""
         P, g, kern = self._built(P, Q, gamma, knobs, budget)
         return sequence_law(P, kern, g, start, budget, self.name)
+
+    def window_law(self, p: Any, q: Any, gamma: int,
+                   knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray]:
+        """The round's law from n starts of position-indexed rows p, q (n, γ+1, V) (the
+        ``window_law`` of :mod:`.law`): there a depth's rows do not depend on the token
+        emitted, so the (context, survivors) chain lumps to survivors alone -- the kernel of
+        each (start, depth) row summed over tokens, a (k, k) step -- and a round is a forward
+        DP over depths on (n, k), O(n γ V k^2). Drafted tokens: k per depth."""
+        g = int(gamma)
+        p, q = checked_windows(p, q, g)
+        k = checked_drafts(knobs, self.name)
+        n, _, v = p.shape
+        rows_p, rows_q = p[:, :g].reshape(n * g, v), q[:, :g].reshape(n * g, v)
+        go, stop = np.empty((n * g, k, k)), np.empty((n * g, k))
+        step = max(1, BUDGET // (k * v * k))  # rows per kernel: (rows, k, V, k) cells
+        for lo in range(0, n * g, step):
+            kern = self.kernel(rows_p[lo:lo + step], rows_q[lo:lo + step], k)
+            go[lo:lo + step], stop[lo:lo + step] = kern.trans.sum(axis=2), kern.stop
+        go, stop = go.reshape(n, g, k, k), stop.reshape(n, g, k)
+        F = np.zeros((n, k))
+        F[:, k - 1] = 1.0  # all k drafts survive at depth 0
+        tokens = np.zeros((n, g + 2))
+        for i in range(g):
+            tokens[:, i + 1] = (F * stop[:, i]).sum(axis=1)
+            F = np.einsum("nm,nmj->nj", F, go[:, i])
+        tokens[:, g + 1] = F.sum(axis=1)
+        return tokens, k * np.arange(g + 1, dtype=np.float64)
+
+    def window_seconds(self, n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+        """Estimated seconds of :meth:`window_law` on n starts: n γ kernel rows."""
+        k = checked_drafts(knobs, self.name)
+        return 1e-3 + n * gamma * (self.row_seconds(vocab, k) + 1e-7 * k * k)
 
     def _built(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
                budget: int) -> tuple[FloatArray, int, Kernel]:

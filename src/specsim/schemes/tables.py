@@ -28,16 +28,15 @@ import json
 import numpy as np
 import pandas as pd
 
-from specsim import exact, stats
+from specsim import stats
 from specsim.costs import BATCHED, DRAFTING, SEQUENTIAL, ConstantCost, RooflineCost, roofline_costs
 from specsim.costs import settings as cost_settings
 from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
 from specsim.schemes import POLICIES, optimal
-from specsim.schemes.sequoia import best_tree, level_widths, positional_acceptance
+from specsim.schemes.sequoia import best_tree, level_widths
 from specsim.schemes.tokenwise import correct_tables
-from specsim.schemes.tree import tree_law
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
@@ -284,20 +283,20 @@ def _best_tree(trees: pd.DataFrame, cost: RooflineCost) -> dict[str, object]:
 
 def _sequoia_trees(grid: Grid, model: str, budget_max: int
                    ) -> list[tuple[int, tuple[int, ...], float]]:
-    """Sequoia's optimal tree for every node budget n = 1..``budget_max`` on ``model``'s tables
+    """Sequoia's optimal tree for every node budget n = 1..``budget_max`` on ``model``
     (:func:`specsim.schemes.sequoia.best_tree` from the positional acceptance vector), as
-    (n, nodes per depth, the tree rule's exact long-run tokens per call on it); empty for a
-    family without a stationary long run (the i.i.d. stub's frozen chain, a trace)."""
+    (n, nodes per depth, the tree rule's exact long-run tokens per call on it), by the family's
+    exact rates (:meth:`specsim.families.Family.rates`: Markov tables, a trace's positional
+    model); empty for a family without them (the i.i.d. stub's frozen chain)."""
     point = next((p for p in grid.points if p.model == model), None)
-    if budget_max < 1 or point is None or not point.family.stationary_schemes:
+    rates = None if point is None or budget_max < 1 else point.family.rates(point)
+    if rates is None:
         return []
-    P, Q, _, _ = point.family.equivalence_model(point)
-    accept = positional_acceptance(P, Q, budget_max)
+    accept = rates.acceptance(budget_max)
     out = []
     for n in range(1, budget_max + 1):
         parents = best_tree(accept, n)[1]
-        rate = exact.stationary_rates(tree_law(P, Q, parents)).tokens_per_round
-        out.append((n, level_widths(parents), float(rate)))
+        out.append((n, level_widths(parents), rates.tree(parents)))
     return out
 
 

@@ -52,12 +52,13 @@ from specsim.exact import RoundLaw, check_gamma, check_pair
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
-from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
-from specsim.schemes.multi_draft import residuals
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, checked_windows
+from specsim.schemes.multi_draft import residuals, rrs
 from specsim.verify import accept, rule_spec
 
 __all__ = ["BUDGET", "KNOBS", "branches", "checked_shape", "draft_tree", "footprint", "law",
-           "parents_of", "play", "play_tree", "tree_law"]
+           "parents_of", "play", "play_tree", "tree_law", "window_law", "window_seconds",
+           "window_tree_law"]
 
 KNOBS: Final = ("branches",)
 BUDGET: Final = 2**26  # cells of the DP (node masses, residuals): above every point's memory
@@ -151,10 +152,7 @@ def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
     if cells > budget:
         raise ValueError(f"the tree's exact law needs ~{cells:.3g} cells ({n} nodes on {size} "
                          f"states), more than budget={budget}")
-    res = residuals(P, Q, k)  # r_j, j = 0..k
-    acc = np.minimum(Q, res[:k])
-    rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, S)
-    reach = np.concatenate([np.ones((1, size)), np.cumprod(rho, axis=0)])  # (k+1, S)
+    res, acc, reach = rrs(P, Q, k)  # r_j, j = 0..k; min(Q, r_j); P(j rejected)
     step = reach[:k, :, None] * acc  # step[j, c, a]: child j+1 accepted, token a
     halt = reach[:, :, None] * res  # halt[m, c, b]: all m rejected, then b drawn
     depth = int(t.depth.max())
@@ -177,6 +175,50 @@ def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
         pair += step[j][:, :, None] * emit[t.n_children[t.children[n, j]]][None, :, :]
     return RoundLaw(tokens=tokens, next_state=nxt, drafted=np.full(size, float(n)),
                     single=halt[root].copy(), pair=pair, context=np.arange(size))
+
+
+def window_law(p: Any, q: Any, gamma: int,
+               knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray]:
+    """The round's law from n starts of position-indexed rows p, q (n, γ+1, V) (the
+    ``window_law`` of :mod:`.law`; :func:`window_tree_law` of the shape's tree)."""
+    return window_tree_law(p, q, parents_of(checked_shape(gamma, knobs)))
+
+
+def window_tree_law(p: Any, q: Any, parents: Any) -> tuple[FloatArray, FloatArray]:
+    """:func:`window_law` on any tree ``parents`` (as :func:`tree_law`), rows p, q
+    (n, D+1, V) for its depth D: a node's children are i.i.d. q[i, d] and the next depth's
+    rows do not depend on the token accepted, so a node at depth d with m children stops the
+    round with reach_m and hands child j+1 the mass reach_j Σ_a min(q, r_j) (RRS,
+    :func:`.multi_draft.rrs`, once per depth): a DP over nodes with one number per start,
+    O(n D V k). Drafted tokens through depth d: the tree's nodes in its first d levels."""
+    t = _tree(parents)
+    root, depth = t.nodes, int(t.depth.max())
+    p, q = checked_windows(p, q, depth)
+    levels = t.depth[:root]  # each drafted node's depth, 1..D
+    steps = []  # per depth d: (reach (k+1, n), go (k, n)) of its widest node's k children
+    for d in range(depth):
+        at = np.append(levels, 0) == d
+        k = max(int(t.n_children[at].max()), 1)
+        _, acc, reach = rrs(p[:, d], q[:, d], k)
+        steps.append((reach, reach[:k] * acc.sum(axis=-1)))
+    tokens = np.zeros((p.shape[0], depth + 2))
+    mass: dict[int, FloatArray] = {root: np.ones(p.shape[0])}
+    for v in [root, *range(root)]:  # the root, then breadth-first (parents before children)
+        m_v, d, m = mass.pop(v), int(t.depth[v]), int(t.n_children[v])
+        if d == depth:  # a leaf at depth D: every draft accepted, the bonus token
+            tokens[:, d + 1] += m_v
+            continue
+        reach, go = steps[d]
+        tokens[:, d + 1] += m_v * reach[m]
+        for j in range(m):
+            mass[int(t.children[v, j])] = m_v * go[j]
+    by_depth = np.concatenate([[0.0], np.cumsum(np.bincount(levels, minlength=depth + 1)[1:])])
+    return tokens, by_depth
+
+
+def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+    """Estimated seconds of :func:`window_law` on n starts (an RRS row per start and depth)."""
+    return 1e-3 + n * sum(2e-7 * vocab * b for b in checked_shape(gamma, knobs))
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],

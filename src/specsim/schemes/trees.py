@@ -2,18 +2,21 @@
 the best chain and the best k-draft of the same node budget.
 
 One row per point of a ``schemes`` study whose rule drafts a tree (a rule with a shape knob,
-:attr:`specsim.schemes.Scheme.depth`), on a model with a stationary long run (table models):
-its node budget n is the shape's node count. Beside the shape's exact tokens per call (the
-point's stationary value) stand, all exact on the point's tables and all drafting n tokens per
-round:
+:attr:`specsim.schemes.Scheme.depth`), on a model whose family answers exact rates
+(:meth:`specsim.families.Family.rates`: Markov tables, stationary; a trace's positional model;
+not the i.i.d. stub's frozen pairs): its node budget n is the shape's node count. Beside the
+shape's exact tokens per call (the point's value) stand, all exact on the point's model
+(:class:`specsim.schemes.rates.Rates`) and all drafting n tokens per round:
 
 * the positional acceptance vector (:func:`specsim.schemes.sequoia.positional_acceptance`,
-  over the stationary law of the target) and what Sequoia's tree model predicts for the shape;
+  over the stationary law of the target; a trace's positions) and what Sequoia's tree model
+  predicts for the shape;
 * Sequoia's optimal tree for n nodes (:func:`specsim.schemes.sequoia.best_tree`): its
   predicted tokens per call and the tree rule's exact value on that tree
   (:func:`specsim.schemes.tree.tree_law`);
 * the best chain (Algorithm 1 at γ = n) and the best k-draft (``multi_draft`` with k γ = n,
-  k >= 2, the best k);
+  2 <= k <= :data:`MAX_DRAFTS`, the best k; more drafts of fewer tokens never won on the
+  tables, and on a trace each costs ~k^2 work per position);
 * every rule verifying the same trees (``same_drafts_as`` of :data:`specsim.verify.RULES`:
   ``traversal``), ``<rule>_tokens_exact``: the exact value of its point of the same study,
   model, γ and shape (empty if the study does not run it). Its own points get no row.
@@ -24,16 +27,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from specsim import exact
 from specsim.grid import Grid
 from specsim.schemes import Scheme
-from specsim.schemes.sequoia import best_tree, level_widths, positional_acceptance, tree_value
-from specsim.schemes.tree import parents_of, tree_law
+from specsim.schemes.rates import Rates
+from specsim.schemes.sequoia import best_tree, level_widths, tree_value
+from specsim.schemes.tree import parents_of
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
 
 __all__ = ["schemes_trees"]
 
+MAX_DRAFTS = 8  # the k-drafts compared: k | n, 2 <= k <= 8 (a trace's law costs ~k^2 a position)
 SAME_TREES = tuple(n for n, spec in RULES.items() if spec.same_drafts_as)
 COLUMNS = ["study", "model", "alpha", "temperature", "gamma", "branches", "nodes", "accept_1",
            "tree_tokens_exact", *[f"{n}_tokens_exact" for n in SAME_TREES],
@@ -42,25 +46,21 @@ COLUMNS = ["study", "model", "alpha", "temperature", "gamma", "branches", "nodes
            "best_k", "best_k_gamma", "k_draft_tokens_exact", "best"]
 
 
-def _rate(law: exact.RoundLaw) -> float:
-    return float(exact.stationary_rates(law).tokens_per_round)
-
-
-def _row(P: np.ndarray, Q: np.ndarray, shape: str) -> dict[str, object]:
+def _row(model: Rates, shape: str) -> dict[str, object]:
     parents = parents_of(tuple(int(b) for b in shape.split("x")))
     n = int(parents.size)
-    accept = positional_acceptance(P, Q, n)
+    accept = model.acceptance(n)
     predicted, seq = best_tree(accept, n)
-    ks = [k for k in range(2, n + 1) if n % k == 0]
-    kd = [(_rate(Scheme.build("multi_draft", {"drafts": k}).law(P, Q, n // k)), k) for k in ks]
+    ks = [k for k in range(2, min(n, MAX_DRAFTS) + 1) if n % k == 0]
+    kd = [(model.scheme(Scheme.build("multi_draft", {"drafts": k}), n // k), k) for k in ks]
     best_kd = max(kd) if kd else (np.nan, np.nan)
     out = {"nodes": n, "accept_1": float(accept[0]),
            "tree_tokens_predicted": tree_value(accept, parents),
            "sequoia_tree": " ".join(map(str, seq.tolist())),
            "sequoia_depth": len(level_widths(seq)),
            "sequoia_tokens_predicted": predicted,
-           "sequoia_tokens_exact": _rate(tree_law(P, Q, seq)),
-           "chain_tokens_exact": _rate(Scheme.build("correct").law(P, Q, n)),
+           "sequoia_tokens_exact": model.tree(seq),
+           "chain_tokens_exact": model.scheme(Scheme.build("correct"), n),
            "best_k": best_kd[1], "best_k_gamma": n // best_kd[1] if kd else np.nan,
            "k_draft_tokens_exact": best_kd[0]}
     return out
@@ -83,14 +83,15 @@ def schemes_trees(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     for _, r in df.iterrows():
         point = by_id[r["point_id"]]
         scheme = point.scheme
-        if scheme is None or scheme.depth is None or not point.family.stationary_schemes \
-                or RULES[scheme.rule].same_drafts_as:  # type: ignore[index]
+        if scheme is None or scheme.depth is None or RULES[scheme.rule].same_drafts_as:
             continue
-        P, Q, _, _ = point.family.equivalence_model(point)
+        model = point.family.rates(point)
+        if model is None:
+            continue
         shape = next(str(v) for _, v in scheme.rule_knobs)
         row = {"study": r["study"], "model": r["model"], "alpha": r["alpha"],
                "temperature": r["temperature"], "gamma": int(r["gamma"]), "branches": shape,
-               "tree_tokens_exact": float(r["tokens_stationary"])} | _row(P, Q, shape)
+               "tree_tokens_exact": float(r["tokens_stationary"])} | _row(model, shape)
         row |= {f"{n}_tokens_exact": same.get(key(r, n, scheme.rule_knobs), np.nan)
                 for n in SAME_TREES
                 if RULES[n].same_drafts_as == scheme.rule}  # type: ignore[index]

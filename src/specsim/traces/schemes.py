@@ -13,8 +13,12 @@ of :mod:`specsim.schemes` its law from t is the scheme's own law on the window o
   positions (accept: the rule's table; stop: the confidence policy's, :mod:`specsim.schemes`).
   The law of every start is then a product over positions, vectorised over all N starts
   (:func:`tokenwise_laws`); tests check it against the scheme's own law on the window chain.
-* **whole-draft rules** (``block``, ``multi_draft``): the scheme's exact law on each start's
-  window chain, one start at a time (:func:`window_laws`; the cost grows as N).
+* **whole-draft rules** (``block``, the multi-draft rules, ``tree``): the rule's own
+  ``window_law`` on the rows of every start's window (:mod:`specsim.schemes.law`,
+  :func:`window_laws`): the multi-draft rules and trees lump their (context, survivors)
+  chain to survivors alone there (a depth's rows do not depend on the token emitted), block
+  enumerates each start's draft paths; each equals the rule's law on the start's window
+  chain (``tests/test_trace_schemes.py``).
 
 Rows are the trace's dense rows (:func:`.frozen.dense_rows`): the stored support and one *tail
 token* holding the tail mass, so ``correct`` accepts with Σ min(p, q) over those W+1 stand-ins,
@@ -33,24 +37,25 @@ rules draw each round's tokens from its start's exact law.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from specsim.engine import run_chains
 from specsim.sampling import FloatArray, IntArray, inverse_cdf_rows, normalised_cdf
-from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme, block
+from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
-from specsim.traces.frozen import chain_of_rows, dense_rows
+from specsim.traces.frozen import dense_rows
 from specsim.traces.optimal import solve
 from specsim.traces.positional import truncate
 from specsim.verify import acceptance_probability
 
-__all__ = ["MAX_WINDOW_SECONDS", "ScheduleLaws", "SchemeRates", "check_work", "rates",
-           "schedule_laws", "simulate", "tokenwise_laws", "tokenwise_rows", "traverse_schedule",
-           "window_laws", "window_laws_of", "window_seconds"]
+__all__ = ["MAX_WINDOW_SECONDS", "WINDOW_CHUNK", "ScheduleLaws", "SchemeRates", "check_work",
+           "rates", "schedule_laws", "simulate", "tokenwise_laws", "tokenwise_rows",
+           "traverse_schedule", "window_laws", "window_laws_of"]
 
 
 def _remaining(doc_start: IntArray) -> IntArray:
@@ -107,66 +112,49 @@ def tokenwise_laws(go: FloatArray, halt: FloatArray, doc_start: IntArray, gamma:
 MAX_WINDOW_SECONDS = 90.0
 
 
-def window_seconds(trace: Trace, scheme: Scheme, gamma: int) -> float:
-    """Estimated seconds of :func:`window_laws` (measured on one core: block ~1.5 ms per start
-    plus its draft tree, (W+1)^γ paths at ~7e6 per second; multi_draft its DP over the window
-    chain of S = (γ+1)(W+1)+1 states, ~1.2e-8 s per γ S^3 k^2)."""
-    v = trace.width + 1
-    if scheme.rule == "block":
-        per_start = 1.5e-3 + float(v) ** gamma / 7e6
-    else:
-        k = int(dict(scheme.rule_knobs).get("drafts", 1))
-        per_start = 1e-3 + 1.2e-8 * gamma * float((gamma + 1) * v + 1) ** 3 * k * k
-    return trace.n_positions * per_start
+#: Starts per call of a rule's ``window_law`` (their rows: WINDOW_CHUNK (γ+1) (W+1) each).
+WINDOW_CHUNK = 4096
 
 
-def check_work(trace: Trace, scheme: Scheme, gamma: int) -> None:
-    """ValueError unless ``scheme``'s per-start laws on ``trace`` take at most
-    :data:`MAX_WINDOW_SECONDS` (token-wise rules cost O(N γ): always)."""
-    if scheme.rule not in WHOLE_DRAFT:
+def check_work(positions: int, width: int, scheme: Scheme, gamma: int) -> None:
+    """ValueError unless ``scheme``'s per-start laws on a trace of ``positions`` starts and
+    ``width`` support entries per row take at most :data:`MAX_WINDOW_SECONDS` by the rule's
+    own estimate (:meth:`specsim.schemes.Scheme.window_seconds`, measured on one core, on
+    W+1 stand-in tokens); token-wise rules cost O(N γ): always."""
+    if not window_laws_of(scheme):
         return
-    if scheme.depth is not None:  # its drafted tokens per round are not k γ (window_laws)
-        raise ValueError(f"{scheme.rule_segment} does not run on traces yet; use it on table "
-                         f"models or the i.i.d. stub")
-    est = window_seconds(trace, scheme, gamma)
+    if not scheme.has_window_law:
+        raise ValueError(f"{scheme.rule_segment} has no exact law on a trace's windows yet; use "
+                         f"it on table models or the i.i.d. stub")
+    est = scheme.window_seconds(positions, width + 1, gamma)
     if est > MAX_WINDOW_SECONDS:
-        raise ValueError(f"{scheme.rule} at gamma={gamma} computes every start's exact law on "
-                         f"its window ({trace.n_positions} starts, {trace.width + 1} stand-in "
-                         f"tokens per position): ~{est:.0f} s, more than {MAX_WINDOW_SECONDS:g} "
-                         f"s; lower gamma, record fewer positions or use a token-wise rule")
+        raise ValueError(f"{scheme.rule_segment} at gamma={gamma} computes every start's exact "
+                         f"law on its window ({positions} starts, {width + 1} "
+                         f"stand-in tokens per position): ~{est:.0f} s, more than "
+                         f"{MAX_WINDOW_SECONDS:g} s; lower gamma, record fewer positions or use "
+                         f"a token-wise rule")
 
 
-def window_laws(trace: Trace, scheme: Scheme, gamma: int) -> tuple[FloatArray, FloatArray]:
-    """The same from the scheme's exact law on each start's window chain (any scheme of fixed
-    draft length; one start at a time). Drafts beyond the document's end are not counted (a
-    fixed-length draft is cut to the tokens left)."""
+def window_laws(trace: Trace, gamma: int,
+                law: Callable[[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]
+                ) -> tuple[FloatArray, FloatArray]:
+    """The same for a whole-draft rule: its ``window_law`` (:mod:`specsim.schemes.law`; ``law``
+    maps rows p, q (n, γ+1, V) to the law (n, γ+2) and the drafted tokens through each depth)
+    on every start's window of frozen dense rows, :data:`WINDOW_CHUNK` starts at a time (the
+    window stays inside its document: past its end the last pair repeats, and the law is cut
+    at the end). Drafts beyond the document's end are not counted (a round drafts only the
+    depths left: the rule's drafted tokens through that depth)."""
     n = trace.n_positions
     rem = _remaining(trace.doc_start)
-    knobs = dict(scheme.rule_knobs)
-    per_round = gamma * int(knobs.get("drafts", 1))  # multi_draft drafts k paths of γ
     emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
     p, q = dense_rows(trace, np.arange(n))
     last = np.repeat(trace.doc_start[1:], np.diff(trace.doc_start)) - 1
-    for t in range(n):
-        pos = np.minimum(np.arange(t, t + gamma + 1), last[t])  # the window, inside its document
-        P, Q, first = chain_of_rows(p[pos], q[pos])
-        emitted[t] = _start_law(scheme, P, Q, gamma, first)
-        drafted[t] = per_round * min(gamma, int(rem[t])) / gamma
+    for lo in range(0, n, WINDOW_CHUNK):
+        t = np.arange(lo, min(lo + WINDOW_CHUNK, n))
+        pos = np.minimum(t[:, None] + np.arange(gamma + 1), last[t, None])
+        emitted[t], by_depth = law(p[pos], q[pos])
+        drafted[t] = by_depth[np.minimum(gamma, rem[t])]
     return truncate(emitted, trace.doc_start), drafted
-
-
-def _start_law(scheme: Scheme, P: FloatArray, Q: FloatArray, gamma: int,
-               first: int) -> FloatArray:
-    """Law of the tokens one round from state ``first`` emits (γ+2,): block's per-path law of
-    τ from that one start; any other scheme's law from every state of the window (multi_draft:
-    its DP, cheaper here than its sequence law from one start)."""
-    out = np.zeros(gamma + 2)
-    if scheme.rule == "block":
-        paths = block.path_law(P, Q, gamma, first)
-        out[1:] = paths.weight @ paths.tau
-    else:
-        out[:] = scheme.law(P, Q, gamma).tokens[first]
-    return out
 
 
 @dataclass(frozen=True)
@@ -201,8 +189,9 @@ def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
     """The per-start laws of ``scheme`` at draft length γ (every length 1..cap for the
     heuristic schedule)."""
     if window_laws_of(scheme):
-        check_work(trace, scheme, gamma)
-        emitted, drafted = window_laws(trace, scheme, gamma)
+        check_work(trace.n_positions, trace.width, scheme, gamma)
+        emitted, drafted = window_laws(trace, gamma,
+                                       lambda p, q: scheme.window_law(p, q, gamma))
         return ScheduleLaws((gamma,), (emitted,), drafted[None, :], 0, 0, None)
     rows = tokenwise_rows(trace, scheme)
     q, accept, stop = rows

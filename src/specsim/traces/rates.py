@@ -1,0 +1,49 @@
+"""Exact tokens per target call of schemes and trees on a trace's positional model: the
+:class:`specsim.schemes.rates.Rates` of a trace model (``schemes_trees`` on real pairs).
+
+Sequoia's acceptance vector averages each position's RRS acceptance after j rejections over
+the trace's positions (every position of the text once, as ``alpha_bar``; rows: the dense rows
+of :func:`specsim.traces.frozen.dense_rows`); a scheme's rate is :mod:`.schemes`' positional
+traversal of its per-start laws, a tree's the same with the ``tree`` rule's window law on that
+tree (:func:`specsim.schemes.tree.window_tree_law`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from specsim.schemes import Scheme
+from specsim.schemes.law import FloatArray
+from specsim.schemes.sequoia import level_widths, rows_acceptance
+from specsim.schemes.tree import window_tree_law
+from specsim.traces.format import Trace
+from specsim.traces.frozen import dense_rows
+from specsim.traces.schemes import ScheduleLaws, rates, schedule_laws, window_laws
+
+__all__ = ["TraceRates"]
+
+
+@dataclass(frozen=True)
+class TraceRates:
+    """:class:`specsim.schemes.rates.Rates` on ``trace``'s positional model."""
+
+    trace: Trace
+
+    def acceptance(self, k: int) -> FloatArray:
+        n = self.trace.n_positions
+        p, q = dense_rows(self.trace, np.arange(n))
+        return rows_acceptance(p, q, int(k), np.full(n, 1.0 / n))
+
+    def scheme(self, scheme: Scheme, gamma: int) -> float:
+        laws = schedule_laws(self.trace, scheme, gamma)
+        return rates(laws, self.trace.doc_start).tokens_per_call
+
+    def tree(self, parents: Any) -> float:
+        par = np.asarray(parents)
+        g = len(level_widths(par))
+        emitted, drafted = window_laws(self.trace, g, lambda p, q: window_tree_law(p, q, par))
+        laws = ScheduleLaws((g,), (emitted,), drafted[None, :], 0, 0, None)
+        return rates(laws, self.trace.doc_start).tokens_per_call
