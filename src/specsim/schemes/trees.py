@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from specsim.grid import Grid
+from specsim.precision import first_max
 from specsim.schemes import Scheme
 from specsim.schemes.rates import Rates
 from specsim.schemes.sequoia import best_tree, level_widths, tree_value
@@ -53,7 +54,7 @@ def _row(model: Rates, shape: str) -> dict[str, object]:
     predicted, seq = best_tree(accept, n)
     ks = [k for k in range(2, min(n, MAX_DRAFTS) + 1) if n % k == 0]
     kd = [(model.scheme(Scheme.build("multi_draft", {"drafts": k}), n // k), k) for k in ks]
-    best_kd = max(kd) if kd else (np.nan, np.nan)
+    best_kd = kd[first_max([v for v, _ in kd])] if kd else (np.nan, np.nan)
     out = {"nodes": n, "accept_1": float(accept[0]),
            "tree_tokens_predicted": tree_value(accept, parents),
            "sequoia_tree": " ".join(map(str, seq.tolist())),
@@ -97,7 +98,9 @@ def schemes_trees(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                 if RULES[n].same_drafts_as == scheme.rule}  # type: ignore[index]
         named = {"tree": row["tree_tokens_exact"], "sequoia": row["sequoia_tokens_exact"],
                  "chain": row["chain_tokens_exact"], "k_draft": row["k_draft_tokens_exact"]}
-        row["best"] = max(named, key=lambda k: -np.inf if np.isnan(named[k]) else named[k])
+        values = [-np.inf if np.isnan(v) else v for v in named.values()]
+        row["best"] = list(named)[first_max(values)]  # a tie (a chain-shaped Sequoia tree)
+        #                                               goes to the first on every CPU
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=COLUMNS)
