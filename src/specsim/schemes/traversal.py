@@ -120,8 +120,9 @@ class _Rows:
 
 
 def _merged(ctx: IntArray, a: FloatArray) -> tuple[IntArray, IntArray]:
-    """One cell per distinct (context, weight): the kept cells and each cell's kept index."""
-    order = np.lexsort((a, ctx))
+    """One cell per run of equal (context, weight) in (context, ~weight) order (weights a hair
+    apart may interleave, equal ones then stay apart: harmless); kept cells, cell -> kept."""
+    order = np.argsort(ctx + 0.5 * a)
     c, w = ctx[order], a[order]
     new = np.ones(order.size, dtype=bool)
     new[1:] = (c[1:] != c[:-1]) | (w[1:] != w[:-1])
@@ -267,10 +268,10 @@ def positional_cost(p: Any, q: Any, shape: tuple[int, ...], sample: int = 512) -
     ``sample`` evenly spaced starts (row entries visited, those above the leaves' parents
     :data:`INTERNAL_COST` each) scaled to N starts, at :data:`SECONDS_PER_ENTRY`. No clock
     (deterministic); the sample costs ~sample/N of the law itself."""
-    p, q = np.asarray(p), np.asarray(q)
-    pick = np.unique(np.linspace(0, p.shape[0] - 1, min(p.shape[0], sample)).astype(np.intp))
-    return _positional(p[pick], q[pick], shape, CHUNK_CELLS)[1] * p.shape[0] / pick.size \
-        * SECONDS_PER_ENTRY
+    n = np.shape(p)[0]
+    pick = np.unique(np.linspace(0, n - 1, min(n, sample)).astype(np.intp))
+    return _positional(np.asarray(p)[pick], np.asarray(q)[pick], shape, CHUNK_CELLS)[1] \
+        * n / pick.size * SECONDS_PER_ENTRY
 
 
 def _positional(p: Any, q: Any, shape: tuple[int, ...], chunk: int) -> tuple[FloatArray, float]:
@@ -284,9 +285,7 @@ def _positional(p: Any, q: Any, shape: tuple[int, ...], chunk: int) -> tuple[Flo
     rows = _Rows(tuple(p[:, d] for d in range(depth + 1)),
                  tuple(q[:, d] for d in range(depth + 1)), markov=False, chunk=chunk)
     got = _pieces(rows, np.ones(p.shape[0]), np.arange(p.shape[0]), shape, 0)
-    out = np.zeros((p.shape[0], depth + 2))
-    out[:, 1:] = got.length
-    return out, got.work
+    return np.pad(got.length, ((0, 0), (1, 0))), got.work
 
 
 def _events(parents: IntArray) -> list[tuple[int, int]]:
