@@ -5,13 +5,16 @@ outcome, the parents' states updated event by event as the algorithm is written,
 rational arithmetic), against block verification (a chain) and the tree rule (depth 1),
 against the target (lossless: first two tokens), against the tree rule on the same trees
 (never fewer tokens), and the vectorised round against the exact law by Monte Carlo (G-tests,
-Bonferroni-corrected, fixed seeds).
+Bonferroni-corrected, fixed seeds). The positional law (frozen rows per start and depth, as on a
+trace) equals the exact law on each start's window chain, block verification's on a chain and
+the tree rule's at depth 1.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction as Fr
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -31,9 +34,19 @@ from multi_draft_reference import (
 )
 
 from specsim.exact import first_two_law, stationary_rates, target_joint, tv
-from specsim.schemes import WHOLE_DRAFT, Scheme, block, tree
+from specsim.models.iid import chain_of_rows
+from specsim.schemes import WHOLE_DRAFT, Scheme, block, traversal, tree
 from specsim.schemes.checks import scheme_checks
-from specsim.schemes.traversal import BUDGET, footprint, law, play
+from specsim.schemes.traversal import (
+    BUDGET,
+    INTERNAL_COST,
+    SECONDS_PER_ENTRY,
+    footprint,
+    law,
+    play,
+    positional_cost,
+    positional_law,
+)
 from specsim.schemes.tree import draft_tree, parents_of
 from specsim.stats import gof_test
 from specsim.verify import RULES
@@ -234,3 +247,82 @@ def test_registry_scheme_and_check() -> None:
            if name.startswith("traversal_at_least_tree")}
     assert got == {"traversal_at_least_tree[m/gamma=2/T=1/traversal/branches=2x1/fixed]": True,
                    "traversal_at_least_tree[m/gamma=1/T=1/traversal/branches=3/fixed]": False}
+
+
+def _frozen_rows(seed: int, n: int, depth: int, v: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random frozen rows p, q (n, depth+1, v) with zeros in both (p zero where q is not and
+    vice versa), start 0's rows identical (every weight 1) and start 1's q one-hot."""
+    rng = np.random.default_rng(seed)
+    p, q = rng.random((2, n, depth + 1, v)) ** 3
+    p[rng.random(p.shape) < 0.3] = 0.0
+    q[rng.random(q.shape) < 0.3] = 0.0
+    p[..., 0] += 0.05
+    q[..., -1] += 0.05
+    q[1] = np.eye(v)[rng.integers(0, v, depth + 1)]
+    p, q = p / p.sum(axis=-1, keepdims=True), q / q.sum(axis=-1, keepdims=True)
+    q[0] = p[0]
+    return p, q
+
+
+def _window_laws(rule: ModuleType, p: np.ndarray, q: np.ndarray, knobs: dict) -> np.ndarray:
+    """Each start's law of the tokens a round emits, from ``rule``'s exact law on its window
+    chain (the per-start route of specsim.traces.schemes)."""
+    out = []
+    for t in range(p.shape[0]):
+        P, Q, first = chain_of_rows(p[t], q[t])
+        out.append(rule.law(P, Q, p.shape[1] - 1, knobs).tokens[first])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("shape", ["2", "3", "2x1", "1x2", "2x2", "3x2", "1x1x1", "2x1x1",
+                                   "2x2x1", "1x2x2"])
+@pytest.mark.parametrize("v", [2, 3, 5])
+def test_positional_law_is_the_law_on_each_window_chain(shape: str, v: int) -> None:
+    depth = len(_shape(shape))
+    p, q = _frozen_rows(10 * v + depth, 5, depth, v)
+    got = positional_law(p, q, _shape(shape))
+    ref = _window_laws(traversal, p, q, {"branches": shape})
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    assert (got[:, 0] == 0).all() and (got >= 0).all()
+    assert np.array_equal(positional_law(p, q, _shape(shape), chunk=1), got)  # a start a chunk
+    np.testing.assert_allclose(got[0, -1], 1.0, atol=1e-12)  # identical rows: all accepted
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_positional_chain_is_block_and_depth_one_is_the_tree(depth: int) -> None:
+    p, q = _frozen_rows(depth, 4, depth, 4)
+    ones = positional_law(p, q, (1,) * depth)
+    np.testing.assert_allclose(ones, _window_laws(block, p, q, {}), rtol=0, atol=1e-12)
+    if depth == 1:
+        for k in (2, 3):
+            rrs = _window_laws(tree, p, q, {"branches": str(k)})
+            np.testing.assert_allclose(positional_law(p, q, (k,)), rrs, rtol=0, atol=1e-12)
+
+
+def test_positional_law_on_the_iid_stub_and_its_cost() -> None:
+    """The stub's frozen rows (20 tokens, one start) as the chain's law from its start state;
+    the cost estimate scales its sample's work to N starts, grows with the tree, and where
+    every weight is 1 (identical rows) counts one merged cell per start and child."""
+    P, Q, start = stub(2)
+    v = 20
+    p = np.stack([P[start, :v], *(P[d * v, (d + 1) * v:(d + 2) * v] for d in range(2))])[None]
+    q = np.stack([Q[start, :v], *(Q[d * v, (d + 1) * v:(d + 2) * v] for d in range(2))])[None]
+    got = positional_law(p, q, (3, 2))
+    np.testing.assert_allclose(got[0], law(P, Q, 2, {"branches": "3x2"}).tokens[start],
+                               rtol=0, atol=1e-12)
+    many_p, many_q = np.repeat(p, 700, axis=0), np.repeat(q, 700, axis=0)
+    one = positional_cost(p, q, (3, 2))
+    assert positional_cost(many_p, many_q, (3, 2)) == pytest.approx(700 * one, rel=1e-12)
+    assert positional_cost(many_p, many_q, (3, 2), sample=700) == pytest.approx(700 * one)
+    assert positional_cost(p, q, (2, 2)) < positional_cost(p, q, (4, 3))
+    merged = INTERNAL_COST * v * 3 + 3 * (v * 2)  # the root's row, then one cell per child
+    assert positional_cost(p, p, (3, 2)) == pytest.approx(merged * SECONDS_PER_ENTRY)
+    assert one > positional_cost(p, p, (3, 2))
+
+
+@pytest.mark.parametrize(("rows", "shape"), [((3, 3, 4), (2,)), ((3, 2, 4), (0,)),
+                                             ((3, 2), (2,)), ((3, 3, 4), ())])
+def test_positional_law_refuses_bad_rows(rows: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    with pytest.raises(ValueError, match="positional"):
+        positional_law(np.full(rows, 0.25), np.full(rows, 0.25), shape)
