@@ -215,13 +215,15 @@ def test_depth_budget_and_footprint() -> None:
     assert BUDGET == 2**26
 
 
-def test_refused_on_traces_without_a_window_law() -> None:
-    from specsim.traces.schemes import check_work
-
-    check_work(1000, 8, Scheme.build("tree"), 2)  # the tree rule's window law: it runs
-    with pytest.raises(ValueError, match=r"traversal\+branches=2x1 has no exact law on a "
-                                         r"trace's windows"):
-        check_work(1000, 8, Scheme.build("traversal"), 2)
+def test_its_time_on_a_trace_needs_the_rows() -> None:
+    """How much the positional recursion merges depends on the rows: without them the rule
+    gives no estimate (a recorded trace is checked when its point job has it), with them
+    the sample's cost scaled to the starts."""
+    scheme = Scheme.build("traversal", {"branches": "2x2"})
+    assert scheme.has_window_law and scheme.window_seconds(1000, 8, 2) is None
+    p, q = _frozen_rows(5, 40, 2, 5)
+    est = scheme.window_seconds(4000, 5, 2, (p, q))
+    assert est == pytest.approx(100 * positional_cost(p, q, (2, 2), sample=40))
 
 
 def test_registry_scheme_and_check() -> None:

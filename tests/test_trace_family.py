@@ -150,7 +150,9 @@ WHOLE_DRAFT_ON_TRACES = [
     Scheme.build("multi_draft", {"drafts": 3}), Scheme.build("spectr", {"drafts": 3}),
     Scheme.build("multi_draft_wor", {"drafts": 2}),
     Scheme.build("multi_draft_optimal", {"drafts": 2}),
-    Scheme.build("tree", {"branches": "2x2"}), Scheme.build("tree", {"branches": "3x1"})]
+    Scheme.build("tree", {"branches": "2x2"}), Scheme.build("tree", {"branches": "3x1"}),
+    Scheme.build("traversal", {"branches": "2x2"}),
+    Scheme.build("traversal", {"branches": "1x1"})]
 
 
 @pytest.mark.parametrize("scheme", WHOLE_DRAFT_ON_TRACES, ids=lambda s: s.rule_segment)
@@ -186,8 +188,7 @@ def test_whole_draft_rounds_near_a_documents_end_draft_only_the_depths_left(
 @pytest.mark.parametrize("scheme,gamma,why", [
     (Scheme.build("multi_draft_optimal", {"drafts": 2}), 1, "~[0-9]+ s, more than 90 s"),
     (Scheme.build("multi_draft_wor", {"drafts": 4}), 1, "~[0-9]+ s, more than 90 s"),
-    (Scheme.build("block"), 3, "block at gamma=3 .* ~[0-9]+ s, more than 90 s"),
-    (Scheme.build("traversal", {"branches": "2x1"}), 2, "no exact law on a trace's windows")])
+    (Scheme.build("block"), 3, "block at gamma=3 .* ~[0-9]+ s, more than 90 s")])
 def test_window_laws_beyond_their_time_are_refused(scheme: Scheme, gamma: int, why: str) -> None:
     """The default DAG's recorded traces (32768 positions, W = 32) by each rule's estimate."""
     ts.check_work(32768, 32, Scheme.build("multi_draft", {"drafts": 4}), 4)  # ~seconds
@@ -500,3 +501,18 @@ def test_trace_rates_agree_with_the_token_wise_and_scheme_laws() -> None:
     assert row["best_k"] in (2, 3, 6) and row["sequoia_tokens_exact"] > 1.0
     assert row["sequoia_tokens_exact"] == pytest.approx(
         rates.tree(np.array([int(x) for x in str(row["sequoia_tree"]).split()])), rel=1e-14)
+
+
+def test_traversal_on_a_trace_is_timed_from_the_traces_own_windows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Traversal's time depends on how many cells merge: without the trace no estimate (a
+    recorded trace is checked in its point job), with it the sampled windows' cost, refused
+    above the cap."""
+    tr = make_trace([30, 50, 20, 7], vocab=8, top_k=4, seed=7)
+    scheme = Scheme.build("traversal", {"branches": "2x2"})
+    ts.check_work(10**9, tr.width, scheme, 2)  # no rows: nothing to refuse on
+    ts.check_work(tr.n_positions, tr.width, scheme, 2, tr)
+    monkeypatch.setattr(ts, "MAX_WINDOW_SECONDS", 1e-9)
+    with pytest.raises(ValueError, match=r"traversal\+branches=2x2 at gamma=2 .* more than"):
+        ts.check_work(tr.n_positions, tr.width, scheme, 2, tr)
+    ts.check_work(10**9, tr.width, scheme, 2)

@@ -213,7 +213,8 @@ class TraceFamily(Family):
         trace on which that would take more than
         :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS`, or beyond the rule's vocabulary
         limit, is refused (a recorded trace: by the size its settings bound,
-        :func:`trace_size`)."""
+        :func:`trace_size`; a rule whose time depends on the rows, traversal, when its point
+        job has them)."""
         n, w = trace_size(spec)
         if not trace_schemes.window_laws_of(scheme):  # the lossless check plays it on the
             try:  # equivalence chain: (γ+2)(W+1)+1 states (optimal: its exact solution there
@@ -224,7 +225,8 @@ class TraceFamily(Family):
                                   f"chain: {err}") from None
         try:
             scheme.check_vocab(w + 1, "the trace's W+1 stand-in tokens")
-            trace_schemes.check_work(n, w, scheme, gamma)
+            trace_schemes.check_work(n, w, scheme, gamma, None if spec.trace_file is None
+                                     else load_trace(spec))  # a file: its rows at hand
         except ValueError as err:
             raise ConfigError(f"{key}.rule: trace model {spec.name!r}: {err}") from None
 
@@ -365,7 +367,8 @@ class TraceFamily(Family):
             window = (point.gamma + 1) * (w + 1) + 1
             one = point.scheme.footprint(window, w + 1, point.gamma, min(chains, CHUNK)).law
             rows = 4.0 * min(n, trace_schemes.WINDOW_CHUNK) * (point.gamma + 1) * (w + 1)
-            seconds = point.scheme.window_seconds(n, w + 1, point.gamma)
+            seconds = point.scheme.window_seconds(n, w + 1, point.gamma)  # None: up to the cap
+            seconds = trace_schemes.MAX_WINDOW_SECONDS if seconds is None else seconds
             laws = laws.then(Footprint(rows + (one.cells if one is not None else 0.0),
                                        seconds * FLOPS_PER_CORE_SECOND,
                                        what=f"window laws ({n} starts)"))

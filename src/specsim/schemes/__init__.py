@@ -251,9 +251,13 @@ class Scheme:
         from n starts of rows p, q (n, γ+1, V), and the drafted tokens through each depth."""
         return self._module().window_law(p, q, gamma, dict(self.rule_knobs))
 
-    def window_seconds(self, n: int, vocab: int, gamma: int) -> float:
-        """Estimated seconds of :meth:`window_law` on n starts of ``vocab`` tokens."""
-        return float(self._module().window_seconds(n, vocab, gamma, dict(self.rule_knobs)))
+    def window_seconds(self, n: int, vocab: int, gamma: int,
+                       rows: tuple[FloatArray, FloatArray] | None = None) -> float | None:
+        """Estimated seconds of :meth:`window_law` on n starts of ``vocab`` tokens (``rows``:
+        the windows of a sample of them, for a rule whose time depends on the rows); None if
+        the rule cannot tell without the rows."""
+        est = self._module().window_seconds(n, vocab, gamma, dict(self.rule_knobs), rows)
+        return None if est is None else float(est)
 
     def start(self, context: int, gamma: int, size: int) -> int:
         """The scheme state of a generation's first round from ``context`` (of ``size``)."""

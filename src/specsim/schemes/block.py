@@ -41,7 +41,8 @@ from specsim.resources import Footprint
 from specsim.sampling import sample_rows
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, checked_windows
 
-__all__ = ["MAX_PATHS", "BlockPaths", "excess", "final_residual", "footprint", "hold", "law",
+__all__ = ["MAX_PATHS", "BlockPaths", "backward_step", "excess", "final_residual", "footprint",
+           "hold", "law",
            "path_law", "play", "ratio", "window_law", "window_seconds"]
 
 MAX_PATHS = 2**22  # default budget of draft paths law() / path_law() may enumerate
@@ -93,6 +94,15 @@ def hold(mass: FloatArray, p: FloatArray) -> FloatArray:
 def final_residual(exc: FloatArray, mass: FloatArray, rows_p: FloatArray) -> FloatArray:
     """The residual norm(max(p M_b - M_s, 0)); M_b where it has no mass (module docstring)."""
     return np.where(mass[..., None] > 0, exc / np.where(mass > 0, mass, 1.0)[..., None], rows_p)
+
+
+def backward_step(p: FloatArray, rows_p: FloatArray,
+                  rows_q: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """[B] Alg. 2's backward step at a node whose draft was rejected: its new weight
+    h = :func:`hold` and target row :func:`final_residual` (traversal verification's update of
+    a parent when a child is deleted, :mod:`.traversal`)."""
+    exc, mass = excess(p, rows_p, rows_q)
+    return hold(mass, p), final_residual(exc, mass, rows_p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,7 +265,8 @@ def window_law(p: ArrayLike, q: ArrayLike, gamma: int,
     return out, np.arange(g + 1, dtype=np.float64)
 
 
-def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
+                   rows: Any = None) -> float:
     """Estimated seconds of :func:`window_law` (measured on one core: ~1.5 ms a start plus
     its draft tree, V^γ paths at ~7e6 per second)."""
     return n * (1.5e-3 + float(vocab) ** gamma / 7e6)

@@ -232,7 +232,8 @@ class Rule:
         tokens[:, g + 1] = F.sum(axis=1)
         return tokens, k * np.arange(g + 1, dtype=np.float64)
 
-    def window_seconds(self, n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+    def window_seconds(self, n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
+                       rows: Any = None) -> float:
         """Estimated seconds of :meth:`window_law` on n starts: n γ kernel rows."""
         k = checked_drafts(knobs, self.name)
         return 1e-3 + n * gamma * (self.row_seconds(vocab, k) + 1e-7 * k * k)

@@ -58,10 +58,11 @@ import numpy as np
 
 from specsim.exact import RoundLaw, check_pair
 from specsim.resources import Footprint
-from specsim.sampling import TableSampler, sample_rows
-from specsim.schemes.block import excess, final_residual, hold, ratio
-from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
-from specsim.schemes.tree import branches, checked_shape, draft_tree, parents_of
+from specsim.sampling import TableSampler
+from specsim.schemes.block import backward_step, excess, final_residual, hold, ratio
+from specsim.schemes.law import FloatArray, IntArray, LawSize, checked_windows
+from specsim.schemes.traversal_play import play
+from specsim.schemes.tree import branches, checked_shape, drafted_through, parents_of
 
 __all__ = ["BUDGET", "CHUNK_CELLS", "INTERNAL_COST", "SECONDS_PER_ENTRY", "footprint", "law",
            "play", "positional_cost", "positional_law"]
@@ -71,12 +72,6 @@ BUDGET: Final = 2**26  # cell-rows (cells x S) the exact law may visit: ~1 s, ~1
 CHUNK_CELLS: Final = 2**15  # positional_law's row entries (cells x V) per call
 SECONDS_PER_ENTRY: Final = 1.5e-8  # positional_law's time per row entry of the leaves' parents
 INTERNAL_COST: Final = 12.0  # ... and above them, in those (measured, calls included)
-
-
-def _delete(a: FloatArray, B: FloatArray, D: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """A node's (a, B) after one of its children is deleted (module docstring)."""
-    exc, mass = excess(a, B, D)
-    return hold(mass, a), final_residual(exc, mass, B)
 
 
 def _sum_by(group: IntArray, n: int, values: FloatArray) -> FloatArray:
@@ -206,7 +201,7 @@ def _visit(rows: _Rows, a: FloatArray, c: IntArray, shape: tuple[int, ...], want
         if first is not None:
             first += np.bincount(cell, w * (1.0 - deleted), minlength=n * size).reshape(n, size)
         reach = reach * np.bincount(parent, q * deleted, minlength=n)
-        a, B = _delete(a, B, D)
+        a, B = backward_step(a, B, D)
     own = None if last is None else (reach * a)[:, None] * B  # every child deleted: the node
     length[:, 0] += reach * a  # itself, then its bonus
     if last is not None and own is not None:
@@ -263,6 +258,27 @@ def positional_law(p: Any, q: Any, shape: tuple[int, ...],
     return _positional(p, q, shape, chunk)[0]
 
 
+def window_law(p: Any, q: Any, gamma: int,
+               knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray]:
+    """The ``window_law`` of :mod:`.law`: :func:`positional_law` of the ``branches`` tree, and
+    its drafted tokens through each depth (:func:`.tree.drafted_through`)."""
+    shape = checked_shape(gamma, knobs, RULE)
+    p, q = checked_windows(p, q, gamma)
+    return positional_law(p, q, shape), drafted_through(shape)
+
+
+def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
+                   rows: tuple[FloatArray, FloatArray] | None = None) -> float | None:
+    """Estimated seconds of :func:`window_law` on n starts: :func:`positional_cost` on the
+    windows ``rows`` of a sample of them, scaled to n; None without them (how much the
+    recursion merges depends on the rows, so no bound holds without them)."""
+    if rows is None:
+        return None
+    shape = checked_shape(gamma, knobs, RULE)
+    p, q = rows
+    return positional_cost(p, q, shape, sample=p.shape[0]) * n / p.shape[0]
+
+
 def positional_cost(p: Any, q: Any, shape: tuple[int, ...], sample: int = 512) -> float:
     """Estimated seconds of :func:`positional_law` (one of two busy cores): its work on
     ``sample`` evenly spaced starts (row entries visited, those above the leaves' parents
@@ -286,83 +302,6 @@ def _positional(p: Any, q: Any, shape: tuple[int, ...], chunk: int) -> tuple[Flo
                  tuple(q[:, d] for d in range(depth + 1)), markov=False, chunk=chunk)
     got = _pieces(rows, np.ones(p.shape[0]), np.arange(p.shape[0]), shape, 0)
     return np.pad(got.length, ((0, 0), (1, 0))), got.work
-
-
-def _events(parents: IntArray) -> list[tuple[int, int]]:
-    """The post-order walk of the tree: (node, its depth) on entering it, (node, -depth) on
-    leaving it, depth first, children in drawing order (the root, -1, is neither)."""
-    children: dict[int, list[int]] = {}
-    for v, u in enumerate(parents.tolist()):
-        children.setdefault(u, []).append(v)
-    out: list[tuple[int, int]] = []
-    stack = [(v, 1, False) for v in reversed(children.get(-1, []))]
-    while stack:
-        v, d, done = stack.pop()
-        if done:
-            out.append((v, -d))
-            continue
-        out.append((v, d))
-        stack.append((v, d, True))
-        stack += [(ch, d + 1, False) for ch in reversed(children.get(v, []))]
-    return out
-
-
-def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
-         rng: np.random.Generator) -> RoundSample:
-    """One round for n chains at once from contexts ``state`` (n,), vectorised over chains (a
-    loop over the tree's 2N enter/leave events; states kept per depth of the current path).
-
-    Uniforms per round and chain: N for the drafts (:func:`.tree.draft_tree`, as the ``tree``
-    rule draws them), then rng.random((N, n)): node v's accept test in row v (drawn whether or
-    not it happens; accepted iff u < a_v), then rng.random(n) for the bonus token."""
-    shape = checked_shape(gamma, knobs, RULE)
-    P, Q = check_pair(P, Q)
-    parents = parents_of(shape)
-    n_nodes, depth = parents.size, len(shape)
-    tok = draft_tree(Q, state, parents, rng)
-    s = tok[:, n_nodes]
-    n = s.size
-    tests, u_bonus = rng.random((n_nodes, n)), rng.random(n)
-    rows = np.arange(n)
-    a = np.ones((depth + 1, n))
-    B = np.empty((depth + 1, n, P.shape[0]))
-    ctx = np.empty((depth + 1, n), dtype=np.intp)
-    B[0], ctx[0] = P[s], s
-    live = np.ones(n, dtype=bool)
-    node = np.full(n, n_nodes, dtype=np.intp)  # the accepted node (n_nodes: the root)
-    bonus = np.zeros(n, dtype=np.intp)
-    for v, d in _events(parents):
-        if d > 0:  # entering v: its weight from its parent's state now
-            x = tok[:, v]
-            a[d] = ratio(a[d - 1], B[d - 1][rows, x], Q[ctx[d - 1], x])
-            B[d], ctx[d] = P[x], x
-            continue
-        d = -d  # leaving v: all its children deleted
-        ok = live & (tests[v] < a[d])
-        if ok.any():
-            bonus[ok] = sample_rows(B[d][ok], u_bonus[ok])
-            node[ok] = v
-            live &= ~ok
-        new_a, new_b = _delete(a[d - 1], B[d - 1], Q[ctx[d - 1]])
-        a[d - 1] = np.where(live, new_a, a[d - 1])
-        B[d - 1] = np.where(live[:, None], new_b, B[d - 1])
-    if live.any():  # every child of the root deleted: the root (a = 1), bonus from its row
-        bonus[live] = sample_rows(B[0][live], u_bonus[live])
-    path = np.full((n_nodes + 1, depth), -1, dtype=np.intp)  # path[v]: root -> v's nodes
-    level = np.zeros(n_nodes + 1, dtype=np.intp)
-    for v, u in enumerate(parents.tolist()):
-        if u >= 0:
-            path[v] = path[u]
-            level[v] = level[u]
-        path[v, level[v]] = v
-        level[v] += 1
-    k = level[node]
-    cols = np.arange(depth + 1)
-    drafted = tok[rows[:, None], np.maximum(path[node], 0)]
-    out = np.where(cols[None, :] == k[:, None], bonus[:, None], -1)
-    out[:, :depth] = np.where(cols[None, :depth] < k[:, None], drafted, out[:, :depth])
-    return RoundSample(tokens=out, n_emitted=k + 1, next_state=bonus,
-                       drafted=np.full(n, n_nodes, dtype=np.intp))
 
 
 def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,

@@ -56,9 +56,23 @@ from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, chec
 from specsim.schemes.multi_draft import residuals, rrs
 from specsim.verify import accept, rule_spec
 
-__all__ = ["BUDGET", "KNOBS", "branches", "checked_shape", "draft_tree", "footprint", "law",
-           "parents_of", "play", "play_tree", "tree_law", "window_law", "window_seconds",
-           "window_tree_law"]
+__all__ = [
+    "BUDGET",
+    "KNOBS",
+    "branches",
+    "checked_shape",
+    "draft_tree",
+    "drafted_through",
+    "footprint",
+    "law",
+    "parents_of",
+    "play",
+    "play_tree",
+    "tree_law",
+    "window_law",
+    "window_seconds",
+    "window_tree_law",
+]
 
 KNOBS: Final = ("branches",)
 BUDGET: Final = 2**26  # cells of the DP (node masses, residuals): above every point's memory
@@ -216,7 +230,13 @@ def window_tree_law(p: Any, q: Any, parents: Any) -> tuple[FloatArray, FloatArra
     return tokens, by_depth
 
 
-def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+def drafted_through(shape: tuple[int, ...]) -> FloatArray:
+    """Tokens the tree of ``shape`` drafts through depth d = 0..D: its first d levels."""
+    return np.concatenate([[0.0], np.cumsum(np.cumprod(shape))]).astype(np.float64)
+
+
+def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
+                   rows: Any = None) -> float:
     """Estimated seconds of :func:`window_law` on n starts (an RRS row per start and depth)."""
     return 1e-3 + n * sum(2e-7 * vocab * b for b in checked_shape(gamma, knobs))
 

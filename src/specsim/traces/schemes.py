@@ -13,12 +13,13 @@ of :mod:`specsim.schemes` its law from t is the scheme's own law on the window o
   positions (accept: the rule's table; stop: the confidence policy's, :mod:`specsim.schemes`).
   The law of every start is then a product over positions, vectorised over all N starts
   (:func:`tokenwise_laws`); tests check it against the scheme's own law on the window chain.
-* **whole-draft rules** (``block``, the multi-draft rules, ``tree``): the rule's own
-  ``window_law`` on the rows of every start's window (:mod:`specsim.schemes.law`,
+* **whole-draft rules** (``block``, the multi-draft rules, ``tree``, ``traversal``): the
+  rule's own ``window_law`` on the rows of every start's window (:mod:`specsim.schemes.law`,
   :func:`window_laws`): the multi-draft rules and trees lump their (context, survivors)
-  chain to survivors alone there (a depth's rows do not depend on the token emitted), block
-  enumerates each start's draft paths; each equals the rule's law on the start's window
-  chain (``tests/test_trace_schemes.py``).
+  chain to survivors alone there (a depth's rows do not depend on the token emitted),
+  traversal runs its recursion with cells merged by (start, weight), block enumerates each
+  start's draft paths; each equals the rule's law on the start's window chain
+  (``tests/test_trace_family.py``).
 
 Rows are the trace's dense rows (:func:`.frozen.dense_rows`): the stored support and one *tail
 token* holding the tail mass, so ``correct`` accepts with Σ min(p, q) over those W+1 stand-ins,
@@ -53,8 +54,8 @@ from specsim.traces.optimal import solve
 from specsim.traces.positional import truncate
 from specsim.verify import acceptance_probability
 
-__all__ = ["MAX_WINDOW_SECONDS", "WINDOW_CHUNK", "ScheduleLaws", "SchemeRates", "check_work",
-           "rates", "schedule_laws", "simulate", "tokenwise_laws", "tokenwise_rows",
+__all__ = ["MAX_WINDOW_SECONDS", "SAMPLE_STARTS", "WINDOW_CHUNK", "ScheduleLaws", "SchemeRates",
+           "check_work", "rates", "schedule_laws", "simulate", "tokenwise_laws", "tokenwise_rows",
            "traverse_schedule", "window_laws", "window_laws_of"]
 
 
@@ -116,18 +117,30 @@ MAX_WINDOW_SECONDS = 90.0
 WINDOW_CHUNK = 4096
 
 
-def check_work(positions: int, width: int, scheme: Scheme, gamma: int) -> None:
+#: Starts whose windows a rule whose time depends on the rows (traversal) estimates it from.
+SAMPLE_STARTS = 512
+
+
+def check_work(positions: int, width: int, scheme: Scheme, gamma: int,
+               trace: Trace | None = None) -> None:
     """ValueError unless ``scheme``'s per-start laws on a trace of ``positions`` starts and
     ``width`` support entries per row take at most :data:`MAX_WINDOW_SECONDS` by the rule's
     own estimate (:meth:`specsim.schemes.Scheme.window_seconds`, measured on one core, on
-    W+1 stand-in tokens); token-wise rules cost O(N γ): always."""
+    W+1 stand-in tokens; with the ``trace`` at hand, from the windows of
+    :data:`SAMPLE_STARTS` evenly spaced starts for a rule that needs them -- without, such a
+    rule is checked when its point job has the trace); token-wise rules cost O(N γ): always."""
     if not window_laws_of(scheme):
         return
     if not scheme.has_window_law:
         raise ValueError(f"{scheme.rule_segment} has no exact law on a trace's windows yet; use "
                          f"it on table models or the i.i.d. stub")
-    est = scheme.window_seconds(positions, width + 1, gamma)
-    if est > MAX_WINDOW_SECONDS:
+    rows = None
+    if trace is not None:
+        n = trace.n_positions
+        rows = _windows(trace, gamma, np.unique(np.linspace(0, n - 1, min(n, SAMPLE_STARTS))
+                                                 .astype(np.intp)))
+    est = scheme.window_seconds(positions, width + 1, gamma, rows)
+    if est is not None and est > MAX_WINDOW_SECONDS:
         raise ValueError(f"{scheme.rule_segment} at gamma={gamma} computes every start's exact "
                          f"law on its window ({positions} starts, {width + 1} "
                          f"stand-in tokens per position): ~{est:.0f} s, more than "
@@ -147,14 +160,20 @@ def window_laws(trace: Trace, gamma: int,
     n = trace.n_positions
     rem = _remaining(trace.doc_start)
     emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
-    p, q = dense_rows(trace, np.arange(n))
-    last = np.repeat(trace.doc_start[1:], np.diff(trace.doc_start)) - 1
     for lo in range(0, n, WINDOW_CHUNK):
         t = np.arange(lo, min(lo + WINDOW_CHUNK, n))
-        pos = np.minimum(t[:, None] + np.arange(gamma + 1), last[t, None])
-        emitted[t], by_depth = law(p[pos], q[pos])
+        emitted[t], by_depth = law(*_windows(trace, gamma, t))
         drafted[t] = by_depth[np.minimum(gamma, rem[t])]
     return truncate(emitted, trace.doc_start), drafted
+
+
+def _windows(trace: Trace, gamma: int, starts: IntArray) -> tuple[FloatArray, FloatArray]:
+    """Dense rows p, q (n, γ+1, W+1) of the windows of ``starts``: positions t..t+γ, the last
+    position of t's document repeated past its end."""
+    last = np.repeat(trace.doc_start[1:], np.diff(trace.doc_start)) - 1
+    pos = np.minimum(starts[:, None] + np.arange(gamma + 1), last[starts, None])
+    p, q = dense_rows(trace, pos.ravel())
+    return p.reshape(*pos.shape, -1), q.reshape(*pos.shape, -1)
 
 
 @dataclass(frozen=True)
@@ -189,7 +208,7 @@ def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
     """The per-start laws of ``scheme`` at draft length γ (every length 1..cap for the
     heuristic schedule)."""
     if window_laws_of(scheme):
-        check_work(trace.n_positions, trace.width, scheme, gamma)
+        check_work(trace.n_positions, trace.width, scheme, gamma, trace)
         emitted, drafted = window_laws(trace, gamma,
                                        lambda p, q: scheme.window_law(p, q, gamma))
         return ScheduleLaws((gamma,), (emitted,), drafted[None, :], 0, 0, None)

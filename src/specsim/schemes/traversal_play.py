@@ -1,0 +1,98 @@
+"""One sampled round of traversal verification (:mod:`.traversal`, which re-exports
+:func:`play` as the rule's ``play``): the tree of :mod:`.tree` drafted with the same uniforms,
+its nodes visited in post-order, each accepted with its weight or deleted with [B]'s backward
+step at its parent (:func:`specsim.schemes.block.backward_step`). :mod:`.traversal`'s exact
+law is what ``tests/test_scheme_traversal.py`` checks these rounds against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from specsim.exact import check_pair
+from specsim.sampling import sample_rows
+from specsim.schemes.block import backward_step, ratio
+from specsim.schemes.law import IntArray, RoundSample
+from specsim.schemes.tree import checked_shape, draft_tree, parents_of
+
+__all__ = ["play"]
+
+
+def _events(parents: IntArray) -> list[tuple[int, int]]:
+    """The post-order walk of the tree: (node, its depth) on entering it, (node, -depth) on
+    leaving it, depth first, children in drawing order (the root, -1, is neither)."""
+    children: dict[int, list[int]] = {}
+    for v, u in enumerate(parents.tolist()):
+        children.setdefault(u, []).append(v)
+    out: list[tuple[int, int]] = []
+    stack = [(v, 1, False) for v in reversed(children.get(-1, []))]
+    while stack:
+        v, d, done = stack.pop()
+        if done:
+            out.append((v, -d))
+            continue
+        out.append((v, d))
+        stack.append((v, d, True))
+        stack += [(ch, d + 1, False) for ch in reversed(children.get(v, []))]
+    return out
+
+
+def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+         rng: np.random.Generator) -> RoundSample:
+    """One round for n chains at once from contexts ``state`` (n,), vectorised over chains (a
+    loop over the tree's 2N enter/leave events; states kept per depth of the current path).
+
+    Uniforms per round and chain: N for the drafts (:func:`.tree.draft_tree`, as the ``tree``
+    rule draws them), then rng.random((N, n)): node v's accept test in row v (drawn whether or
+    not it happens; accepted iff u < a_v), then rng.random(n) for the bonus token."""
+    shape = checked_shape(gamma, knobs, "traversal")
+    P, Q = check_pair(P, Q)
+    parents = parents_of(shape)
+    n_nodes, depth = parents.size, len(shape)
+    tok = draft_tree(Q, state, parents, rng)
+    s = tok[:, n_nodes]
+    n = s.size
+    tests, u_bonus = rng.random((n_nodes, n)), rng.random(n)
+    rows = np.arange(n)
+    a = np.ones((depth + 1, n))
+    B = np.empty((depth + 1, n, P.shape[0]))
+    ctx = np.empty((depth + 1, n), dtype=np.intp)
+    B[0], ctx[0] = P[s], s
+    live = np.ones(n, dtype=bool)
+    node = np.full(n, n_nodes, dtype=np.intp)  # the accepted node (n_nodes: the root)
+    bonus = np.zeros(n, dtype=np.intp)
+    for v, d in _events(parents):
+        if d > 0:  # entering v: its weight from its parent's state now
+            x = tok[:, v]
+            a[d] = ratio(a[d - 1], B[d - 1][rows, x], Q[ctx[d - 1], x])
+            B[d], ctx[d] = P[x], x
+            continue
+        d = -d  # leaving v: all its children deleted
+        ok = live & (tests[v] < a[d])
+        if ok.any():
+            bonus[ok] = sample_rows(B[d][ok], u_bonus[ok])
+            node[ok] = v
+            live &= ~ok
+        new_a, new_b = backward_step(a[d - 1], B[d - 1], Q[ctx[d - 1]])
+        a[d - 1] = np.where(live, new_a, a[d - 1])
+        B[d - 1] = np.where(live[:, None], new_b, B[d - 1])
+    if live.any():  # every child of the root deleted: the root (a = 1), bonus from its row
+        bonus[live] = sample_rows(B[0][live], u_bonus[live])
+    path = np.full((n_nodes + 1, depth), -1, dtype=np.intp)  # path[v]: root -> v's nodes
+    level = np.zeros(n_nodes + 1, dtype=np.intp)
+    for v, u in enumerate(parents.tolist()):
+        if u >= 0:
+            path[v] = path[u]
+            level[v] = level[u]
+        path[v, level[v]] = v
+        level[v] += 1
+    k = level[node]
+    cols = np.arange(depth + 1)
+    drafted = tok[rows[:, None], np.maximum(path[node], 0)]
+    out = np.where(cols[None, :] == k[:, None], bonus[:, None], -1)
+    out[:, :depth] = np.where(cols[None, :depth] < k[:, None], drafted, out[:, :depth])
+    return RoundSample(tokens=out, n_emitted=k + 1, next_state=bonus,
+                       drafted=np.full(n, n_nodes, dtype=np.intp))
