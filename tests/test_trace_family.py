@@ -156,18 +156,34 @@ WHOLE_DRAFT_ON_TRACES = [
 
 
 @pytest.mark.parametrize("scheme", WHOLE_DRAFT_ON_TRACES, ids=lambda s: s.rule_segment)
-def test_whole_draft_start_laws_are_the_schemes_law_from_every_state(scheme: Scheme) -> None:
-    """A rule's window law (lumped survivors, a tree's product over depths, block's paths) is
-    its own exact law on each start's window chain, computed the Markov way."""
-    tr = make_trace([5, 4], vocab=6, top_k=2, seed=4)
-    laws = ts.schedule_laws(tr, scheme, 2)
-    p, q = dense_rows(tr, np.arange(tr.n_positions))
-    for t in (0, 2, 5):
-        P, Q, first = chain_of_rows(p[t : t + 3], q[t : t + 3])
-        want = scheme.law(P, Q, 2)
-        np.testing.assert_allclose(laws.emitted[0][t], want.tokens[first], atol=1e-13)
-        assert laws.drafted[0, t] == pytest.approx(want.drafted[first], abs=1e-12)
-    assert laws.emitted[0][1:].sum(axis=1) == pytest.approx(1.0, abs=1e-12)
+def test_whole_draft_start_laws_are_the_schemes_law_from_every_state(
+        scheme: Scheme, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule's window law (lumped survivors, a tree's DP over nodes, traversal's merged
+    recursion, block's paths) is its own exact law on each start's window chain, computed the
+    Markov way, at every start -- windows running past a document's end included (cut to the
+    tokens left) -- and does not depend on how starts and kernel rows are chunked."""
+    from specsim.schemes import survivors
+
+    tr = make_trace([5, 4, 1, 3], vocab=6, top_k=2, seed=4)
+    g = 2
+    laws = ts.schedule_laws(tr, scheme, g)
+    doc_end = np.repeat(tr.doc_start[1:], np.diff(tr.doc_start))
+    for t in range(tr.n_positions):
+        P, Q, first = window_chain(tr, t, g + 1)
+        want = scheme.law(P, Q, g)
+        cut = want.tokens[first].copy()
+        left = int(doc_end[t]) - t
+        if left <= g:  # a round emits at most the tokens left
+            cut[left] += cut[left + 1:].sum()
+            cut[left + 1:] = 0.0
+        np.testing.assert_allclose(laws.emitted[0][t], cut, atol=1e-13)
+        if left > g:
+            assert laws.drafted[0, t] == pytest.approx(want.drafted[first], abs=1e-12)
+    monkeypatch.setattr(ts, "WINDOW_CHUNK", 3)
+    monkeypatch.setattr(survivors, "BUDGET", 1)  # one kernel row at a time
+    again = ts.schedule_laws(tr, scheme, g)
+    assert np.array_equal(again.emitted[0], laws.emitted[0])
+    assert np.array_equal(again.drafted, laws.drafted)
 
 
 @pytest.mark.parametrize("scheme,by_depth", [
@@ -480,7 +496,8 @@ def test_trace_rates_agree_with_the_token_wise_and_scheme_laws() -> None:
     """A trace's exact rates for schemes_trees: a chain tree is Algorithm 1 (the token-wise
     positional law), a shape's tree is the tree rule's point value, Sequoia's acceptance
     vector starts at the mean acceptance of the dense rows."""
-    from specsim.schemes.tree import parents_of
+    from specsim.schemes.multi_draft import rrs
+    from specsim.schemes.tree import parents_of, tree_law
     from specsim.schemes.trees import _row
     from specsim.traces.rates import TraceRates
 
@@ -489,18 +506,24 @@ def test_trace_rates_agree_with_the_token_wise_and_scheme_laws() -> None:
     for g in (1, 3):
         assert rates.tree(parents_of((1,) * g)) == pytest.approx(
             rates.scheme(Scheme.build("correct"), g), rel=1e-12)
-    tree = Scheme.build("tree", {"branches": "2x2"})
-    assert rates.tree(parents_of((2, 2))) == pytest.approx(rates.scheme(tree, 2), rel=1e-14)
+    # an irregular, depth-first tree: the DP over nodes against tree_law on every window chain
+    par = np.array([-1, 0, 1, 0, -1, 4])
+    per_start = ts.window_laws(tr, 3, lambda p, q: (np.array(
+        [tree_law(*chain_of_rows(p[i], q[i])[:2], par).tokens[-1] for i in range(p.shape[0])]),
+        np.array([0.0, 2.0, 5.0, 6.0])))  # levels of 2, 3 and 1 nodes
+    want = ts.rates(ts.ScheduleLaws((3,), (per_start[0],), per_start[1][None, :], 0, 0, None),
+                    tr.doc_start).tokens_per_call
+    assert rates.tree(par) == pytest.approx(want, rel=1e-12)
+    # Sequoia's vector: each position's RRS acceptance after j rejections, by multi_draft.rrs
     p, q = dense_rows(tr, np.arange(tr.n_positions))
-    accept = rates.acceptance(3)
-    assert accept[0] == pytest.approx(np.minimum(p, q).sum(axis=1).mean(), rel=1e-12)
-    assert ((accept >= 0) & (accept <= 1)).all() and accept.shape == (3,)
+    _, acc, reach = rrs(p, q, 3)
+    brute = (reach[:3] * acc.sum(axis=-1)).mean(axis=1) / reach[:3].mean(axis=1)
+    np.testing.assert_allclose(rates.acceptance(3), brute, rtol=1e-12)
     row = _row(rates, "2x2")
-    assert row["nodes"] == 6 and row["chain_tokens_exact"] == pytest.approx(
-        rates.scheme(Scheme.build("correct"), 6), rel=1e-14)
-    assert row["best_k"] in (2, 3, 6) and row["sequoia_tokens_exact"] > 1.0
-    assert row["sequoia_tokens_exact"] == pytest.approx(
-        rates.tree(np.array([int(x) for x in str(row["sequoia_tree"]).split()])), rel=1e-14)
+    ks = {k: rates.scheme(Scheme.build("multi_draft", {"drafts": k}), 6 // k) for k in (2, 3, 6)}
+    assert row["best_k"] == max(ks, key=ks.__getitem__)
+    assert row["k_draft_tokens_exact"] == max(ks.values())
+    assert row["chain_tokens_exact"] == rates.scheme(Scheme.build("correct"), 6)
 
 
 def test_traversal_on_a_trace_is_timed_from_the_traces_own_windows(

@@ -1,6 +1,7 @@
 # Per-point estimates -> one tidy table per analysis: CSV for machines, Markdown and HTML for
-# people (the report shows the HTML). All tables come from one job: each is cheap, and one
-# process start beats eleven.
+# people (the report shows the HTML). All tables come from one job, and one process start beats
+# eleven: each is cheap but schemes_trees and cost_batch on a trace model, which compute its
+# exact rates for Sequoia's trees and k drafts (seconds to about a minute on the default trace).
 
 
 rule tables:

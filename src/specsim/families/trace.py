@@ -352,8 +352,8 @@ class TraceFamily(Family):
     def scheme_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint | None:
         """Per-start laws at every draft length the policy reaches (N x (g+2) each) from the
         dense rows (3 of N x (W+1)), or a whole-draft rule's ``window_law`` on chunks of starts
-        (their window rows; at most its exact law on one window chain at a time,
-        :meth:`specsim.schemes.Scheme.footprint`; its work from the rule's own time estimate),
+        (their window rows and the rule's own peak, :meth:`specsim.schemes.Scheme.window_cells`;
+        its work from the rule's own time estimate),
         or the optimal policy's DP (:func:`specsim.traces.optimal.footprint`)."""
         assert point.scheme is not None
         n, w = trace_size(point.spec)
@@ -364,14 +364,13 @@ class TraceFamily(Family):
                          20.0 * n * (w + 1) * len(lengths), chains * rounds,
                          what=f"per-start laws ({n} positions)")
         if point.scheme.has_window_law:
-            window = (point.gamma + 1) * (w + 1) + 1
-            one = point.scheme.footprint(window, w + 1, point.gamma, min(chains, CHUNK)).law
-            rows = 4.0 * min(n, trace_schemes.WINDOW_CHUNK) * (point.gamma + 1) * (w + 1)
+            chunk = min(n, trace_schemes.WINDOW_CHUNK)
+            rows = 4.0 * chunk * (point.gamma + 1) * (w + 1)  # a chunk's windows p, q
             seconds = point.scheme.window_seconds(n, w + 1, point.gamma)  # None: up to the cap
             seconds = trace_schemes.MAX_WINDOW_SECONDS if seconds is None else seconds
-            laws = laws.then(Footprint(rows + (one.cells if one is not None else 0.0),
-                                       seconds * FLOPS_PER_CORE_SECOND,
-                                       what=f"window laws ({n} starts)"))
+            laws = laws.then(Footprint(
+                rows + point.scheme.window_cells(chunk, w + 1, point.gamma),
+                seconds * FLOPS_PER_CORE_SECOND, what=f"window laws ({n} starts)"))
         elif point.scheme.policy == "optimal":
             laws = laws.then(trace_optimal.footprint(n, w + 1, point.gamma))
         return self.model_footprint(point).plus(laws)

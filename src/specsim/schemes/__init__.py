@@ -251,6 +251,10 @@ class Scheme:
         from n starts of rows p, q (n, γ+1, V), and the drafted tokens through each depth."""
         return self._module().window_law(p, q, gamma, dict(self.rule_knobs))
 
+    def window_cells(self, n: int, vocab: int, gamma: int) -> float:
+        """Peak cells of :meth:`window_law` on n starts of ``vocab`` tokens, beyond the rows."""
+        return float(self._module().window_cells(n, vocab, gamma, dict(self.rule_knobs)))
+
     def window_seconds(self, n: int, vocab: int, gamma: int,
                        rows: tuple[FloatArray, FloatArray] | None = None) -> float | None:
         """Estimated seconds of :meth:`window_law` on n starts of ``vocab`` tokens (``rows``:

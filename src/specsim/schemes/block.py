@@ -42,8 +42,8 @@ from specsim.sampling import sample_rows
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, checked_windows
 
 __all__ = ["MAX_PATHS", "BlockPaths", "backward_step", "excess", "final_residual", "footprint",
-           "hold", "law",
-           "path_law", "play", "ratio", "window_law", "window_seconds"]
+           "hold", "law", "path_law", "play", "ratio", "window_cells", "window_law",
+           "window_seconds"]
 
 MAX_PATHS = 2**22  # default budget of draft paths law() / path_law() may enumerate
 
@@ -263,6 +263,14 @@ def window_law(p: ArrayLike, q: ArrayLike, gamma: int,
         paths = path_law(P, Q, g, first)
         out[i, 1:] = paths.weight @ paths.tau
     return out, np.arange(g + 1, dtype=np.float64)
+
+
+def window_cells(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+    """Peak cells of :func:`window_law`: one start's window chain and its path law at a time
+    (:func:`footprint` of the (γ+1)V+1 states), and the law of n starts."""
+    size = (gamma + 1) * vocab + 1
+    one = footprint(size, vocab, gamma, knobs, 1).law
+    return 2.0 * size * size + (one.cells if one is not None else 0.0) + n * (gamma + 2.0)
 
 
 def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],

@@ -25,7 +25,8 @@ Two functions per scheme, written from its paper:
     start's window chain (:func:`specsim.models.iid.chain_of_rows`) without building it; with
     it ``window_seconds(n, vocab, gamma, knobs, rows=None) -> float | None`` estimates its time
     on one core (``rows``: the windows (p, q) of a sample of the n starts, for a rule whose
-    time depends on them; None: it cannot tell without them).
+    time depends on them; None: it cannot tell without them), and
+    ``window_cells(n, vocab, gamma, knobs) -> float`` its peak cells beyond the rows.
 ``footprint(size, support, gamma, knobs, chains) -> LawSize``
     what the two cost before either runs (:class:`LawSize`): the law's states, peak cells and
     work (None where ``law`` refuses, so the point is Monte Carlo only) and one round of

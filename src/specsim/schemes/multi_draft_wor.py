@@ -108,6 +108,7 @@ law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
 window_law: Final = RULE.window_law
 window_seconds: Final = RULE.window_seconds
+window_cells: Final = RULE.window_cells
 
 
 def _pick(rows: FloatArray, u: FloatArray) -> IntArray:

@@ -172,6 +172,7 @@ TABLES = (
             "sequoia_speedup": "its exact speedup at the roofline's cost",
         }),
 )
+MAX_DRAFTS = 8  # schemes_trees' k-drafts: k | n, 2 <= k <= 8 (a trace's law costs ~k^2 a position)
 TREE_TABLE = Table(
     "schemes_trees", needs="schemes", builder="specsim.schemes.trees:schemes_trees",
     title="Draft trees against the best chain and the best k-draft of the same node budget",
@@ -192,7 +193,7 @@ TREE_TABLE = Table(
         "nodes": "node budget n: drafted tokens per round of every scheme in the row",
         "accept_1": "positional acceptance of the first child (Algorithm 1's mean acceptance "
                     "over the target's stationary law, or over a trace's positions)",
-        "tree_tokens_exact": "the shape's exact tokens per target call (stationary long run)",
+        "tree_tokens_exact": "the shape's exact tokens per target call (the point's long run)",
         "<rule>_tokens_exact": "a rule verifying the same trees (traversal: leaf to root, "
                                "Weng et al. 2025, arXiv 2505.12398): its exact tokens per call "
                                "at the shape, from its point of the same study (empty if the "
@@ -205,7 +206,7 @@ TREE_TABLE = Table(
                                     "value)",
         "sequoia_tokens_exact": "its exact tokens per call on the model (the tree rule's law)",
         "chain_tokens_exact": "Algorithm 1 at γ = n: exact tokens per call",
-        "best_k": "the k of the best k-draft (multi_draft with k γ = n, 2 <= k <= 8)",
+        "best_k": f"the k of the best k-draft (multi_draft with k γ = n, 2 <= k <= {MAX_DRAFTS})",
         "best_k_gamma": "its γ = n / k",
         "k_draft_tokens_exact": "its exact tokens per call",
         "best": "which of tree, sequoia, chain, k_draft emits the most tokens per call",

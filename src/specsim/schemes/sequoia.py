@@ -34,10 +34,12 @@ from typing import Any
 import numpy as np
 
 from specsim.exact import check_pair, stationary
+from specsim.precision import at_least, first_max
 from specsim.schemes.law import FloatArray, IntArray
-from specsim.schemes.multi_draft import residuals
+from specsim.verify import residual
 
-__all__ = ["best_tree", "level_widths", "positional_acceptance", "rows_acceptance", "tree_value"]
+__all__ = ["best_tree", "level_widths", "positional_acceptance", "rejection_profile",
+           "tree_value"]
 
 
 def _marginal(accept: Any) -> FloatArray:
@@ -80,7 +82,8 @@ def best_tree(accept: Any, budget: int) -> tuple[float, IntArray]:
     per call F, its parent array in depth-first order, children in position order).
 
     Ties go to the fewer children at the lower position (the first maximum), so the answer is
-    deterministic."""
+    deterministic; values within :data:`specsim.precision.EXACT_RTOL` count as tied, so the
+    last bits of ``accept`` (a long sum over a trace's positions) cannot pick the tree."""
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
         raise ValueError(f"budget must be an integer >= 1 (drafted tree nodes), got {budget!r}")
     p = _marginal(accept)
@@ -93,8 +96,8 @@ def best_tree(accept: Any, budget: int) -> tuple[float, IntArray]:
         for i in range(k - 1, -1, -1):
             sizes = np.arange(1, m + 1)
             vals = p[i] * c[sizes] + g[m - sizes, i + 1]
-            best = int(np.argmax(vals))
-            if vals[best] > g[m, i] and vals[best] > 0.0:
+            best = first_max(vals)
+            if not at_least(g[m, i], vals[best]) and vals[best] > 0.0:  # better beyond rounding
                 g[m, i], pick[m, i] = vals[best], sizes[best]
     parents: list[int] = []
 
@@ -119,17 +122,22 @@ def positional_acceptance(P: Any, Q: Any, k: int, weights: Any = None) -> FloatA
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     w = stationary(Pa) if weights is None else np.asarray(weights, dtype=np.float64)
-    return rows_acceptance(Pa, Qa, int(k), w)
-
-
-def rows_acceptance(P: FloatArray, Q: FloatArray, k: int, weights: FloatArray) -> FloatArray:
-    """accept[0..k-1] over any rows (contexts) of P, Q (R, V) -- a Markov pair's contexts, a
-    trace's positions -- weighted by a law ``weights`` (R,) over them."""
-    w = weights
-    if w.shape != (P.shape[0],) or (w < 0).any() or abs(w.sum() - 1.0) > 1e-9:
-        raise ValueError(f"weights must be a law over the {P.shape[0]} contexts")
-    res = residuals(P, Q, k)
-    rho = np.maximum(Q - res[:k], 0.0).sum(axis=-1)  # (k, R)
-    reach = np.concatenate([np.ones((1, P.shape[0])), np.cumprod(rho, axis=0)[:-1]])
+    if w.shape != (Pa.shape[0],) or (w < 0).any() or abs(w.sum() - 1.0) > 1e-9:
+        raise ValueError(f"weights must be a law over the {Pa.shape[0]} contexts")
+    rho, reach = rejection_profile(Pa, Qa, int(k))
     num, den = (reach * (1.0 - rho)) @ w, reach @ w
     return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+
+
+def rejection_profile(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
+    """Per row (context) of P, Q (R, V): rho_j, the probability that RRS rejects its (j+1)-th
+    i.i.d. child, and reach_j = prod_{l<j} rho_l, j < k (both (k, R)); one residual held at a
+    time (R V memory, not k R V: a trace has R ~ 3e4 rows)."""
+    rho = np.empty((k, P.shape[0]))
+    r = P
+    for j in range(k):
+        rho[j] = np.maximum(Q - r, 0.0).sum(axis=-1)
+        if j + 1 < k:
+            r = residual(r, Q)
+    reach = np.concatenate([np.ones((1, P.shape[0])), np.cumprod(rho, axis=0)[:-1]])
+    return rho, reach

@@ -115,6 +115,7 @@ law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
 window_law: Final = RULE.window_law
 window_seconds: Final = RULE.window_seconds
+window_cells: Final = RULE.window_cells
 
 
 def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],

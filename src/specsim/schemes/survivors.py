@@ -238,6 +238,12 @@ class Rule:
         k = checked_drafts(knobs, self.name)
         return 1e-3 + n * gamma * (self.row_seconds(vocab, k) + 1e-7 * k * k)
 
+    def window_cells(self, n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+        """Peak cells of :meth:`window_law` on n starts: a chunk's kernel (at most
+        :data:`BUDGET` cells and as many of temporaries, x4) and the lumped steps."""
+        k = checked_drafts(knobs, self.name)
+        return 4.0 * min(BUDGET, n * gamma * k * vocab * k) + 2.0 * n * gamma * (k * k + k)
+
     def _built(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
                budget: int) -> tuple[FloatArray, int, Kernel]:
         P, Q, g = checked_tables(P, Q, gamma)

@@ -117,7 +117,7 @@ class _Rows:
 def _merged(ctx: IntArray, a: FloatArray) -> tuple[IntArray, IntArray]:
     """One cell per run of equal (context, weight) in (context, ~weight) order (weights a hair
     apart may interleave, equal ones then stay apart: harmless); kept cells, cell -> kept."""
-    order = np.argsort(ctx + 0.5 * a)
+    order = np.argsort(ctx + 0.5 * a, kind="stable")  # the kept cells: the same on every CPU
     c, w = ctx[order], a[order]
     new = np.ones(order.size, dtype=bool)
     new[1:] = (c[1:] != c[:-1]) | (w[1:] != w[:-1])
@@ -265,6 +265,12 @@ def window_law(p: Any, q: Any, gamma: int,
     shape = checked_shape(gamma, knobs, RULE)
     p, q = checked_windows(p, q, gamma)
     return positional_law(p, q, shape), drafted_through(shape)
+
+
+def window_cells(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+    """Peak cells of :func:`window_law`: at most :data:`CHUNK_CELLS` row entries a call, ~100
+    bytes each per depth of the recursion, and the law of n starts."""
+    return CHUNK_CELLS * 12.5 * gamma + n * (gamma + 2.0)
 
 
 def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],

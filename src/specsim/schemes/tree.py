@@ -56,23 +56,9 @@ from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, chec
 from specsim.schemes.multi_draft import residuals, rrs
 from specsim.verify import accept, rule_spec
 
-__all__ = [
-    "BUDGET",
-    "KNOBS",
-    "branches",
-    "checked_shape",
-    "draft_tree",
-    "drafted_through",
-    "footprint",
-    "law",
-    "parents_of",
-    "play",
-    "play_tree",
-    "tree_law",
-    "window_law",
-    "window_seconds",
-    "window_tree_law",
-]
+__all__ = ["BUDGET", "KNOBS", "branches", "checked_shape", "draft_tree", "drafted_through",
+           "footprint", "law", "parents_of", "play", "play_tree", "tree_law", "window_cells",
+           "window_law", "window_seconds", "window_tree_law"]
 
 KNOBS: Final = ("branches",)
 BUDGET: Final = 2**26  # cells of the DP (node masses, residuals): above every point's memory
@@ -217,7 +203,7 @@ def window_tree_law(p: Any, q: Any, parents: Any) -> tuple[FloatArray, FloatArra
         steps.append((reach, reach[:k] * acc.sum(axis=-1)))
     tokens = np.zeros((p.shape[0], depth + 2))
     mass: dict[int, FloatArray] = {root: np.ones(p.shape[0])}
-    for v in [root, *range(root)]:  # the root, then breadth-first (parents before children)
+    for v in [root, *range(root)]:  # the root, then index order (parents before children)
         m_v, d, m = mass.pop(v), int(t.depth[v]), int(t.n_children[v])
         if d == depth:  # a leaf at depth D: every draft accepted, the bonus token
             tokens[:, d + 1] += m_v
@@ -233,6 +219,13 @@ def window_tree_law(p: Any, q: Any, parents: Any) -> tuple[FloatArray, FloatArra
 def drafted_through(shape: tuple[int, ...]) -> FloatArray:
     """Tokens the tree of ``shape`` drafts through depth d = 0..D: its first d levels."""
     return np.concatenate([[0.0], np.cumsum(np.cumprod(shape))]).astype(np.float64)
+
+
+def window_cells(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+    """Peak cells of :func:`window_law` on n starts: one depth's RRS on (n, V) rows (k + 1
+    residuals, k accepted masses) and the law."""
+    k = max(checked_shape(gamma, knobs))
+    return (2.0 * k + 3.0) * n * vocab + n * (gamma + 2.0)
 
 
 def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],

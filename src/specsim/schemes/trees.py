@@ -13,10 +13,13 @@ shape's exact tokens per call (the point's value) stand, all exact on the point'
   predicts for the shape;
 * Sequoia's optimal tree for n nodes (:func:`specsim.schemes.sequoia.best_tree`): its
   predicted tokens per call and the tree rule's exact value on that tree
-  (:func:`specsim.schemes.tree.tree_law`);
+  (:meth:`specsim.schemes.rates.Rates.tree`: :func:`specsim.schemes.tree.tree_law` on tables,
+  :func:`specsim.schemes.tree.window_tree_law` on a trace);
 * the best chain (Algorithm 1 at γ = n) and the best k-draft (``multi_draft`` with k γ = n,
-  2 <= k <= :data:`MAX_DRAFTS`, the best k; more drafts of fewer tokens never won on the
-  tables, and on a trace each costs ~k^2 work per position);
+  2 <= k <= :data:`specsim.schemes.outputs.MAX_DRAFTS`, the best k; more drafts of fewer
+  tokens never won on the tables, and on a trace each costs ~k^2 work per position; a k
+  whose exact law is refused,
+  on a trace beyond :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS`, is left out);
 * every rule verifying the same trees (``same_drafts_as`` of :data:`specsim.verify.RULES`:
   ``traversal``), ``<rule>_tokens_exact``: the exact value of its point of the same study,
   model, γ and shape (empty if the study does not run it). Its own points get no row.
@@ -30,6 +33,7 @@ import pandas as pd
 from specsim.grid import Grid
 from specsim.precision import first_max
 from specsim.schemes import Scheme
+from specsim.schemes.outputs import MAX_DRAFTS
 from specsim.schemes.rates import Rates
 from specsim.schemes.sequoia import best_tree, level_widths, tree_value
 from specsim.schemes.tree import parents_of
@@ -38,7 +42,6 @@ from specsim.verify import RULES
 
 __all__ = ["schemes_trees"]
 
-MAX_DRAFTS = 8  # the k-drafts compared: k | n, 2 <= k <= 8 (a trace's law costs ~k^2 a position)
 SAME_TREES = tuple(n for n, spec in RULES.items() if spec.same_drafts_as)
 COLUMNS = ["study", "model", "alpha", "temperature", "gamma", "branches", "nodes", "accept_1",
            "tree_tokens_exact", *[f"{n}_tokens_exact" for n in SAME_TREES],
@@ -52,8 +55,12 @@ def _row(model: Rates, shape: str) -> dict[str, object]:
     n = int(parents.size)
     accept = model.acceptance(n)
     predicted, seq = best_tree(accept, n)
-    ks = [k for k in range(2, min(n, MAX_DRAFTS) + 1) if n % k == 0]
-    kd = [(model.scheme(Scheme.build("multi_draft", {"drafts": k}), n // k), k) for k in ks]
+    kd = []
+    for k in (k for k in range(2, min(n, MAX_DRAFTS) + 1) if n % k == 0):
+        try:
+            kd.append((model.scheme(Scheme.build("multi_draft", {"drafts": k}), n // k), k))
+        except ValueError:  # its exact law refused (a trace's would take minutes): left out
+            continue
     best_kd = kd[first_max([v for v, _ in kd])] if kd else (np.nan, np.nan)
     out = {"nodes": n, "accept_1": float(accept[0]),
            "tree_tokens_predicted": tree_value(accept, parents),

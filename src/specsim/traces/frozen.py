@@ -22,14 +22,25 @@ from specsim.models.iid import chain_of_rows
 from specsim.sampling import FloatArray, IntArray
 from specsim.traces.format import Trace
 
-__all__ = ["chain_of_rows", "dense_rows", "slot_ranks", "window_chain", "window_positions"]
+__all__ = ["chain_of_rows", "dense_rows", "slot_ranks", "window_chain", "window_positions",
+           "window_rows"]
 
 
-def window_positions(trace: Trace, start: int, length: int) -> IntArray:
-    """Positions start, start+1, ..., start+length-1, clipped to ``start``'s document's last."""
-    doc = int(np.searchsorted(trace.doc_start, start, side="right") - 1)
-    last = int(trace.doc_start[doc + 1]) - 1
-    return np.minimum(np.arange(start, start + length), last)
+def window_positions(trace: Trace, start: int | IntArray, length: int) -> IntArray:
+    """Positions start, start+1, ..., start+length-1, clipped to ``start``'s document's last
+    (length,); for an array of starts (n,), one such row per start (n, length)."""
+    s = np.asarray(start, dtype=np.intp)
+    doc = np.searchsorted(trace.doc_start, s, side="right") - 1
+    last = trace.doc_start[doc + 1] - 1
+    return np.minimum(s[..., None] + np.arange(length), last[..., None])
+
+
+def window_rows(trace: Trace, starts: IntArray, length: int) -> tuple[FloatArray, FloatArray]:
+    """Dense rows p, q (n, length, W+1) of the windows of ``starts`` (:func:`window_positions`,
+    :func:`dense_rows`): what a whole-draft rule's ``window_law`` reads."""
+    pos = window_positions(trace, starts, length)
+    p, q = dense_rows(trace, pos.ravel())
+    return p.reshape(*pos.shape, -1), q.reshape(*pos.shape, -1)
 
 
 def dense_rows(trace: Trace, positions: IntArray) -> tuple[FloatArray, FloatArray]:

@@ -11,13 +11,14 @@ tree (:func:`specsim.schemes.tree.window_tree_law`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import fsum
 from typing import Any
 
 import numpy as np
 
 from specsim.schemes import Scheme
 from specsim.schemes.law import FloatArray
-from specsim.schemes.sequoia import level_widths, rows_acceptance
+from specsim.schemes.sequoia import level_widths, rejection_profile
 from specsim.schemes.tree import window_tree_law
 from specsim.traces.format import Trace
 from specsim.traces.frozen import dense_rows
@@ -33,9 +34,14 @@ class TraceRates:
     trace: Trace
 
     def acceptance(self, k: int) -> FloatArray:
-        n = self.trace.n_positions
-        p, q = dense_rows(self.trace, np.arange(n))
-        return rows_acceptance(p, q, int(k), np.full(n, 1.0 / n))
+        """accept[j] = mean_t reach_j(t) (1 - rho_j(t)) / mean_t reach_j(t) over the positions,
+        each mean an exactly rounded sum (``math.fsum``): 3e4 terms whose last bits must not
+        depend on the CPU (they pick Sequoia's tree)."""
+        p, q = dense_rows(self.trace, np.arange(self.trace.n_positions))
+        rho, reach = rejection_profile(p, q, int(k))
+        num = np.array([fsum(row) for row in reach * (1.0 - rho)])
+        den = np.array([fsum(row) for row in reach])
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
 
     def scheme(self, scheme: Scheme, gamma: int) -> float:
         laws = schedule_laws(self.trace, scheme, gamma)

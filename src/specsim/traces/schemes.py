@@ -49,7 +49,7 @@ from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
-from specsim.traces.frozen import dense_rows
+from specsim.traces.frozen import dense_rows, window_rows
 from specsim.traces.optimal import solve
 from specsim.traces.positional import truncate
 from specsim.verify import acceptance_probability
@@ -137,8 +137,8 @@ def check_work(positions: int, width: int, scheme: Scheme, gamma: int,
     rows = None
     if trace is not None:
         n = trace.n_positions
-        rows = _windows(trace, gamma, np.unique(np.linspace(0, n - 1, min(n, SAMPLE_STARTS))
-                                                 .astype(np.intp)))
+        sample = np.unique(np.linspace(0, n - 1, min(n, SAMPLE_STARTS)).astype(np.intp))
+        rows = window_rows(trace, sample, gamma + 1)
     est = scheme.window_seconds(positions, width + 1, gamma, rows)
     if est is not None and est > MAX_WINDOW_SECONDS:
         raise ValueError(f"{scheme.rule_segment} at gamma={gamma} computes every start's exact "
@@ -162,18 +162,9 @@ def window_laws(trace: Trace, gamma: int,
     emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
     for lo in range(0, n, WINDOW_CHUNK):
         t = np.arange(lo, min(lo + WINDOW_CHUNK, n))
-        emitted[t], by_depth = law(*_windows(trace, gamma, t))
+        emitted[t], by_depth = law(*window_rows(trace, t, gamma + 1))
         drafted[t] = by_depth[np.minimum(gamma, rem[t])]
     return truncate(emitted, trace.doc_start), drafted
-
-
-def _windows(trace: Trace, gamma: int, starts: IntArray) -> tuple[FloatArray, FloatArray]:
-    """Dense rows p, q (n, γ+1, W+1) of the windows of ``starts``: positions t..t+γ, the last
-    position of t's document repeated past its end."""
-    last = np.repeat(trace.doc_start[1:], np.diff(trace.doc_start)) - 1
-    pos = np.minimum(starts[:, None] + np.arange(gamma + 1), last[starts, None])
-    p, q = dense_rows(trace, pos.ravel())
-    return p.reshape(*pos.shape, -1), q.reshape(*pos.shape, -1)
 
 
 @dataclass(frozen=True)
