@@ -54,7 +54,7 @@ from specsim.resources import Footprint
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
-__all__ = ["LawSize", "RoundSample", "checked_windows"]
+__all__ = ["ROW_SUM_TOL", "LawSize", "RoundSample", "checked_rows", "checked_windows"]
 
 ROW_SUM_TOL = 1e-9
 
@@ -68,14 +68,20 @@ def checked_windows(p: object, q: object, gamma: int) -> tuple[FloatArray, Float
         if a.ndim != 3 or a.shape[1] != gamma + 1 or a.shape[2] == 0:
             raise ValueError(f"{name} must be (n, gamma+1, V) = (n, {gamma + 1}, V) rows, got "
                              f"shape {a.shape}")
-        if not np.isfinite(a).all() or (a < 0).any() or \
-                (np.abs(a.sum(axis=2) - 1.0) > ROW_SUM_TOL).any():
-            raise ValueError(f"{name} must be finite, >= 0, rows summing to 1 "
-                             f"(tolerance {ROW_SUM_TOL})")
-        out.append(a)
+        out.append(checked_rows(name, a))
     if out[0].shape != out[1].shape:
         raise ValueError(f"p and q shapes differ: {out[0].shape} vs {out[1].shape}")
     return out[0], out[1]
+
+
+def checked_rows(name: str, rows: FloatArray) -> FloatArray:
+    """``rows`` whose last axis holds distributions: finite, >= 0, summing to 1 within
+    :data:`ROW_SUM_TOL`; ValueError naming ``name`` otherwise."""
+    if not np.isfinite(rows).all() or (rows < 0).any() or \
+            (np.abs(rows.sum(axis=-1) - 1.0) > ROW_SUM_TOL).any():
+        raise ValueError(f"{name} must be finite, >= 0, rows summing to 1 "
+                         f"(tolerance {ROW_SUM_TOL})")
+    return rows
 
 
 @dataclass(frozen=True)

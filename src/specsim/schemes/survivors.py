@@ -25,14 +25,13 @@ from typing import Any, Final
 import numpy as np
 
 from specsim.exact import RoundLaw
-from specsim.schemes.law import FloatArray, IntArray, RoundSample, checked_windows
+from specsim.schemes.law import FloatArray, IntArray, RoundSample, checked_rows, checked_windows
 
 __all__ = ["BUDGET", "Kernel", "Rule", "checked_drafts", "checked_state", "checked_tables",
            "draft_paths", "emit_depth", "finish_round", "round_law", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
 BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition, of a sequence's paths
-ROW_SUM_TOL: Final = 1e-9
 
 
 def checked_drafts(knobs: Mapping[str, Any], rule: str) -> int:
@@ -56,11 +55,7 @@ def checked_tables(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, 
         a = np.asarray(t, dtype=np.float64)
         if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
             raise ValueError(f"{name} must be a square (S, S) table, got shape {a.shape}")
-        if not np.isfinite(a).all() or (a < 0).any() or \
-                (np.abs(a.sum(axis=1) - 1.0) > ROW_SUM_TOL).any():
-            raise ValueError(f"{name} must be finite, >= 0, rows summing to 1 "
-                             f"(tolerance {ROW_SUM_TOL})")
-        out.append(a)
+        out.append(checked_rows(name, a))
     if out[0].shape != out[1].shape:
         raise ValueError(f"P and Q shapes differ: {out[0].shape} vs {out[1].shape}")
     if isinstance(gamma, bool) or not isinstance(gamma, Integral) or gamma < 1:
