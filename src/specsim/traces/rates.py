@@ -51,5 +51,5 @@ class TraceRates:
         par = np.asarray(parents)
         g = len(level_widths(par))
         emitted, drafted = window_laws(self.trace, g, lambda p, q: window_tree_law(p, q, par))
-        laws = ScheduleLaws((g,), (emitted,), drafted[None, :], 0, 0, None)
-        return rates(laws, self.trace.doc_start).tokens_per_call
+        return rates(ScheduleLaws.one_length(g, emitted, drafted),
+                     self.trace.doc_start).tokens_per_call

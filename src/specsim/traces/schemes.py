@@ -182,6 +182,14 @@ class ScheduleLaws:
     rows: tuple[FloatArray, FloatArray, FloatArray] | None  # token-wise: (q, accept, stop)
     thresholds: FloatArray | None = None  # optimal: draft at s, k left, iff π >= t[k, s]
 
+    @classmethod
+    def one_length(cls, gamma: int, emitted: FloatArray, drafted: FloatArray,
+                   rows: tuple[FloatArray, FloatArray, FloatArray] | None = None,
+                   thresholds: FloatArray | None = None) -> ScheduleLaws:
+        """The laws of a policy with one draft length γ: ``emitted`` (N, γ+2), ``drafted``
+        (N,)."""
+        return cls((gamma,), (emitted,), drafted[None, :], 0, 0, rows, thresholds)
+
     def after(self, k: IntArray, full: IntArray) -> IntArray:
         if not self.cap:
             return np.zeros_like(np.asarray(k))
@@ -202,13 +210,12 @@ def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
         check_work(trace.n_positions, trace.width, scheme, gamma, trace)
         emitted, drafted = window_laws(trace, gamma,
                                        lambda p, q: scheme.window_law(p, q, gamma))
-        return ScheduleLaws((gamma,), (emitted,), drafted[None, :], 0, 0, None)
+        return ScheduleLaws.one_length(gamma, emitted, drafted)
     rows = tokenwise_rows(trace, scheme)
     q, accept, stop = rows
     if scheme.policy == "optimal":  # its stop depends on π, not on the drafted token alone
         sol = solve(q, accept, trace.doc_start, gamma, float(dict(scheme.policy_knobs)["c"]))
-        return ScheduleLaws((gamma,), (sol.emitted,), sol.drafted[None, :], 0, 0, rows,
-                            sol.thresholds)
+        return ScheduleLaws.one_length(gamma, sol.emitted, sol.drafted, rows, sol.thresholds)
     go = (q * accept * (1.0 - stop)).sum(axis=1)
     halt = (q * accept * stop).sum(axis=1)
     cont = (q * (1.0 - stop)).sum(axis=1)
