@@ -1,0 +1,13 @@
+"""A serving engine's own metrics -> the best draft length at every batch size.
+
+Engines expose acceptance counters, not draft probabilities; with a measured profile of step
+latencies they give the speedup of every draft length K' at every batch size b
+(:mod:`.schedule`), the schedule the engines' per-batch-size settings take (:mod:`.snippets`).
+
+- :mod:`.counts` -- the counters and the tokens per call they identify (with intervals);
+- :mod:`.readers` -- vLLM's Prometheus text and log lines, per-request histograms (vLLM,
+  SGLang), llama.cpp's per-request line -> :class:`~.counts.AcceptanceCounts`;
+- :mod:`.latency` -- the latency profile T(role, batch, tokens per sequence);
+- :mod:`.schedule` -- speedup(b, K'), the best K' per batch, the batch where speculation
+  stops paying.
+"""
