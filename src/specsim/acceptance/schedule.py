@@ -1,0 +1,142 @@
+"""The best draft length at every batch size, from an engine's counters and step latencies.
+
+For a batch of b sequences and draft length K' (issue 34)::
+
+    speedup(b, K') = T(K') * T_target(b, 1) / (K' * T_draft(b, 1) + T_target(b, K' + 1))
+
+T(K') the tokens per target call the counters give (:mod:`specsim.acceptance.counts`), the times
+from the latency profile (:mod:`specsim.acceptance.latency`): plain decoding emits one token per
+sequence per target forward of one token; a speculative round drafts K' tokens one draft step at
+a time, then verifies them in one target forward of K' + 1 tokens per sequence, and emits T(K')
+tokens per sequence on average. K' = 0 is plain decoding: speedup 1 exactly.
+
+The interval of the speedup is interval arithmetic on T(K')'s interval and the profile's spreads
+(low tokens and the slowest times for its low end, and the other way round): conservative, and
+exactly T(K')'s interval scaled when the profile gives no spreads. The best K' at a batch size
+is the largest point estimate (ties within :data:`specsim.precision.EXACT_RTOL` to the smaller
+K', the same on every CPU); 0 means turn speculation off there. Speculation *stops paying* at
+the smallest batch size asked from which on every larger one asked is best at K' = 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from specsim.acceptance.counts import AcceptanceCounts
+from specsim.acceptance.latency import LatencyError, LatencyProfile
+from specsim.precision import first_max
+
+__all__ = ["COLUMNS", "Schedule", "best_by_batch", "schedule"]
+
+COLUMNS = ("batch", "gamma", "tokens_per_call", "tokens_per_call_ci_low",
+           "tokens_per_call_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high",
+           "extrapolated", "best", "round_seconds", "plain_seconds", "draft_seconds",
+           "verify_seconds", "tokens_per_second", "pays")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One row per (batch, gamma) (:data:`COLUMNS`), and what it says per batch size."""
+
+    table: pd.DataFrame
+    engine_gamma: int  # K: the draft length the counters come from
+
+    @property
+    def best(self) -> pd.DataFrame:
+        """The best row of each batch size."""
+        return self.table[self.table["best"]].reset_index(drop=True)
+
+    def best_gamma(self) -> dict[int, int]:
+        return {int(r.batch): int(r.gamma) for r in self.best.itertuples()}
+
+    @property
+    def stops_paying_at(self) -> int | None:
+        """The smallest batch size asked from which on speculation is off (best K' = 0) at
+        every larger one asked; None when it pays at the largest."""
+        best = self.best_gamma()
+        out = None
+        for b in sorted(best, reverse=True):
+            if best[b] != 0:
+                break
+            out = b
+        return out
+
+    def summary(self) -> str:
+        """The schedule as a short text table (what ``specsim advise`` prints)."""
+        lines = [f"{'batch':>6} {'best K':>6} {'speedup':>8} {'95% CI':>17} {'tokens/call':>11}"]
+        for r in self.best.itertuples():
+            flag = "  (extrapolated beyond K = %d)" % self.engine_gamma if r.extrapolated else ""
+            lines.append(f"{r.batch:>6} {r.gamma:>6} {r.speedup:>8.3f} "
+                         f"[{r.speedup_ci_low:>6.3f}, {r.speedup_ci_high:>6.3f}] "
+                         f"{r.tokens_per_call:>11.3f}{flag}")
+        stop = self.stops_paying_at
+        lines.append("speculation pays at every batch size asked" if stop is None else
+                     f"speculation stops paying at batch {stop} (best K' = 0 from there on)")
+        return "\n".join(lines)
+
+
+def schedule(counts: AcceptanceCounts, profile: LatencyProfile, batches: Sequence[int],
+             max_gamma: int | None = None, level: float = 0.95) -> Schedule:
+    """speedup(b, K') for every batch size in ``batches`` and K' = 0..max_gamma (default: the
+    engine's K), the best K' per batch size; LatencyError when the profile does not cover a
+    batch size or K' + 1 tokens (module docstring)."""
+    gmax = counts.max_gamma if max_gamma is None else int(max_gamma)
+    if gmax < 1:
+        raise ValueError(f"max_gamma {gmax}: need at least one draft length to compare")
+    asked = sorted(set(int(b) for b in batches))
+    if not asked or asked[0] < 1:
+        raise ValueError(f"batch sizes {list(batches)}: need at least one, each >= 1")
+    profile.check_covers(asked, gmax)
+    tokens = [counts.tokens_per_call(g, level) for g in range(gmax + 1)]
+    rows = []
+    for b in asked:
+        plain = profile.target(b, 1)
+        if not plain.low > 0:
+            raise LatencyError(f"{profile.source}: the target's time at batch {b}, tokens 1 is "
+                               f"0 seconds: a speedup over plain decoding needs it > 0")
+        draft = profile.draft(b)
+        for t in tokens:
+            g = t.gamma
+            verify = profile.target(b, g + 1)
+            cost = g * draft.median + verify.median
+            if g == 0:
+                speed = lo = hi = 1.0
+            else:
+                speed = t.mean * plain.median / cost
+                lo = t.low * plain.low / (g * draft.high + verify.high)
+                hi = t.high * plain.high / (g * draft.low + verify.low)
+            rows.append({"batch": b, "gamma": g, "tokens_per_call": t.mean,
+                         "tokens_per_call_ci_low": t.low, "tokens_per_call_ci_high": t.high,
+                         "speedup": speed, "speedup_ci_low": lo, "speedup_ci_high": hi,
+                         "extrapolated": t.extrapolated, "round_seconds": cost,
+                         "plain_seconds": plain.median, "draft_seconds": draft.median,
+                         "verify_seconds": verify.median,
+                         "tokens_per_second": b * t.mean / cost})
+    table = pd.DataFrame(rows)
+    table["best"] = False
+    for _, idx in table.groupby("batch").groups.items():
+        best = idx[first_max(table.loc[idx, "speedup"].to_numpy())]
+        table.loc[best, "best"] = True
+    # speculation at this batch size is best and surely pays (its interval above 1)
+    table["pays"] = table["best"] & (table["gamma"] > 0) & (table["speedup_ci_low"] > 1.0)
+    return Schedule(table.loc[:, list(COLUMNS)], counts.max_gamma)
+
+
+def best_by_batch(counts: AcceptanceCounts, profile: LatencyProfile, low: int, high: int,
+                  max_gamma: int) -> list[tuple[int, int, int]]:
+    """Ranges (first batch, last batch, best K') of equal best K' over every batch size
+    low..high, on the profile interpolated between its measured batch sizes (what the engines'
+    per-batch-size settings take)."""
+    sched = schedule(counts, profile, range(low, high + 1), max_gamma)
+    best = sched.best_gamma()
+    ranges: list[tuple[int, int, int]] = []
+    for b in sorted(best):
+        if ranges and ranges[-1][2] == best[b]:
+            ranges[-1] = (ranges[-1][0], b, best[b])
+        else:
+            ranges.append((b, b, best[b]))
+    return ranges
+
