@@ -12,6 +12,7 @@ The pipeline (Snakefile) runs these steps, in this order:
   verify   re-check every file under results/; name each damaged one and how to rebuild it
   html     the HTML rendering of tables another step wrote (the real-text tables)
   record   write traces of a draft/target pair (ngram), check trace files (check)
+  advise   engine acceptance metrics + step latencies -> the best draft length per batch
 
 `specsim <step> --help` shows a step's options. The grid file every step reads is the
 results/grid.json the workflow's `grid` rule writes from config.yaml. The real-model tiers run
@@ -245,6 +246,7 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
 
     # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each);
     # `specsim record ...`, `specsim verify`, `specsim check-config`.
+    from specsim.acceptance.cli import add_parser as add_advise_parser
     from specsim.configcheck import add_parser as add_check_config_parser
     from specsim.integrity import add_parser as add_verify_parser
     from specsim.llm.cli import add_parser as add_llm_parser
@@ -257,6 +259,7 @@ def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     add_verify_parser(sub)
     add_record_parser(sub, kinds=(add_record_hf,))
     add_check_config_parser(sub)
+    add_advise_parser(sub)
     return parser, dict(sub.choices)
 
 
@@ -307,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sub = steps[args.cmd]
     try:
-        if args.cmd in ("realtext", "llm", "record", "check-config", "verify"):
+        if args.cmd in ("realtext", "llm", "record", "check-config", "verify", "advise"):
             return int(args.run(args))
         return _run(args, sub, time.perf_counter())
     except OSError as err:

@@ -37,7 +37,7 @@ import numpy as np
 
 from specsim.stats import normal_quantile, wilson_interval
 
-__all__ = ["AcceptanceCounts", "TokensPerCall"]
+__all__ = ["AcceptanceCounts", "TokensPerCall", "tail_mean"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,8 @@ class AcceptanceCounts:
                              f"length")
         src = self.source if self.source == other.source else f"{self.source} + {other.source}"
         return AcceptanceCounts(self.rounds + other.rounds,
-                                tuple(x + y for x, y in zip(self.accepted, other.accepted)), src)
+                                tuple(x + y for x, y in zip(self.accepted, other.accepted,
+                                                                  strict=True)), src)
 
     # ------------------------------------------------------------------ what they identify
     @property
@@ -149,13 +150,11 @@ class AcceptanceCounts:
         a_k = self.accepted[-1]
         if trials == 0:  # no round reached position K: nothing beyond it is accepted either
             return TokensPerCall(gamma, base.mean, base.low, base.high, True)
-        r = a_k / trials
         r_lo, r_hi = (float(x) for x in wilson_interval(a_k, trials, level))
-        p_k = a_k / self.rounds
         # a_K / N at its own interval's ends: (p_K's Wilson interval over the N rounds)
         p_lo, p_hi = (float(x) for x in wilson_interval(a_k, self.rounds, level))
         m = gamma - K
-        mean = base.mean + p_k * _geometric_sum(r, m)
+        mean = tail_mean(self.per_position, gamma)
         low = base.low + p_lo * _geometric_sum(r_lo, m)
         high = base.high + p_hi * _geometric_sum(r_hi, m)
         return TokensPerCall(gamma, mean, min(low, mean), max(high, mean), True)
@@ -170,6 +169,19 @@ class AcceptanceCounts:
         half = z * math.sqrt(var / n)
         return TokensPerCall(gamma, mean, max(mean - half, 1.0), min(mean + half, 1.0 + gamma),
                              False)
+
+
+def tail_mean(per_position: Sequence[float] | np.ndarray, gamma: int) -> float:
+    """T(gamma) from the per-position fractions p_i = a_i / N (i = 1..K, floats): their sum up
+    to gamma where gamma <= K, and beyond K the tail model p_{K+m} = p_K r^m,
+    r = p_K / p_{K-1} (p_0 = 1) -- the one home of the extrapolation (module docstring)."""
+    p = np.asarray(per_position, dtype=np.float64)
+    K = p.size
+    if gamma <= K:
+        return 1.0 + math.fsum(p[:gamma].tolist())
+    prev = 1.0 if K == 1 else float(p[-2])
+    r = float(p[-1]) / prev if prev > 0 else 0.0
+    return 1.0 + math.fsum(p.tolist()) + float(p[-1]) * _geometric_sum(r, gamma - K)
 
 
 def _geometric_sum(r: float, m: int) -> float:

@@ -102,7 +102,7 @@ class LatencyProfile:
             sec = _seconds(value["seconds"], f"{where}: column seconds")
             low = high = sec
             for name in ("seconds_low", "seconds_high"):
-                if name in value and value[name]:
+                if value.get(name):
                     spread = True
                     v = _seconds(value[name], f"{where}: column {name}")
                     if name == "seconds_low":

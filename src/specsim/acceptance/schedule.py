@@ -68,7 +68,7 @@ class Schedule:
         """The schedule as a short text table (what ``specsim advise`` prints)."""
         lines = [f"{'batch':>6} {'best K':>6} {'speedup':>8} {'95% CI':>17} {'tokens/call':>11}"]
         for r in self.best.itertuples():
-            flag = "  (extrapolated beyond K = %d)" % self.engine_gamma if r.extrapolated else ""
+            flag = f"  (extrapolated beyond K = {self.engine_gamma})" if r.extrapolated else ""
             lines.append(f"{r.batch:>6} {r.gamma:>6} {r.speedup:>8.3f} "
                          f"[{r.speedup_ci_low:>6.3f}, {r.speedup_ci_high:>6.3f}] "
                          f"{r.tokens_per_call:>11.3f}{flag}")

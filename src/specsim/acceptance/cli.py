@@ -1,0 +1,106 @@
+"""``specsim advise``: an engine's metrics and step latencies -> the best draft length per batch.
+
+Needs no config and no LLM extra::
+
+    specsim advise --metrics vllm_metrics.txt --latency latency.csv --out advice/ \
+        [--batch 1 2 4 8 16] [--max-gamma 8]
+
+writes ``advice/schedule.csv`` (+ ``.md``; one row per batch size and draft length, K' = 0
+included, :data:`specsim.acceptance.schedule.COLUMNS`), ``advice/engine_config.md`` (vLLM,
+TensorRT-LLM, SGLang, llama.cpp snippets), ``advice/schedule.pdf``/``.png``, and prints the
+schedule as a short table. Every input is checked before anything is written: a malformed
+metrics or latency file, or a profile that does not cover the batch sizes asked, is one line
+naming the file and the problem (exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "advise"]
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """The ``advise`` sub-command of the ``specsim`` command line (:mod:`specsim.cli`)."""
+    p = sub.add_parser("advise", help="engine metrics + step latencies -> best draft length per "
+                                      "batch size", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--metrics", required=True, action="append", nargs="+", metavar="FILE",
+                   help="engine acceptance metrics: vLLM Prometheus text or log lines, a JSON "
+                        "list of per-request histograms (vLLM, SGLang), llama.cpp's line; "
+                        "several files are pooled (same draft length)")
+    p.add_argument("--format", default="auto", help="metrics format (default: detected)")
+    p.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
+                   help="select Prometheus series by label, e.g. --label engine=0")
+    p.add_argument("--lines", choices=("sum", "last"), default="sum",
+                   help="vLLM log lines: sum every interval's counts, or take the last line")
+    p.add_argument("--latency", required=True, metavar="FILE",
+                   help="latency profile CSV: role,batch,tokens,seconds[,seconds_low,"
+                        "seconds_high]")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--batch", type=int, nargs="+", metavar="B",
+                   help="batch sizes (default: the profile's measured target batch sizes)")
+    p.add_argument("--max-gamma", type=int, metavar="N",
+                   help="largest draft length K' (default: the engine's K; larger K' are "
+                        "extrapolated and flagged)")
+    p.add_argument("--method", default="draft_model",
+                   help="vLLM speculative_config method for the snippet (eagle, ngram, ...)")
+    p.set_defaults(run=run)
+    return p
+
+
+def _labels(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise ValueError(f"--label {item!r}: give NAME=VALUE, e.g. engine=0")
+        out[name] = value
+    return out
+
+
+def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int] | None = None,
+           max_gamma: int | None = None, fmt: str = "auto", labels: dict[str, str] | None = None,
+           lines: str = "sum", method: str = "draft_model") -> Any:
+    """Read, check, compute, then write: the :class:`~specsim.acceptance.schedule.Schedule`."""
+    from specsim.acceptance.figure import figure_schedule
+    from specsim.acceptance.latency import LatencyProfile
+    from specsim.acceptance.readers import read_many
+    from specsim.acceptance.schedule import best_by_batch, schedule
+    from specsim.acceptance.snippets import render
+    from specsim.io import write_table, write_text
+
+    counts = read_many(metrics, format=fmt, labels=labels or None, lines=lines)
+    profile = LatencyProfile.read(latency)
+    asked = sorted(set(batches)) if batches else list(profile.batches("target"))
+    if max_gamma is not None and max_gamma < 1:
+        raise ValueError(f"--max-gamma {max_gamma}: need at least 1")
+    sched = schedule(counts, profile, asked, max_gamma)
+    gmax = int(sched.table["gamma"].max())
+    ranges = best_by_batch(counts, profile, asked[0], asked[-1], gmax)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_table(sched.table, out / "schedule.csv")
+    write_text(out / "engine_config.md", render(ranges, method))
+    figure_schedule(sched.table, str(out / "schedule.pdf"),
+                    f"{counts.source}: K = {counts.max_gamma}, {counts.rounds} rounds")
+    return sched
+
+
+def run(args: argparse.Namespace) -> int:
+    from specsim.acceptance.latency import LatencyError
+    from specsim.acceptance.readers import MetricsError
+
+    files = [f for group in args.metrics for f in group]
+    try:
+        sched = advise(files, args.latency, args.out, args.batch, args.max_gamma, args.format,
+                       _labels(args.label), args.lines, args.method)
+    except (MetricsError, LatencyError, ValueError) as err:
+        print(f"specsim advise: error: {err}", file=sys.stderr)
+        return 1
+    print(sched.summary())
+    print(f"wrote {args.out}/schedule.csv, engine_config.md, schedule.pdf/.png")
+    return 0
