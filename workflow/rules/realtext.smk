@@ -28,6 +28,22 @@ RT_TRACES = (
     if RT_ENABLED
     else []
 )
+
+
+def engine_latency_file(wildcards):
+    """The engine route's latency profile, when the config names a file (else the roofline)."""
+    path = (RT_CONFIG.get("engine") or {}).get("latency", "")
+    return [path] if path else []
+
+
+# Each pair's measured runs' acceptance counters, in vLLM's Prometheus format (the engine route).
+RT_COUNTERS = (
+    expand(
+        realtext_settings.ENGINE_COUNTERS, pair=realtext_settings.trace_pairs(RT_CONFIG)
+    )
+    if RT_ENABLED
+    else []
+)
 # Everything the stage produces: the Snakefile's `rule all` lists these.
 RT_TARGETS = (
     [
@@ -42,6 +58,13 @@ RT_TARGETS = (
         ),
         *RT_TABLES,
         *[table.removesuffix(".csv") + ".md" for table in RT_TABLES],
+        *RT_COUNTERS,
+        realtext_settings.ENGINE_CONFIG,
+        *expand(
+            "results/figures/{figure}.{ext}",
+            figure=realtext_settings.ENGINE_FIGURE,
+            ext=["pdf", "png"],
+        ),
         *expand(
             "results/figures/{figure}.{ext}",
             figure=realtext_settings.FIGURES,
@@ -213,6 +236,51 @@ rule realtext_pair_optimal:
     shell:
         "specsim realtext --settings {params.settings:q} pair_optimal "
         "--traces {input.traces:q} --out {output.csv:q} 2> {log:q}"
+
+
+# The engine route (`specsim advise` on the DAG): each pair's measured speculative runs record
+# an engine's acceptance counters, written as vLLM's Prometheus text; the next rule reads them
+# back as an engine's, with the latency profile, into the schedule, snippets and figure.
+rule realtext_engine_counters:
+    input:
+        model="results/realtext/model.npz",
+        traces=RT_TRACES,
+    output:
+        counters=RT_COUNTERS,
+    log:
+        "logs/realtext/engine_counters.log",
+    params:
+        settings=RT_SETTINGS["engine_counters"],
+        seed=config["seed"],
+    shell:
+        "specsim realtext --settings {params.settings:q} --seed {params.seed} engine_counters "
+        "--model {input.model:q} --traces {input.traces:q} --out {output.counters:q} "
+        "2> {log:q}"
+
+
+rule realtext_engine:
+    input:
+        counters=RT_COUNTERS,
+        traces=RT_TRACES,
+        latency=engine_latency_file,
+    output:
+        schedule="results/tables/engine_schedule.csv",
+        schedule_md="results/tables/engine_schedule.md",
+        shortcut="results/tables/engine_shortcut.csv",
+        shortcut_md="results/tables/engine_shortcut.md",
+        config_md=realtext_settings.ENGINE_CONFIG,
+        pdf="results/figures/engine_schedule.pdf",
+        png="results/figures/engine_schedule.png",
+    log:
+        "logs/realtext/engine.log",
+    params:
+        settings=RT_SETTINGS["engine"],
+        seed=config["seed"],
+    shell:
+        "specsim realtext --settings {params.settings:q} --seed {params.seed} engine "
+        "--counters {input.counters:q} --traces {input.traces:q} "
+        "--schedule {output.schedule:q} --shortcut {output.shortcut:q} "
+        "--config-md {output.config_md:q} --figure {output.pdf:q} 2> {log:q}"
 
 
 rule realtext_pair_costs:

@@ -84,7 +84,7 @@ def render(ranges: Ranges, method: str = "draft_model") -> str:
     out += [f"| {lo}-{hi} | {k} |" for lo, hi, k in ranges]
     if parts["stops_paying_at"]:
         out += ["", f"Speculation stops paying from batch {parts['stops_paying_at']} on."]
-    for name, title, lang in (("vllm", "vLLM", "json"), ("tensorrt_llm", "TensorRT-LLM", "yaml"),
+    for name, title, lang in (("vllm", "vLLM", "jsonc"), ("tensorrt_llm", "TensorRT-LLM", "yaml"),
                               ("sglang", "SGLang", "sh"), ("llama_cpp", "llama.cpp", "sh")):
         out += ["", f"## {title}", "", f"```{lang}", parts[name], "```"]
     return "\n".join(out) + "\n"

@@ -156,6 +156,63 @@ TABLES = (
             "gains": "speedup_opt > 1",
         }),
     Table(
+        "engine_schedule",
+        title="Your engine: the best draft length at every batch size",
+        about="From each n-gram pair's measured runs' acceptance counters at draft length K "
+              "(written in vLLM's Prometheus format, results/engine/<pair>.prom, and read back "
+              "as an engine's) and a latency profile (realtext.engine: a CSV, or the roofline "
+              "of a shape pair on a device): speedup(b, K') = T(K') T_target(b, 1) / (K' "
+              "T_draft(b, 1) + T_target(b, K'+1)) for K' = 0..max_gamma at every batch size b, "
+              "the best K' per b (0: turn speculation off), intervals from the counts and the "
+              "profile's spreads; K' > K extrapolated and flagged (specsim.acceptance).",
+        columns={
+            "pair": "the pair whose counters these are",
+            "engine_gamma": "K: the draft length the counters were recorded at",
+            "rounds": "N: drafting rounds behind the counters",
+            "batch": "batch size b: sequences decoded together",
+            "gamma": "draft length K' (0: plain decoding)",
+            "tokens_per_call": "T(K') = 1 + sum_{i<=K'} a_i / N (tail model beyond K)",
+            "tokens_per_call_ci_low": "lower end of its 95% interval (multinomial; beyond K "
+                                      "the tail model's)",
+            "tokens_per_call_ci_high": "upper end of that interval",
+            "speedup": "T(K') T_target(b,1) / (K' T_draft(b,1) + T_target(b,K'+1))",
+            "speedup_ci_low": "lower end of its interval (counts and latency spreads)",
+            "speedup_ci_high": "upper end of that interval",
+            "extrapolated": "K' > K: beyond what the counters identify",
+            "best": "the best K' at this batch size (ties to the smaller)",
+            "round_seconds": "K' T_draft(b,1) + T_target(b,K'+1): one round",
+            "plain_seconds": "T_target(b, 1): one plain decoding step",
+            "draft_seconds": "T_draft(b, 1): one draft step",
+            "verify_seconds": "T_target(b, K'+1): verifying K' drafts",
+            "tokens_per_second": "b T(K') / round_seconds: the batch's throughput",
+            "pays": "best, K' > 0 and the speedup's interval above 1",
+            "latency": "the latency profile (file, or roofline target/draft on device)",
+        }),
+    Table(
+        "engine_shortcut",
+        title="Your engine: what the counters' shortcut costs, on the real pairs' traces",
+        about="Engine counters lose which context each round started in: from a run at K they "
+              "give T(K') for K' <= K as if rounds of K' started where the rounds of K did, and "
+              "extrapolate beyond K. On each trace both are exact (the positional model): the "
+              "counters' route beside the exact T(K'), the error with a bootstrap interval over "
+              "the trace's documents, and the measured runs' counters' own estimate.",
+        columns={
+            "pair": "the pair (its trace: results/traces/<pair>.parquet)",
+            "engine_gamma": "K: the draft length of the counters",
+            "gamma": "draft length K'",
+            "extrapolated": "K' > K (the tail model)",
+            "tokens_exact": "exact T(K') of the positional model run at K'",
+            "tokens_counters": "the counters' route from the exact expected counters at K",
+            "error": "tokens_counters - tokens_exact (0 at K' = K)",
+            "error_ci_low": "lower end of its 95% bootstrap interval over documents",
+            "error_ci_high": "upper end of that interval",
+            "relative_error": "error / tokens_exact",
+            "documents": "documents of the trace",
+            "tokens_measured_counters": "the counters' route from the measured runs' counters",
+            "tokens_measured_counters_ci_low": "lower end of its 95% interval",
+            "tokens_measured_counters_ci_high": "upper end of that interval",
+        }),
+    Table(
         "pair_costs",
         title="Your model pair: speedup at the measured costs",
         about="Each n-gram pair's exact tokens per call (its trace, positional model) at the "

@@ -61,6 +61,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     o.add_argument("--costs", default=None,
                    help="with the measured costs table: the speedups at the measured c and "
                         "T(γ+1)/T(1) instead (pair_costs)")
+    n = sub.add_parser("engine_counters", help="the pairs' measured runs' acceptance "
+                                               "counters in vLLM's Prometheus format")
+    n.add_argument("--model", required=True)
+    n.add_argument("--traces", required=True, nargs="+", help="the pairs' trace files")
+    n.add_argument("--out", required=True, nargs="+", help="one .prom file per pair, in order")
+    e = sub.add_parser("engine", help="the counters + a latency profile -> the schedule, "
+                                      "snippets, figure; the counters' shortcut on the traces")
+    e.add_argument("--counters", required=True, nargs="+", help="the pairs' .prom files")
+    e.add_argument("--traces", required=True, nargs="+", help="the pairs' trace files")
+    e.add_argument("--schedule", required=True, help="engine_schedule .csv")
+    e.add_argument("--shortcut", required=True, help="engine_shortcut .csv")
+    e.add_argument("--config-md", required=True, help="the engines' snippets (.md)")
+    e.add_argument("--figure", required=True, help="engine_schedule .pdf (and .png)")
     f = sub.add_parser("figures", help="realtext figures (PDF + PNG) from the tables")
     f.add_argument("--tables-dir", required=True)
     f.add_argument("--out-dir", required=True)
@@ -141,6 +154,26 @@ def run(args: argparse.Namespace) -> int:
         else:
             table = pairs.pair_costs_table(traces, s, read_table(args.costs))
         write_table(table, args.out)
+    elif args.step in ("engine_counters", "engine"):
+        from specsim.realtext import engine
+
+        traces = _traces(args.traces, s)
+        if args.step == "engine_counters":
+            from specsim.acceptance.readers import to_prometheus
+            from specsim.io import write_text
+
+            counts = engine.counters(NGramModel.load(args.model), traces, s, args.seed)
+            if len(args.out) != len(counts):
+                raise ValueError(f"--out: {len(args.out)} files for {len(counts)} pairs")
+            for (name, c), path in zip(counts.items(), args.out, strict=True):
+                write_text(path, to_prometheus(c, {"engine": "0", "model_name": name}))
+        else:
+            from specsim.acceptance.readers import read_metrics
+
+            counts = {name: read_metrics(path) for name, path in zip(traces, args.counters,
+                                                                     strict=True)}
+            engine.write_outputs(counts, traces, s, args.seed, args.schedule, args.shortcut,
+                                 args.config_md, args.figure)
     elif args.step == "model":
         from specsim.realtext.experiments import models_tables
 

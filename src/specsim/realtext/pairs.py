@@ -45,7 +45,9 @@ def measure(pair: NGramPair, start: np.ndarray, length: int, replicas: int, gamm
     each chain has emitted ``length`` characters. Per prompt (D,): ``calls`` (target calls
     summed over replicas), ``tested`` and ``accepted`` drafts and their β = Σ min(p, q) summed
     (``beta``), and the same for the first draft of each round only (``*_first``); drafts
-    beyond the document's end are not counted as tested."""
+    beyond the document's end are not counted as tested. ``accepted_at`` (γ,), summed over
+    every chain: a_i, the rounds that emitted >= i accepted drafts (an engine's per-position
+    counters, :mod:`specsim.acceptance.counts`)."""
     d = start.size
     n = d * replicas
     prompt = np.repeat(np.arange(d), replicas)
@@ -53,6 +55,8 @@ def measure(pair: NGramPair, start: np.ndarray, length: int, replicas: int, gamm
     emitted = np.zeros(n, dtype=np.int64)
     calls = np.zeros(n, dtype=np.int64)
     sums = {k: np.zeros(n) for k in ("tested", "beta", "tested_first", "beta_first")}
+    # an engine's counters: a_i, the rounds that accepted >= i drafts inside the document
+    accepted_at = np.zeros((gamma, n), dtype=np.int64)
     rng = np.random.default_rng(seed)
     active = np.arange(n)
     i = np.arange(gamma)[:, None]
@@ -66,12 +70,15 @@ def measure(pair: NGramPair, start: np.ndarray, length: int, replicas: int, gamm
         sums["beta"][active] += np.where(tested, beta, 0.0).sum(axis=0)
         sums["tested_first"][active] += tested[0]
         sums["beta_first"][active] += np.where(tested[0], beta[0], 0.0)
+        kept = np.minimum(n_acc, length - emitted[active] - 1)  # accepted drafts emitted
+        accepted_at[:, active] += i + 1 <= kept[None, :]
         emitted[active] += n_acc + 1
         calls[active] += 1
         ctx[active] = rnd.next_ctx
         active = active[emitted[active] < length]
     out = {k: np.bincount(prompt, weights=v, minlength=d) for k, v in sums.items()}
     out["calls"] = np.bincount(prompt, weights=calls, minlength=d)
+    out["accepted_at"] = accepted_at.sum(axis=1)  # (γ,): summed over prompts and replicas
     return out
 
 

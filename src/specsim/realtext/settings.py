@@ -18,9 +18,10 @@ RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context
 #: not deterministic, live apart in ``results/realtext/costs.csv``).
 TABLES = ("models", "beta", "speculative", "lossless")
 #: Tables on the traces of the n-gram pairs, each ``results/tables/<name>.csv`` (deterministic):
-#: predicted vs measured tokens per call, and the optimal γ and break-even c over a c grid. The
-#: pairs' speedups at the *measured* costs live beside those: ``results/realtext/pair_costs.csv``.
-PAIR_TABLES = ("pair_accept", "pair_optimal")
+#: predicted vs measured tokens per call, the optimal γ and break-even c over a c grid, and the
+#: engine route's schedule and shortcut error (:mod:`.engine`). The pairs' speedups at the
+#: *measured* costs live beside those: ``results/realtext/pair_costs.csv``.
+PAIR_TABLES = ("pair_accept", "pair_optimal", "engine_schedule", "engine_shortcut")
 #: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
 FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs", "pair_accept")
 #: Step (one Snakemake rule, one ``specsim realtext`` sub-command) -> the config sections it
@@ -34,11 +35,18 @@ STEPS: dict[str, tuple[str, ...]] = {
     "record": ("model", "trace"),
     "pair_accept": ("model", "trace", "speculative", "pair_accept"),
     "pair_optimal": ("model", "trace", "pair_optimal"),
+    "engine_counters": ("model", "trace", "engine"),
+    "engine": ("model", "trace", "engine"),
 }
+#: Where the engine route (:mod:`.engine`; its tables are two of :data:`PAIR_TABLES`) writes
+#: its counters, in vLLM's Prometheus format, the engines' snippets, and its figure.
+ENGINE_COUNTERS = "results/engine/{pair}.prom"
+ENGINE_CONFIG = "results/engine/engine_config.md"
+ENGINE_FIGURE = "engine_schedule"
 #: Config section -> prefix of its keys among the :class:`Settings` fields.
 SECTIONS = (("corpus", ""), ("model", ""), ("speculative", ""), ("lossless", "lossless_"),
             ("costs", "cost_"), ("trace", "trace_"), ("pair_accept", "accept_"),
-            ("pair_optimal", "optimal_"))
+            ("pair_optimal", "optimal_"), ("engine", "engine_"))
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,12 @@ class Settings:
     accept_replicas: int = 4
     optimal_gamma_max: int = 16
     optimal_c: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
+    engine_gamma: int = 4
+    engine_max_gamma: int = 8
+    engine_batch: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    engine_replicas: int = 4
+    engine_roofline: tuple[str, ...] = ("Llama-2-70B", "Llama-2-7B", "H100-SXM")
+    engine_latency: str = ""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], partial: bool = False) -> Settings:
@@ -117,6 +131,8 @@ class Settings:
             raise ValueError("costs.gamma must be a subset of speculative.gamma")
         if self.chains < self.batches:
             raise ValueError("speculative.chains must be at least speculative.batches")
+        if len(self.engine_roofline) != 3:
+            raise ValueError("engine.roofline must name [target shape, draft shape, device]")
         if self.trace_documents < 2:
             raise ValueError("trace.documents must be at least 2 (the CIs bootstrap documents)")
 

@@ -1,0 +1,107 @@
+"""The engine route on the n-gram pairs: counters written as vLLM's, read back, scheduled.
+
+Two steps (two rules of workflow/rules/realtext.smk), exactly the path a user of
+``specsim advise`` takes with their engine:
+
+* ``engine_counters``: each pair's *measured* speculative runs (:func:`.pairs.measure`, the
+  trace's own prompts, ``engine.replicas`` chains each, draft length ``engine.gamma`` = K)
+  record what an engine's counters would: rounds and the per-position accepted counts, written
+  in vLLM's Prometheus text format (``results/engine/<pair>.prom``);
+* ``engine``: those files read back through :func:`specsim.acceptance.readers.read_metrics`,
+  with the latency profile (``engine.latency``, a CSV; by default the roofline of
+  ``engine.roofline``'s target and draft shapes on its device), through the schedule
+  (``results/tables/engine_schedule.csv``, one row per pair, batch size and K' = 0..max_gamma),
+  its figure and the engines' configuration snippets of the best pair; and the counters' route
+  against each trace's exact positional model (``results/tables/engine_shortcut.csv``,
+  :mod:`specsim.acceptance.shortcut`), beside the measured counters' own estimate and interval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from specsim.acceptance.counts import AcceptanceCounts
+from specsim.acceptance.latency import LatencyProfile
+from specsim.ngram import NGramModel
+from specsim.realtext.rounds import NGramPair, seed_for
+from specsim.realtext.settings import Settings
+from specsim.traces.format import Trace
+
+__all__ = ["best_pair", "counters", "latency_profile", "schedule_tables", "write_outputs"]
+
+
+def counters(model: NGramModel, traces: dict[str, Trace], s: Settings,
+             seed: int) -> dict[str, AcceptanceCounts]:
+    """Each pair's measured counters at K = ``engine.gamma`` (module docstring)."""
+    from specsim.realtext.pairs import measure
+
+    out = {}
+    for k, (name, trace) in zip(s.draft_orders, traces.items(), strict=True):
+        start = np.asarray(trace.meta["prompt_contexts"], dtype=np.int64)
+        m = measure(NGramPair(model, s.target_order, k), start, s.trace_length,
+                    s.engine_replicas, s.engine_gamma, seed_for(seed, "engine", k))
+        out[name] = AcceptanceCounts(int(m["calls"].sum()),
+                                     tuple(int(a) for a in m["accepted_at"]), name)
+    return out
+
+
+def latency_profile(s: Settings) -> LatencyProfile:
+    """The profile the config names: its CSV, or the roofline of ``engine.roofline``."""
+    if s.engine_latency:
+        return LatencyProfile.read(s.engine_latency)
+    target, draft, device = s.engine_roofline
+    return LatencyProfile.from_roofline(target, draft, device, s.engine_batch,
+                                        s.engine_max_gamma + 1)
+
+
+def schedule_tables(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace], s: Settings,
+                    seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(engine_schedule, engine_shortcut): every pair's schedule, and the counters' route
+    against its trace's exact positional model with the measured counters beside it."""
+    from specsim.acceptance.schedule import schedule
+    from specsim.acceptance.shortcut import shortcut_table
+
+    profile = latency_profile(s)
+    scheds, shortcuts = [], []
+    for name, c in counts.items():
+        t = schedule(c, profile, s.engine_batch, s.engine_max_gamma).table
+        scheds.append(t.assign(pair=name, engine_gamma=c.max_gamma, rounds=c.rounds,
+                               latency=profile.source))
+        sc = shortcut_table(traces[name], name, s.engine_gamma, s.engine_max_gamma,
+                            seed_for(seed, "engine", "shortcut", name))
+        measured = [c.tokens_per_call(int(g)) for g in sc["gamma"]]
+        sc["tokens_measured_counters"] = [m.mean for m in measured]
+        sc["tokens_measured_counters_ci_low"] = [m.low for m in measured]
+        sc["tokens_measured_counters_ci_high"] = [m.high for m in measured]
+        shortcuts.append(sc)
+    sched = pd.concat(scheds, ignore_index=True)
+    first = ["pair", "engine_gamma", "rounds"]
+    sched = sched[first + [c for c in sched.columns if c not in first]]
+    return sched, pd.concat(shortcuts, ignore_index=True)
+
+
+def best_pair(sched: pd.DataFrame) -> str:
+    """The pair whose best speedup at the smallest batch size is largest (its snippets)."""
+    small = sched[(sched["batch"] == sched["batch"].min()) & sched["best"]]
+    return str(small.sort_values(["speedup", "pair"], ascending=[False, True])["pair"].iloc[0])
+
+
+def write_outputs(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace], s: Settings,
+                  seed: int, schedule_csv: str, shortcut_csv: str, config_md: str,
+                  figure_pdf: str) -> None:
+    """Both tables, the best pair's engine snippets and the schedule figure."""
+    from specsim.acceptance.figure import figure_schedule
+    from specsim.acceptance.schedule import best_by_batch
+    from specsim.acceptance.snippets import render
+    from specsim.io import write_table, write_text
+
+    sched, shortcut = schedule_tables(counts, traces, s, seed)
+    write_table(sched, schedule_csv)
+    write_table(shortcut, shortcut_csv)
+    name = best_pair(sched)
+    ranges = best_by_batch(counts[name], latency_profile(s), min(s.engine_batch),
+                           max(s.engine_batch), s.engine_max_gamma)
+    write_text(config_md, f"<!-- pair {name}: its counters at K = {s.engine_gamma} -->\n"
+               + render(ranges, "draft_model"))
+    figure_schedule(sched, figure_pdf)
