@@ -266,3 +266,50 @@ def test_shortcut_is_exact_at_the_engines_K_and_errs_elsewhere() -> None:
     assert (df["error"] <= df["error_ci_high"] + 1e-12).all()
     assert df.loc[df["gamma"] != 3, "error"].abs().max() > 1e-6  # contexts matter
     assert (df["tokens_exact"] >= 1).all() and math.isfinite(df["relative_error"].sum())
+
+
+# ------------------------------------------------------------------ specsim advise
+DATA = Path(__file__).parent / "data" / "engine"
+
+
+def test_advise_writes_the_schedule_snippets_and_figure(tmp_path: Path, capsys) -> None:
+    import pandas as pd
+
+    from specsim.cli import main
+
+    (tmp_path / "lat.csv").write_text(PROFILE)
+    out = tmp_path / "advice"
+    assert main(["advise", "--metrics", str(DATA / "vllm_metrics.prom"), "--latency",
+                 str(tmp_path / "lat.csv"), "--out", str(out), "--batch", "1", "2", "4", "16",
+                 "--max-gamma", "6"]) == 0
+    df = pd.read_csv(out / "schedule.csv")
+    want = {"batch", "gamma", "tokens_per_call", "tokens_per_call_ci_low",
+            "tokens_per_call_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high",
+            "extrapolated", "best"}
+    assert want <= set(df.columns) and len(df) == 4 * 7
+    assert (df.groupby("batch")["best"].sum() == 1).all()
+    assert (df.loc[df["gamma"] == 0, "speedup"] == 1).all()
+    for name in ("engine_config.md", "schedule.pdf", "schedule.png", "schedule.md"):
+        assert (out / name).is_file(), name
+    text = capsys.readouterr().out
+    assert "best K" in text and "speculation" in text
+
+
+@pytest.mark.parametrize(("metrics", "latency", "extra", "message"), [
+    ("vllm_metrics_two_engines.prom", PROFILE, [], "engine"),
+    ("vllm_metrics.prom", "role,batch,tokens,seconds\n", [], "no target rows"),
+    ("vllm_metrics.prom", PROFILE, ["--batch", "32"], "batch 32"),
+    ("vllm_metrics.prom", PROFILE, ["--max-gamma", "9"], "tokens 10"),
+])
+def test_advise_refuses_in_one_line_and_writes_nothing(tmp_path: Path, capsys, metrics: str,
+                                                       latency: str, extra: list,
+                                                       message: str) -> None:
+    from specsim.cli import main
+
+    (tmp_path / "lat.csv").write_text(latency)
+    out = tmp_path / "advice"
+    assert main(["advise", "--metrics", str(DATA / metrics), "--latency",
+                 str(tmp_path / "lat.csv"), "--out", str(out), *extra]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("specsim advise: error: ") and message in err
+    assert err.count("\n") == 1 and not out.exists()

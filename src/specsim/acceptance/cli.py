@@ -37,6 +37,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="select Prometheus series by label, e.g. --label engine=0")
     p.add_argument("--lines", choices=("sum", "last"), default="sum",
                    help="vLLM log lines: sum every interval's counts, or take the last line")
+    p.add_argument("--allow-short-drafts", action="store_true",
+                   help="accept counters whose rounds drafted fewer than K tokens (llama.cpp "
+                        "cuts drafts short): a_i / N then mixes draft lengths")
     p.add_argument("--latency", required=True, metavar="FILE",
                    help="latency profile CSV: role,batch,tokens,seconds[,seconds_low,"
                         "seconds_high]")
@@ -64,7 +67,8 @@ def _labels(items: list[str]) -> dict[str, str]:
 
 def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int] | None = None,
            max_gamma: int | None = None, fmt: str = "auto", labels: dict[str, str] | None = None,
-           lines: str = "sum", method: str = "draft_model") -> Any:
+           lines: str = "sum", method: str = "draft_model",
+           allow_short_drafts: bool = False) -> Any:
     """Read, check, compute, then write: the :class:`~specsim.acceptance.schedule.Schedule`."""
     from specsim.acceptance.figure import figure_schedule
     from specsim.acceptance.latency import LatencyProfile
@@ -73,7 +77,8 @@ def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int]
     from specsim.acceptance.snippets import render
     from specsim.io import write_table, write_text
 
-    counts = read_many(metrics, format=fmt, labels=labels or None, lines=lines)
+    counts = read_many(metrics, format=fmt, labels=labels or None, lines=lines,
+                       allow_short_drafts=allow_short_drafts)
     profile = LatencyProfile.read(latency)
     asked = sorted(set(batches)) if batches else list(profile.batches("target"))
     if max_gamma is not None and max_gamma < 1:
@@ -97,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     files = [f for group in args.metrics for f in group]
     try:
         sched = advise(files, args.latency, args.out, args.batch, args.max_gamma, args.format,
-                       _labels(args.label), args.lines, args.method)
+                       _labels(args.label), args.lines, args.method, args.allow_short_drafts)
     except (MetricsError, LatencyError, ValueError) as err:
         print(f"specsim advise: error: {err}", file=sys.stderr)
         return 1
