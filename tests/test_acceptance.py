@@ -313,3 +313,19 @@ def test_advise_refuses_in_one_line_and_writes_nothing(tmp_path: Path, capsys, m
     err = capsys.readouterr().err
     assert err.startswith("specsim advise: error: ") and message in err
     assert err.count("\n") == 1 and not out.exists()
+
+
+def test_the_config_check_refuses_a_profile_its_jobs_would(tmp_path: Path) -> None:
+    """realtext.engine's profile is checked when the workflow is parsed (realtext.smk), by
+    the function its jobs read the profile with."""
+    from specsim.acceptance.latency import profile_of
+
+    roofline = ("Llama-2-70B", "Llama-2-7B", "H100-SXM")
+    assert profile_of("", roofline, [1, 64], 8).max_tokens(64) == 9
+    with pytest.raises(LatencyError, match="no such file|cannot read"):
+        profile_of(str(tmp_path / "missing.csv"), roofline, [1], 4)
+    (tmp_path / "lat.csv").write_text(PROFILE)
+    with pytest.raises(LatencyError, match="batch 256"):
+        profile_of(str(tmp_path / "lat.csv"), roofline, [1, 256], 4)
+    with pytest.raises(LatencyError, match="'H9'"):
+        profile_of("", ("Llama-2-70B", "Llama-2-7B", "H9"), [1], 4)

@@ -13,9 +13,23 @@ RT_CONFIG = config.get("realtext", {})
 # The schema checks each key; the cross-field checks (draft orders below the target's, contexts
 # long enough, costs.gamma within speculative.gamma) run here, before any job starts.
 try:
-    realtext_settings.Settings.from_dict(RT_CONFIG)
+    RT_CHECKED = realtext_settings.Settings.from_dict(RT_CONFIG)
 except ValueError as err:
     sys.exit(f"config error: realtext: {err}")
+# The engine route's latency profile (a file or the roofline) must cover its batch sizes and
+# draft lengths: refused here, naming the file and the cell, before any job runs.
+if RT_ENABLED:
+    from specsim.acceptance.latency import profile_of
+
+    try:
+        profile_of(
+            RT_CHECKED.engine_latency,
+            RT_CHECKED.engine_roofline,
+            RT_CHECKED.engine_batch,
+            RT_CHECKED.engine_max_gamma,
+        )
+    except ValueError as err:
+        sys.exit(f"config error: realtext.engine: {err}")
 # JSON of the config sections each step reads (so only changes to those re-run it).
 RT_SETTINGS = realtext_settings.step_settings(RT_CONFIG)
 RT_TABLES = [

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-__all__ = ["ROLES", "LatencyError", "LatencyProfile", "Seconds"]
+__all__ = ["ROLES", "LatencyError", "LatencyProfile", "Seconds", "profile_of"]
 
 ROLES: Final = ("target", "draft")
 REQUIRED: Final = ("role", "batch", "tokens", "seconds")
@@ -236,3 +236,18 @@ def _frozen(cells: dict[str, dict[int, dict[int, Seconds]]]
     return MappingProxyType({r: MappingProxyType({b: MappingProxyType(dict(t))
                                                   for b, t in sorted(c.items())})
                              for r, c in cells.items()})
+
+
+def profile_of(latency: str, roofline: Sequence[str], batches: Sequence[int],
+               max_gamma: int) -> LatencyProfile:
+    """The profile a config names -- the CSV ``latency``, else the roofline of ``roofline``'s
+    (target, draft, device) -- checked to cover every batch size at tokens 1..max_gamma+1:
+    what the engine route's jobs will read, refused (LatencyError) before any of them runs."""
+    if latency:
+        profile = LatencyProfile.read(latency)
+    else:
+        target, draft, device = roofline
+        profile = LatencyProfile.from_roofline(target, draft, device, batches, max_gamma + 1)
+    profile.check_covers(sorted(set(int(b) for b in batches)), max_gamma)
+    return profile
+

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from specsim.acceptance.counts import AcceptanceCounts
-from specsim.acceptance.latency import LatencyProfile
+from specsim.acceptance.latency import LatencyProfile, profile_of
 from specsim.ngram import NGramModel
 from specsim.realtext.rounds import NGramPair, seed_for
 from specsim.realtext.settings import Settings
@@ -48,11 +48,7 @@ def counters(model: NGramModel, traces: dict[str, Trace], s: Settings,
 
 def latency_profile(s: Settings) -> LatencyProfile:
     """The profile the config names: its CSV, or the roofline of ``engine.roofline``."""
-    if s.engine_latency:
-        return LatencyProfile.read(s.engine_latency)
-    target, draft, device = s.engine_roofline
-    return LatencyProfile.from_roofline(target, draft, device, s.engine_batch,
-                                        s.engine_max_gamma + 1)
+    return profile_of(s.engine_latency, s.engine_roofline, s.engine_batch, s.engine_max_gamma)
 
 
 def schedule_tables(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace], s: Settings,
