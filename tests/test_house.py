@@ -1,6 +1,6 @@
-"""The layout shows the architecture (README, "Architecture"): no import circle between modules,
-no module over 400 lines, no import of another module's private name. Each test fails naming
-what is out of place."""
+"""The layout shows the architecture (docs/explanation/architecture.md): no import circle
+between modules, no module over 400 lines, no import of another module's private name. Each
+test fails naming what is out of place."""
 
 from __future__ import annotations
 
