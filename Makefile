@@ -8,7 +8,7 @@ CORES ?= 8
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run verify test test-fast test-explore test-portability test-report test-cluster llm lint bench report readme-figures clean
+.PHONY: setup run verify test test-fast test-explore test-portability test-report test-cluster llm docs lint bench report readme-figures clean
 
 setup: $(STAMP)
 
@@ -28,7 +28,7 @@ $(STAMP): $(SOURCES)
 	@echo "setup: done -- next: make run (every table and figure) or make test"
 
 # No --workflow-profile: Snakemake reads profiles/default/config.yaml by itself, so this is exactly
-# the README's `.venv/bin/snakemake --cores 8` (`make run CONFIG=my.yaml`: `--configfile my.yaml`).
+# the documented `.venv/bin/snakemake --cores 8` (`make run CONFIG=my.yaml`: `--configfile my.yaml`).
 # First `specsim check-config`: where Snakemake cannot load a config file it says only "not valid
 # JSON or YAML" (and a --configfile is loaded before any workflow code can look at it); this
 # names the file, the line and the problem, and runs every other check of the config.
@@ -90,6 +90,23 @@ llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB 
 	$(SNAKEMAKE) llm --cores $(CORES) --configfile config.yaml $(LLM_CONFIG)
 	$(PY) -m pytest tests/test_llm.py
 
+DOCS_STAMP := $(VENV)/.specsim-docs-installed
+
+# Opt-in extra: MkDocs, mkdocs-material and mkdocstrings (requirements-docs.lock), on top of the
+# pinned venv; nothing of requirements.lock changes.
+$(DOCS_STAMP): $(STAMP) requirements-docs.lock
+	@echo "docs setup: [1/1] installing mkdocs, mkdocs-material, mkdocstrings from requirements-docs.lock (~30 s)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -r requirements-docs.lock
+	touch $(DOCS_STAMP)
+
+# The site from docs/ into site/: the configuration reference is written from the schema and
+# the CLI reference from `--help` as it builds (docs/_tools/hooks.py). --strict: any warning
+# (a broken link or anchor in a page, a page missing from nav, an unreadable docstring) fails;
+# then every internal link of the built HTML is checked, the theme's and mkdocstrings' too.
+docs: $(DOCS_STAMP)  ## the documentation site (MkDocs, strict) -> site/index.html, links checked
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(PY) docs/_tools/check_links.py site
+
 test-fast: setup
 	$(PY) -m pytest -m "not slow"
 
@@ -104,7 +121,7 @@ test-portability: setup  ## fast tests + tiny DAG with SIMD dispatch off: byte-i
 	bash tests/portability.sh $(PY)
 
 # snakemake --lint asks every rule for a conda env or container; this workflow deploys its
-# software as the pinned venv instead (README, "Software deployment"), so that one lint is
+# software as the pinned venv instead (docs/reference/deployment.md), so that one lint is
 # expected and any other fails (tests/test_first_hour.py::test_snakemake_lint).
 lint: setup
 	$(VENV)/bin/ruff check src tests benchmarks
@@ -120,7 +137,7 @@ bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; verify vs
 	$(PY) benchmarks/bench_verify.py
 	$(PY) benchmarks/bench_dag.py
 
-readme-figures: run  ## refresh the committed copies of the key figures shown in README.md
+readme-figures: run  ## refresh the committed copies of the key figures shown in README.md and docs/
 	$(PY) -c "from specsim.figures import copy_readme_figures as c; c('results/figures', 'docs/figures')"
 
 # Everything the DAG, `make report` and `make llm` write is under results/, logs/ and

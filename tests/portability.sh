@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Same bytes on every machine (README, "Reproducibility"): the fast tests pass, and the tiny
+# Same bytes on every machine (docs/explanation/reproducibility.md): the fast tests pass, and the tiny
 # config's DAG and a real pair's trace DAG write byte-identical tables, with numpy's dispatched SIMD kernels switched off
 # (NPY_DISABLE_CPU_FEATURES naming every dispatch target this CPU has), OpenBLAS on one thread
 # and on its most basic x86 kernels (OPENBLAS_CORETYPE=Prescott) -- the last bits of exp, log,

@@ -1,6 +1,6 @@
-"""The `specsim` command: every step the README names, help for every option, one-line usage
-errors (exit status 2, never a traceback) for every bad argument, and a one-line summary at the
-end of every step's log. In-process, through ``specsim.cli.main``."""
+"""The `specsim` command: every step the README and the docs name, help for every option,
+one-line usage errors (exit status 2, never a traceback) for every bad argument, and a one-line
+summary at the end of every step's log. In-process, through ``specsim.cli.main``."""
 
 from __future__ import annotations
 
@@ -109,17 +109,18 @@ def test_help_lists_every_step(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and err == ""
     for step in STEPS:
         assert f"\n  {step} " in out or f"\n    {step} " in out, step
-    # the names the README's pipeline uses for the point step's two halves
+    # the names the pipeline (docs/explanation/analyses.md) uses for the point step's two halves
     assert "simulate" in out and "exact" in out
-    readme = (ROOT / "README.md").read_text()
-    for step in STEPS:
-        if f"specsim {step}" in readme:
-            assert step in out
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text()
+        for step in STEPS:
+            if f"specsim {step}" in text:
+                assert step in out, (page, step)
 
 
 @pytest.mark.parametrize("step", STEPS)
 def test_every_option_has_help(step: str, capsys: pytest.CaptureFixture[str]) -> None:
-    _, steps = cli._parser()
+    _, steps = cli.build_parser()
     sub = steps[step]
     assert sub.description
     actions = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]

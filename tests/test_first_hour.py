@@ -194,7 +194,7 @@ def test_clean_in_a_subdirectory_of_another_repository(tmp_path: Path) -> None:
     assert all((root / c).exists() for c in committed)
 
 
-# --- the README's everyday commands get `make run`'s settings ----------------------------------
+# --- the docs' everyday commands get `make run`'s settings ----------------------------------
 PROFILE = {"rerun-incomplete": True, "printshellcmds": True, "keep-going": False,
            "show-failed-logs": True, "scheduler": "greedy"}
 
@@ -211,16 +211,16 @@ def test_default_profile_is_where_snakemake_looks() -> None:
     assert {k: slurm[k] for k in PROFILE} == PROFILE  # only one workflow profile is read
     run = next(ln for ln in (REPO / "Makefile").read_text().splitlines()
                if ln.startswith("\t$(SNAKEMAKE) --cores"))
-    assert "--workflow-profile" not in run  # `make run` is the README's bare command
-    readme = (REPO / "README.md").read_text()
-    assert "workflow/profiles/default" not in readme
+    assert "--workflow-profile" not in run  # `make run` is the documented bare command
+    for page in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        assert "workflow/profiles/default" not in page.read_text(), page
 
 
 @pytest.mark.parametrize("profile", ["default", "none"])
 def test_readme_dry_run_uses_the_profile(profile: str, tmp_path: Path) -> None:
-    """`.venv/bin/snakemake -n` as the README shows it (repository root, no profile flag): the
-    shell commands are printed (printshellcmds). With --workflow-profile none they are not,
-    so it is the profile that prints them."""
+    """`.venv/bin/snakemake -n` as the README and the docs show it (repository root, no
+    profile flag): the shell commands are printed (printshellcmds). With --workflow-profile
+    none they are not, so it is the profile that prints them."""
     from conftest import SNAKEMAKE
 
     flags = [] if profile == "default" else ["--workflow-profile", "none"]
@@ -254,7 +254,7 @@ def snakemake_lints(text: str) -> list[tuple[str, str]]:
 
 def test_snakemake_lint() -> None:
     """`snakemake --lint` only asks for a conda env or container per rule: software comes from
-    the pinned venv (README, "Software deployment"), which its linter does not know. Any other
+    the pinned venv (docs/reference/deployment.md), which its linter does not know. Any other
     lint fails here (and `make lint`)."""
     from conftest import SNAKEMAKE
 
@@ -276,8 +276,8 @@ def test_no_conda_directive_left() -> None:
     assert set(with_conda) <= {"realtext.smk"}, with_conda
     assert (REPO / "workflow/envs").exists() == bool(with_conda)
     assert "conda:" not in (REPO / "Snakefile").read_text()
-    readme = (REPO / "README.md").read_text()
-    assert "## Software deployment" in readme and "requirements.lock" in readme
+    page = (REPO / "docs/reference/deployment.md").read_text()
+    assert page.startswith("# Software deployment\n") and "requirements.lock" in page
 
 
 # --- tables for people: HTML beside every CSV, one caption per table ---------------------------
@@ -364,14 +364,14 @@ def test_html_table_page(tmp_path: Path) -> None:
     assert (tmp_path / "again.html").read_bytes() == page.encode()  # no timestamp
 
 
-# --- SLURM: the README says where the logs are, the timing rule gets a node to itself ----------
+# --- SLURM: the docs say where the logs are, the timing rule gets a node to itself ------------
 def test_slurm_profile_gives_the_timing_rule_a_node() -> None:
     import yaml
 
     slurm = yaml.safe_load((REPO / "workflow/profiles/slurm/config.yaml").read_text())
     costs = slurm["set-resources"]["realtext_costs"]
     assert "--exclusive" in costs["slurm_extra"]
-    readme = (REPO / "README.md").read_text()
-    assert "logs/slurm/<rule>/<jobid>.log" not in readme
-    assert "logs/slurm/rule_<rule>/" in readme and "group_<group>" in readme
-    assert "--exclusive" in readme
+    page = (REPO / "docs/howto/cluster.md").read_text()
+    assert "logs/slurm/<rule>/<jobid>.log" not in page
+    assert "logs/slurm/rule_<rule>/" in page and "group_<group>" in page
+    assert "--exclusive" in page

@@ -1,6 +1,6 @@
-"""The layout shows the architecture (README, "Architecture"): no import circle between modules,
-no module over 400 lines, no import of another module's private name. Each test fails naming
-what is out of place."""
+"""The layout shows the architecture (docs/explanation/architecture.md): no import circle
+between modules, no module over 400 lines, no import of another module's private name. Each
+test fails naming what is out of place."""
 
 from __future__ import annotations
 
@@ -132,3 +132,45 @@ def test_no_private_name_imported_from_another_module() -> None:
                    for part in mod.split(".")):
                 found.append(f"{path.relative_to(SRC.parent)}: import of private module {mod}")
     assert not found, "private names imported from another module:\n" + "\n".join(found)
+
+
+# The floors of docs/explanation/architecture.md, top first: a module's floor is that of the
+# longest prefix naming it. Every import runs to the same floor or one below.
+LAYERS = [
+    ("cli", ["specsim.cli", "specsim.__main__", "specsim.llm.cli", "specsim.llm.record_cli",
+             "specsim.realtext.cli", "specsim.traces.cli", "specsim.configcheck",
+             "specsim.configdoc"]),
+    ("tiers", ["specsim.realtext", "specsim.llm"]),
+    ("checks", ["specsim.checks", "specsim.schemes.checks"]),
+    ("integrity", ["specsim.integrity", "specsim.resume", "specsim.tablediff"]),
+    ("analyses", ["specsim.tables", "specsim.figures", "specsim.report", "specsim.declare",
+                  "specsim.outputs", "specsim.schemes.outputs", "specsim.schemes.tables",
+                  "specsim.schemes.figures", "specsim.schemes.trees", "specsim.traces.outputs",
+                  "specsim.traces.tables"]),
+    ("collect", ["specsim.collect"]),
+    ("config", ["specsim.config"]),
+    ("work", ["specsim.work"]),
+    ("grid", ["specsim.job", "specsim.grid"]),
+    ("measures", ["specsim.measures"]),
+    ("families", ["specsim.families", "specsim.traces"]),
+    ("schemes", ["specsim.schemes"]),
+    ("engine", ["specsim.engine"]),
+    ("ground", ["specsim", "specsim.verify", "specsim.exact", "specsim.models", "specsim.io",
+                "specsim.sampling", "specsim.stats", "specsim.precision", "specsim.timing",
+                "specsim.errors", "specsim.ngram", "specsim.process", "specsim.resources",
+                "specsim.configfile", "specsim.realtext.settings", "specsim.costs",
+                "specsim.intensity"]),
+]
+
+
+def _floor(module: str) -> int:
+    named = [(len(p), i) for i, (_, prefixes) in enumerate(LAYERS) for p in prefixes
+             if module == p or module.startswith(p + ".")]
+    return max(named)[1]
+
+
+def test_imports_run_down_the_layers() -> None:
+    graph = _graph()
+    up = [f"{a} ({LAYERS[_floor(a)][0]}) -> {b} ({LAYERS[_floor(b)][0]})"
+          for a in sorted(graph) for b in sorted(graph[a]) if _floor(b) < _floor(a)]
+    assert not up, "imports that run up a layer:\n" + "\n".join(up)

@@ -336,12 +336,12 @@ def test_cli_record_ngram_is_the_realtext_step(tmp_path: Path, model_file: Path,
 
 def test_readme_logprobs_example_writes_a_valid_trace(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's "Your model pair: traces" example (vLLM-style logprobs -> trace) runs and
-    its file passes every check."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Your model pair: traces"):]
+    """The docs' "Your model pair: traces" example (docs/howto/pair.md: vLLM-style logprobs ->
+    trace) runs and its file passes every check."""
+    page = (Path(__file__).resolve().parents[1] / "docs/howto/pair.md").read_text()
+    section = page[page.index("## Your model pair: traces"):]
     code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/howto/pair.md", "exec"), {})
     t = read_trace(tmp_path / "mine.parquet")
     assert t.n_docs == 2 and t.n_positions == 3 and t.meta["pair"] == "mine"

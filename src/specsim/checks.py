@@ -22,6 +22,7 @@ from specsim.grid import Grid
 from specsim.io import read_table, write_table, write_text
 from specsim.precision import printed_tolerance
 from specsim.stats import normal_quantile, student_t_quantile
+from specsim.tables.points import expected_slower, slower_rows
 from specsim.verify import rule_spec
 
 CHECK_LEVEL = 1e-4  # per-row false-alarm rate of the Monte Carlo vs exact checks
@@ -138,24 +139,6 @@ def notebook_checks(ac: pd.DataFrame) -> list[Check]:
                          f"{r['tokens_closed_form_mc']:.4f} (rel {rel:.2%}; exact Jensen gap "
                          f"{r['jensen_gap']:+.4f})", "relative error < 15%"))
     return out
-
-
-def expected_slower(grid: Grid) -> list[tuple[str, dict[str, Any]]]:
-    """(study, claim) for every ``expect_slower`` entry of the config's break_even studies: a
-    draft the config says makes decoding slower at a cost c (the program's demo 5 says so of
-    a quarter-size poor draft)."""
-    return [(name, claim) for name, study in grid.config["studies"].items()
-            if study.get("analysis") == "break_even" for claim in study.get("expect_slower", [])]
-
-
-def slower_rows(sv: pd.DataFrame, study: str, claim: dict[str, Any]) -> pd.Series:
-    """Rows of a speedup_vs_c table a claim is about: its study, model, c (and α if given)."""
-    mask = (sv["model"] == claim["model"]) & np.isclose(sv["c"], claim["c"])
-    if "study" in sv:
-        mask &= sv["study"] == study
-    if "alpha" in claim:
-        mask &= np.isclose(sv["alpha"], claim["alpha"])
-    return mask
 
 
 def _slug(label: str) -> str:

@@ -1,7 +1,7 @@
 """specsim: each step of the Snakemake pipeline, runnable on its own.
 
 The pipeline (Snakefile) runs these steps, in this order:
-  point    simulate one grid point and compute its exact reference (the README's "simulate"
+  point    simulate one grid point and compute its exact reference (the pipeline's "simulate"
            and "exact": results/sim/<point>.parquet and results/exact/<point>.parquet)
   collect  join every point's two files into per-point estimates  -> results/points.parquet
   tables   the analysis tables: CSV, Markdown and HTML            -> results/tables/
@@ -159,7 +159,7 @@ def _name(kind: str, known: list[str]) -> Any:
     return check
 
 
-def _parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
+def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     """The parser, and each step's own parser by name; with the ``point`` step alone when
     ``full`` is false (a point job: no output declarations, no real-model tiers to load)."""
     parser = _Parser(prog="specsim", description=__doc__,
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     exit_on_sigterm()
     # A point job runs once per grid point: it builds only its own parser (the other steps'
     # need the output declarations and the tiers' ~25 sub-parsers, ~45 ms of its start-up).
-    parser, steps = _parser(full=argv[:1] != ["point"])
+    parser, steps = build_parser(full=argv[:1] != ["point"])
     args = parser.parse_args(argv)
     from specsim.io import IntegrityError, disk_full
 

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from specsim.sampling import FloatArray
 from specsim.schemes.rates import Rates, TableRates
 
 if TYPE_CHECKING:
-    from specsim.grid import Point
+    from specsim.schemes import Scheme
 
 # Keys every models: entry has; any other key must be one of its family's settings.
 COMMON_KEYS = ("family", "vocab", "draft")
@@ -39,6 +39,33 @@ COMMON_KEYS = ("family", "vocab", "draft")
 # A sampler of fresh (p, q) pairs: (rng, leading shape) -> two arrays of shape shape + (V,).
 PairSampler = Callable[[np.random.Generator, tuple[int, ...]], tuple[FloatArray, FloatArray]]
 TablePair = tuple[FloatArray, FloatArray]
+
+
+class Point(Protocol):
+    """What a family and a measure read of a grid point: :class:`specsim.grid.Point` is one.
+
+    Families and measures sit below the grid (docs/explanation/architecture.md); they take the
+    point as this interface, so neither imports the layer above it."""
+
+    @property
+    def spec(self) -> ModelSpec: ...
+    @property
+    def alpha(self) -> float | None: ...
+    @property
+    def gamma(self) -> int: ...
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def rule(self) -> str: ...
+    @property
+    def measure(self) -> str: ...
+    @property
+    def scheme(self) -> Scheme | None: ...
+    @property
+    def point_id(self) -> str: ...
+    @property
+    def family(self) -> Family: ...
+    def seed(self, root: int) -> np.random.SeedSequence: ...
 
 
 class EquivalenceModel(NamedTuple):
@@ -111,7 +138,7 @@ class Family(ABC):
     """One model family: its config entry, its draft knobs, its tables and its measures.
 
     Class attributes describe the family; methods take a :class:`~specsim.models.spec.ModelSpec`
-    (config and tables) or a :class:`~specsim.grid.Point` (measures: the point carries the spec,
+    (config and tables) or a :class:`Point` (measures: the point carries the spec,
     α, γ, temperature, rule and its seed).
     """
 

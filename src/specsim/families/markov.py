@@ -32,7 +32,7 @@ from specsim.sampling import FloatArray
 from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
-    from specsim.grid import Point
+    from specsim.families.base import Point
 
 
 class TableFamily(Family):

@@ -55,7 +55,7 @@ from specsim.traces.rates import TraceRates
 from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
-    from specsim.grid import Point
+    from specsim.families.base import Point
     from specsim.schemes import Scheme
 
 __all__ = ["DEFAULT_TOKENS", "TraceFamily", "load_trace", "trace_path"]

@@ -37,7 +37,7 @@ def make_figure(grid: Grid, tables_dir: str, name: str, out: str) -> None:
 
 def copy_readme_figures(src_dir: str | Path, dst_dir: str | Path,
                         names: Iterable[str] = README_FIGURES) -> list[Path]:
-    """Copy the PNGs of the README's key figures from ``src_dir`` to ``dst_dir``.
+    """Copy the PNGs of the key figures (README.md, docs/) from ``src_dir`` to ``dst_dir``.
 
     Raises ``FileNotFoundError`` naming every missing figure, so docs are never half stale.
     """

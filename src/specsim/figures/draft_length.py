@@ -13,7 +13,6 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.lines import Line2D
 
 from specsim import exact
-from specsim.checks import expected_slower, slower_rows
 from specsim.figures.style import (
     COLUMN,
     MARKERS,
@@ -27,6 +26,7 @@ from specsim.figures.style import (
     yerr,
 )
 from specsim.grid import Grid
+from specsim.tables.points import expected_slower, slower_rows
 
 
 # ---------------------------------------------------------------------------------------------

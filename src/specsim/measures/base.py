@@ -25,7 +25,7 @@ from specsim.io import PointSchema
 from specsim.resources import Footprint
 
 if TYPE_CHECKING:
-    from specsim.grid import Point
+    from specsim.families.base import Point
     from specsim.models.spec import ModelSpec
 
 _LIST_I64 = pa.list_(pa.int64())

@@ -25,7 +25,7 @@ from specsim.resources import Footprint
 from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
-    from specsim.grid import Point
+    from specsim.families.base import Point
     from specsim.models.spec import ModelSpec
 
 __all__ = ["Equivalence", "collapse", "lossless_estimates", "target_first_two"]

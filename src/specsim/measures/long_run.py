@@ -21,7 +21,7 @@ from specsim.resources import Footprint
 from specsim.verify import rule_spec
 
 if TYPE_CHECKING:
-    from specsim.grid import Point
+    from specsim.families.base import Point
 
 __all__ = ["LongRun", "closed_form", "exact_curve"]
 

@@ -41,7 +41,7 @@ from specsim.resources import Footprint
 from specsim.sampling import IntArray
 
 if TYPE_CHECKING:
-    from specsim.grid import Point
+    from specsim.families.base import Point
 
 __all__ = ["SchemeMeasure"]
 

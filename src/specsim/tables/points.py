@@ -5,11 +5,14 @@ Shared by every table builder (:mod:`specsim.tables.studies`, :mod:`specsim.sche
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
 from specsim.grid import Grid
 
-__all__ = ["KEYS", "sort_rows", "study_points"]
+__all__ = ["KEYS", "expected_slower", "slower_rows", "sort_rows", "study_points"]
 
 KEYS = ["model", "draft", "knob", "alpha", "gamma", "temperature", "rule"]
 
@@ -32,3 +35,21 @@ def study_points(grid: Grid, points: pd.DataFrame, analysis: str) -> pd.DataFram
 def sort_rows(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Rows sorted by ``keys`` (stable; empty cells first), renumbered."""
     return df.sort_values(keys, na_position="first", kind="mergesort").reset_index(drop=True)
+
+
+def expected_slower(grid: Grid) -> list[tuple[str, dict[str, Any]]]:
+    """(study, claim) for every ``expect_slower`` entry of the config's break_even studies: a
+    draft the config says makes decoding slower at a cost c (the program's demo 5 says so of
+    a quarter-size poor draft)."""
+    return [(name, claim) for name, study in grid.config["studies"].items()
+            if study.get("analysis") == "break_even" for claim in study.get("expect_slower", [])]
+
+
+def slower_rows(sv: pd.DataFrame, study: str, claim: dict[str, Any]) -> pd.Series:
+    """Rows of a speedup_vs_c table a claim is about: its study, model, c (and α if given)."""
+    mask = (sv["model"] == claim["model"]) & np.isclose(sv["c"], claim["c"])
+    if "study" in sv:
+        mask &= sv["study"] == study
+    if "alpha" in claim:
+        mask &= np.isclose(sv["alpha"], claim["alpha"])
+    return mask

@@ -14,7 +14,7 @@ from specsim.errors import ConfigError
 from specsim.sampling import IntArray
 
 if TYPE_CHECKING:
-    from specsim.traces.format import Trace
+    from specsim.traces.trace import Trace
 
 __all__ = ["SUM_TOL", "TraceFileError", "check_trace"]
 

@@ -7,8 +7,8 @@ t+γ: draft i (i = 1..γ) is verified against the pair at t+i-1 and the bonus to
 p_{t+γ}. It is the i.i.d. stub's ``share: position`` with the pairs of real text instead of
 fresh draws, and it ignores one thing a real run does: the context after an accepted draft token
 is the draft's accepted token (distributed as min(p, q)/α), not the text's token, so later
-pairs are those of a slightly different context. The README measures that error (predicted vs
-measured, ``pair_accept.csv``).
+pairs are those of a slightly different context. docs/howto/pair.md measures that error
+(predicted vs measured, ``pair_accept.csv``).
 
 For a token-wise rule the draft at position s is accepted with probability β_s (α_s for the
 sampling rules, q_s(argmax p_s) for an argmax rule, :func:`acceptance`), independently across
