@@ -322,7 +322,7 @@ def test_the_config_check_refuses_a_profile_its_jobs_would(tmp_path: Path) -> No
 
     roofline = ("Llama-2-70B", "Llama-2-7B", "H100-SXM")
     assert profile_of("", roofline, [1, 64], 8).max_tokens(64) == 9
-    with pytest.raises(LatencyError, match="no such file|cannot read"):
+    with pytest.raises(LatencyError, match=r"no such file|cannot read"):
         profile_of(str(tmp_path / "missing.csv"), roofline, [1], 4)
     (tmp_path / "lat.csv").write_text(PROFILE)
     with pytest.raises(LatencyError, match="batch 256"):

@@ -244,9 +244,8 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     h.add_argument("names", nargs="+", type=_name("table", list(TABLE_DOCS)), metavar="NAME",
                    help="tables to render (names declared in specsim.outputs)")
 
-    # The real-model tiers: `specsim realtext STEP ...`, `specsim llm STEP ...` (one rule each);
-    # `specsim record ...`, `specsim verify`, `specsim check-config`.
-    from specsim.acceptance.cli import add_parser as add_advise_parser
+    # The tiers (`specsim realtext|llm STEP`), record, verify, check-config, advise.
+    from specsim.acceptance import cli as advise
     from specsim.configcheck import add_parser as add_check_config_parser
     from specsim.integrity import add_parser as add_verify_parser
     from specsim.llm.cli import add_parser as add_llm_parser
@@ -254,12 +253,10 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     from specsim.realtext.cli import add_parser as add_realtext_parser
     from specsim.traces.cli import add_parser as add_record_parser
 
-    add_realtext_parser(sub)
-    add_llm_parser(sub)
-    add_verify_parser(sub)
+    for add in (add_realtext_parser, add_llm_parser, add_verify_parser,
+                add_check_config_parser, advise.add_parser):
+        add(sub)
     add_record_parser(sub, kinds=(add_record_hf,))
-    add_check_config_parser(sub)
-    add_advise_parser(sub)
     return parser, dict(sub.choices)
 
 

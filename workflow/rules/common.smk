@@ -230,3 +230,9 @@ def report_figures(names, ext, category):
         )
         for name in names
     ]
+
+
+def engine_latency_file(wildcards):
+    """The engine route's latency profile, when the config names a file (else the roofline)."""
+    path = (RT_CONFIG.get("engine") or {}).get("latency", "")
+    return [path] if path else []

@@ -44,12 +44,6 @@ RT_TRACES = (
 )
 
 
-def engine_latency_file(wildcards):
-    """The engine route's latency profile, when the config names a file (else the roofline)."""
-    path = (RT_CONFIG.get("engine") or {}).get("latency", "")
-    return [path] if path else []
-
-
 # Each pair's measured runs' acceptance counters, in vLLM's Prometheus format (the engine route).
 RT_COUNTERS = (
     expand(
@@ -283,8 +277,8 @@ rule realtext_engine:
         shortcut="results/tables/engine_shortcut.csv",
         shortcut_md="results/tables/engine_shortcut.md",
         config_md=realtext_settings.ENGINE_CONFIG,
-        pdf="results/figures/engine_schedule.pdf",
-        png="results/figures/engine_schedule.png",
+        pdf=report_figures([realtext_settings.ENGINE_FIGURE], "pdf", "Your engine"),
+        png=report_figures([realtext_settings.ENGINE_FIGURE], "png", "Your engine"),
     log:
         "logs/realtext/engine.log",
     params:

@@ -49,7 +49,7 @@ def _draw(table: pd.DataFrame, pdf_path: str, title: str) -> None:
         color = PALETTE[i % len(PALETTE)]
         _best_k(left, best, color, "best K'" if src is None else str(src))
         if len(sources) > 1:
-            _with_ci(right, best, color, MARKERS[i % len(MARKERS)], str(src))
+            _with_ci(right, best, color, MARKERS[i % len(MARKERS)], "_nolegend_")
     if len(sources) == 1:
         for i, g in enumerate(sorted(int(g) for g in table["gamma"].unique() if g > 0)):
             rows = table[table["gamma"] == g].sort_values("batch")
@@ -64,11 +64,15 @@ def _draw(table: pd.DataFrame, pdf_path: str, title: str) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size b (sequences)")
     left.set_ylabel("best draft length K'")
-    left.set_ylim(-0.3, max(1, int(table["gamma"].max())) + 0.3)
-    left.legend(loc="upper right")
+    top = max(1, int(table["gamma"].max()))
+    left.set_ylim(-0.3, top + 0.3 + 0.6 * (len(sources) + 1))  # room for the legend
+    left.set_yticks(range(top + 1))
+    left.legend(loc="upper right", ncol=2)
     right.axhline(1.0, color="grey", ls=":", lw=0.8)
-    right.set_ylabel("speedup over plain decoding")
-    right.legend(ncol=2, loc="lower left" if len(sources) > 1 else "upper right")
+    right.set_ylabel("speedup of the best K' (95% CI)" if len(sources) > 1
+                     else "speedup over plain decoding")
+    if len(sources) == 1:
+        right.legend(ncol=2, loc="upper right")
     if title:
         fig.suptitle(title)
     save(fig, pdf_path)

@@ -24,7 +24,7 @@ from specsim.grid import Grid
 from specsim.outputs import FIGURES
 
 README_FIGURES = ("accept_curve", "equivalence", "optimal_k_heatmap", "roofline", "jensen",
-                  "schemes_frontier", "schemes_policies", "optimal_gamma_batch")
+                  "schemes_frontier", "schemes_policies", "optimal_gamma_batch", "engine_schedule")
 
 
 def make_figure(grid: Grid, tables_dir: str, name: str, out: str) -> None:
