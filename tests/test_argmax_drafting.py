@@ -28,6 +28,7 @@ from specsim.realtext.settings import (
     trace_settings,
 )
 from specsim.traces import positional
+from specsim.traces.drafting import argmax_drafted
 from specsim.traces.format import Trace, trace_meta, write_trace
 from specsim.verify import acceptance_probability, residual
 
@@ -172,7 +173,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_trace_argmax_rows_accept_with_p_of_the_drafts_argmax(in_tmp: Path) -> None:
     trace = kept_top([40, 25, 60], seed=4)
-    drafted = trace.argmax_drafted()
+    drafted = argmax_drafted(trace)
     # brute force from the full rows the trace was cut from (make_trace's construction)
     rng = np.random.default_rng(4)
     P = rows(rng, 125, 10)
@@ -185,11 +186,11 @@ def test_trace_argmax_rows_accept_with_p_of_the_drafts_argmax(in_tmp: Path) -> N
                 np.array([-1]), np.array([0, 4]), np.array([5, 2, 7, 1]),
                 np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.3, 0.3 - 1e-15, 0.1, 0.3]),
                 np.zeros(1), np.zeros(1), np.array([0.6]))
-    tied = one.argmax_drafted()
+    tied = argmax_drafted(one)
     assert np.array_equal(tied.q, [0.0, 0.0, 0.0, 1.0]) and tied.alpha[0] == 0.4
     # a foreign trace that names no top_k and whose q tail could hold a larger entry: refused
     with pytest.raises(ValueError, match="argmax may lie outside the kept support"):
-        make_trace([5], top_k=1, seed=2).argmax_drafted()
+        argmax_drafted(make_trace([5], top_k=1, seed=2))
 
 
 def test_trace_simulation_covers_exact_and_argmax_is_lossless(in_tmp: Path) -> None:
@@ -200,7 +201,7 @@ def test_trace_simulation_covers_exact_and_argmax_is_lossless(in_tmp: Path) -> N
     lo, hi, ref = simulated_interval(a, g)
     assert lo <= ref <= hi, (lo, ref, hi)
     law = a.family._law(a)  # the family's own positional law
-    beta = kept_top([40, 25, 60], seed=4).argmax_drafted().alpha
+    beta = argmax_drafted(kept_top([40, 25, 60], seed=4)).alpha
     assert law.tokens_per_call == pytest.approx(
         positional.positional_law(beta, law.doc_start, 3).tokens_per_call, rel=1e-12)
     # the lossless check on the frozen pairs, exactly

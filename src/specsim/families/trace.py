@@ -14,12 +14,10 @@ A ``models:`` entry names a trace one of two ways:
   trace file as its input (:meth:`TraceFamily.inputs`).
 
 The draft is the recorded one (draft kind ``recorded``, no knob to sweep, no calibrated α) and
-the distributions are those recorded: studies run a trace model at the temperatures it was
-recorded at -- 1.0, and for a recorded pair also the realtext section's ``trace.temperatures``
-(traces recorded with both models' full rows tempered, :func:`trace_path`). Argmax drafting (a
-study's ``drafting: [argmax]``) replaces each q_t by the one-hot on its argmax
-(:meth:`specsim.traces.format.Trace.argmax_drafted`) when the trace is loaded
-(:func:`load_trace`), so every analysis below runs it unchanged.
+the distributions are those recorded: at 1.0, and for a pair also at the realtext section's
+``trace.temperatures`` (both full rows tempered, :func:`trace_path`). Argmax drafting (study key
+``drafting``) makes each q_t one-hot on its argmax when the trace is loaded (:func:`load_trace`,
+:mod:`specsim.traces.drafting`), so every analysis below runs it unchanged.
 ``vocab`` is the number of stand-in tokens the lossless check tells apart (each position's
 vocab-1 most likely support tokens by p, and the rest pooled; default :data:`DEFAULT_TOKENS`):
 the trace's own vocabulary (its metadata) is not a grid setting.
@@ -60,6 +58,7 @@ from specsim.resources import FLOPS_PER_CORE_SECOND, Footprint
 from specsim.traces import optimal as trace_optimal
 from specsim.traces import positional
 from specsim.traces import schemes as trace_schemes
+from specsim.traces.drafting import argmax_drafted
 from specsim.traces.format import Trace, TraceFileError, read_trace
 from specsim.traces.frozen import dense_rows, slot_ranks, window_chain, window_positions
 from specsim.traces.rates import TraceRates
@@ -76,9 +75,8 @@ RECORDED_TEMPERATURE = 1.0
 
 
 def trace_path(spec: ModelSpec, temperature: float = RECORDED_TEMPERATURE) -> str:
-    """The trace file of a trace model at a sampling temperature: its ``file:`` (recorded at
-    1.0), or where the DAG records its pair at that temperature
-    (:func:`specsim.realtext.settings.tempered_trace_path`)."""
+    """The trace file of a trace model at a temperature: its ``file:`` (recorded at 1.0), or
+    where the DAG records its pair then (:func:`specsim.realtext.settings.tempered_trace_path`)."""
     if spec.trace_file is not None:
         assert float(temperature) == RECORDED_TEMPERATURE, (spec, temperature)
         return spec.trace_file
@@ -89,7 +87,7 @@ def trace_path(spec: ModelSpec, temperature: float = RECORDED_TEMPERATURE) -> st
 @lru_cache(maxsize=4)
 def _read(path: str, size: int, mtime_ns: int, drafting: str) -> Trace:
     trace = read_trace(path)
-    return trace.argmax_drafted() if drafting == "argmax" else trace
+    return argmax_drafted(trace) if drafting == "argmax" else trace
 
 
 def load_trace(spec: ModelSpec, temperature: float = RECORDED_TEMPERATURE) -> Trace:
@@ -209,8 +207,7 @@ class TraceFamily(Family):
         return {"trace": {"pair": spec.trace_pair,
                           "realtext": json.loads(spec.trace_settings)}}
 
-    def inputs(self, spec: ModelSpec,
-               temperature: float = RECORDED_TEMPERATURE) -> tuple[str, ...]:
+    def inputs(self, spec: ModelSpec, temperature: float = RECORDED_TEMPERATURE) -> tuple[str, ...]:
         return (trace_path(spec, temperature),) if spec.trace_pair is not None else ()
 
     def check_study(self, spec: ModelSpec, study: Mapping[str, Any], measure: str,

@@ -146,40 +146,6 @@ class Trace:
             self._cache["greedy"] = self.q[first].astype(np.float64)
         return self._cache["greedy"]  # type: ignore[no-any-return]
 
-    def argmax_drafted(self) -> Trace:
-        """The trace with argmax drafting (:func:`specsim.models.maths.argmax_draft`): at every
-        position q_t becomes the one-hot on the draft's most likely token x_t, so α_t = p_t(x_t)
-        exactly (Σ min(p, onehot) = p(x)) and q's tail is empty. x_t is the kept token of largest
-        q, ties within :data:`~specsim.models.maths.ARGMAX_TIE_TOL` to the smallest token id;
-        it is the full row's argmax whenever the support holds q's top token: a trace whose
-        metadata names a ``top_k`` keeps the top-k of q (:func:`from_full_rows`), and elsewhere
-        no tail token can be larger when q_tail is at most the largest kept q. ValueError where
-        neither holds: the argmax is not known."""
-        from specsim.models.maths import ARGMAX_TIE_TOL
-
-        n = self.n_positions
-        row = np.repeat(np.arange(n), np.diff(self.offsets))
-        top = np.full(n, -np.inf)
-        np.maximum.at(top, row, self.q)
-        keeps_top = isinstance(self.meta.get("top_k"), int) and self.meta["top_k"] >= 1
-        unknown = (self.q_tail > top + ARGMAX_TIE_TOL) & (not keeps_top)
-        if np.any(unknown):
-            t = int(np.flatnonzero(unknown)[0])
-            raise ValueError(f"argmax drafting: at position {t} the draft's tail mass "
-                             f"{self.q_tail[t]:.6g} exceeds its largest kept probability "
-                             f"{top[t]:.6g} and the trace names no top_k, so its argmax may "
-                             f"lie outside the kept support")
-        tied = self.q >= top[row] - ARGMAX_TIE_TOL
-        # among the tied entries of each row, the smallest token id
-        key = np.where(tied, self.support, np.iinfo(np.int64).max)
-        order = np.lexsort((key, row))
-        first = order[self.offsets[:-1]]
-        q = np.zeros_like(self.q)
-        q[first] = 1.0
-        return Trace(dict(self.meta, drafting="argmax"), self.doc_start, self.token,
-                     self.offsets, self.support, self.p, q, self.p_tail,
-                     np.zeros_like(self.q_tail), self.p[first].astype(np.float64))
-
     def dense(self, positions: IntArray) -> tuple[FloatArray, FloatArray]:
         """Rows (n, W+1) of p and q at ``positions``: the support in its stored order padded
         with zeros to the widest support W, then one *tail token* carrying the tail mass.
