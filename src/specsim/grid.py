@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -30,7 +30,7 @@ from specsim.costs import check_config as check_cost
 from specsim.errors import ConfigError
 from specsim.families import Family, family_of, model_identity
 from specsim.measures import for_analysis
-from specsim.models.spec import ModelSpec
+from specsim.models.spec import DRAFTINGS, ModelSpec
 from specsim.schemes import Scheme, schemes_of_study
 from specsim.verify import CLASSIC_RULES, rule_spec
 
@@ -104,7 +104,10 @@ class Point:
         def fmt(v: float | None) -> str:
             return "none" if v is None else repr(float(v))
 
-        return {"model": self.model, "draft": fmt(self.draft_knob), "alpha": fmt(self.alpha),
+        draft = fmt(self.draft_knob)
+        if self.spec.drafting != "sample":  # sampled drafting's paths stay as they were
+            draft += f"+{self.spec.drafting}"
+        return {"model": self.model, "draft": draft, "alpha": fmt(self.alpha),
                 "gamma": str(self.gamma), "temperature": fmt(self.temperature),
                 "rule": self.rule if self.scheme is None else self.scheme.rule_segment,
                 "policy": "fixed" if self.scheme is None else self.scheme.policy_segment,
@@ -120,7 +123,9 @@ class Point:
             "point_id": self.point_id,
             "model": self.model,
             "family": self.spec.family,
-            "draft": self.spec.draft,
+            "draft": (self.spec.draft if self.spec.drafting == "sample"
+                      else f"{self.spec.draft}+{self.spec.drafting}"),
+            "drafting": self.spec.drafting,
             "knob": self.draft_knob,
             "alpha": self.alpha,
             "gamma": self.gamma,
@@ -215,6 +220,18 @@ def _with_knob(spec: ModelSpec, knob: float | None, where: str) -> ModelSpec:
     return k.apply(spec, knob, where)
 
 
+def _with_drafting(spec: ModelSpec, drafting: str, where: str) -> ModelSpec:
+    """The spec with a study's drafting mode (:data:`specsim.models.spec.DRAFTINGS`)."""
+    if drafting not in DRAFTINGS:
+        raise ConfigError(f"{where}: {drafting!r} is not a drafting mode; choose one of "
+                          f"{list(DRAFTINGS)}")
+    if drafting != "sample" and spec.calibrated:
+        raise ConfigError(f"{where}: model {spec.name!r} has an alpha-calibrated draft, whose "
+                          f"alpha {drafting} drafting would not keep; use a model with its own "
+                          f"draft")
+    return replace(spec, drafting=drafting)  # type: ignore[arg-type]
+
+
 def build_grid(config: dict[str, Any]) -> Grid:
     """Cross-field checks and the de-duplicated, sorted list of points.
 
@@ -240,6 +257,7 @@ def build_grid(config: dict[str, Any]) -> Grid:
         schemes = _study_schemes(study, key)
         ids: list[str] = []
         knobs: list[float | None] = list(study.get("draft", [None]))
+        draftings: list[str] = list(study.get("drafting", ["sample"]))
         for mname in study["models"]:
             if mname not in specs:
                 raise ConfigError(f"{key}.models: {mname!r} is not defined under models: "
@@ -248,8 +266,9 @@ def build_grid(config: dict[str, Any]) -> Grid:
             measure.check_model(base, f"{key}.models[{mname}]")
             family_of(base).check_study(base, study, measure.name, key)
             alphas: list[float | None] = list(study["alpha"]) if base.calibrated else [None]
-            for knob in knobs:
-                spec = _with_knob(base, knob, f"{key}.draft")
+            for knob, drafting in ((k, d) for k in knobs for d in draftings):
+                spec = _with_drafting(_with_knob(base, knob, f"{key}.draft"), drafting,
+                                      f"{key}.drafting")
                 for t in study["temperature"]:
                     for a in alphas:
                         if a is not None:

@@ -33,14 +33,20 @@ from specsim.schemes import Scheme
 NUMBERS_VERSION = 1
 
 
-# Fields added after points were first planned: left out of a description while unset, so the
-# job parameters (Snakemake's params trigger) of every existing point stay as they were.
-_LATER_FIELDS = ("trace_file", "trace_pair", "trace_settings")
+# Fields added after points were first planned: left out of a description while at their
+# default, so the job parameters (Snakemake's params trigger) of every existing point stay as
+# they were.
+_LATER_FIELDS: dict[str, Any] = {"trace_file": None, "trace_pair": None, "trace_settings": None,
+                                 "drafting": "sample"}
+# Fields only the config's checks read (which temperatures a recorded pair's traces exist at):
+# never in a description, so listing another temperature reruns no existing point.
+_CHECK_FIELDS = ("trace_temperatures",)
 
 
 def _spec_fields(spec: ModelSpec) -> dict[str, Any]:
     out = {f.name: getattr(spec, f.name) for f in fields(spec)
-           if not (f.name in _LATER_FIELDS and getattr(spec, f.name) is None)}
+           if f.name not in _CHECK_FIELDS
+           and not (f.name in _LATER_FIELDS and getattr(spec, f.name) == _LATER_FIELDS[f.name])}
     out["other"] = {"special": spec.other.special, "seed": spec.other.seed,
                     "sharpness": spec.other.sharpness}
     return out

@@ -108,9 +108,9 @@ def point_runtime(wildcards):
 
 def point_inputs(wildcards):
     """Files the point's model reads that a job of the DAG writes (a trace model's recorded
-    trace, specsim.families.Family.inputs); none for other models."""
+    trace at the point's temperature, specsim.families.Family.inputs); none for other models."""
     point = grid_point(wildcards)
-    return list(point.family.inputs(point.spec))
+    return list(point.family.inputs(point.spec, point.temperature))
 
 
 def table_files(wildcards=None):

@@ -42,6 +42,16 @@ RT_TRACES = (
     if RT_ENABLED
     else []
 )
+# The same pairs' traces at the other sampling temperatures of trace.temperatures (one job
+# each: results/traces/<pair>_T<temperature>.parquet; trace models run at those temperatures).
+RT_TEMPERATURES = [
+    repr(t) for t in realtext_settings.trace_temperatures(RT_CONFIG) if RT_ENABLED
+]
+RT_TEMPERED_TRACES = [
+    realtext_settings.tempered_trace_path(pair, float(t))
+    for t in RT_TEMPERATURES
+    for pair in realtext_settings.trace_pairs(RT_CONFIG)
+]
 
 
 # Each pair's measured runs' acceptance counters, in vLLM's Prometheus format (the engine route).
@@ -59,6 +69,7 @@ RT_TARGETS = (
         "results/realtext/corpus.npz",  # and every intermediate: a deleted one is rebuilt
         "results/realtext/model.npz",
         *RT_TRACES,
+        *RT_TEMPERED_TRACES,
         *expand(
             "results/realtext/{name}.{ext}",
             name=["costs", "pair_costs"],
@@ -202,6 +213,38 @@ rule realtext_record:
         "specsim realtext --settings {params.settings:q} --seed {params.seed} record "
         "--corpus {input.corpus:q} --model {input.model:q} --out-dir {params.out_dir:q} "
         "2> {log:q}"
+
+
+# The pairs' traces at another sampling temperature: both models' rows tempered, the text
+# sampled from the tempered target (specsim.realtext.record). Resumable as realtext_record.
+rule realtext_record_tempered:
+    input:
+        corpus="results/realtext/corpus.npz",
+        model="results/realtext/model.npz",
+    output:
+        traces=expand(
+            realtext_settings.TEMPERED_TRACE_PATH,
+            pair=realtext_settings.trace_pairs(RT_CONFIG),
+            temperature="{temperature}",
+        ),
+    log:
+        "logs/realtext/record_T{temperature}.log",
+    benchmark:
+        "benchmarks/out/realtext_record_T{temperature}.tsv"
+    wildcard_constraints:
+        temperature="[0-9]+[.][0-9]+",
+    priority: 1
+    resources:
+        mem_mb=1500,
+        runtime=10,
+    params:
+        settings=RT_SETTINGS["record"],
+        seed=config["seed"],
+        out_dir=trace_dir,
+    shell:
+        "specsim realtext --settings {params.settings:q} --seed {params.seed} record "
+        "--temperature {wildcards.temperature} --corpus {input.corpus:q} "
+        "--model {input.model:q} --out-dir {params.out_dir:q} 2> {log:q}"
 
 
 # Predicted (the positional model on each trace) vs measured (speculative generation with the

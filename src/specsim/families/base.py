@@ -213,9 +213,9 @@ class Family(ABC):
         """The knob a study's ``draft:`` list sweeps for this draft kind, if it has one."""
         return KNOBS.get(draft) if draft in self.drafts else None
 
-    def inputs(self, spec: ModelSpec) -> tuple[str, ...]:
-        """Files a point job of this model reads that another job of the DAG writes (its
-        Snakemake inputs); default: none."""
+    def inputs(self, spec: ModelSpec, temperature: float = 1.0) -> tuple[str, ...]:
+        """Files a point job of this model at a sampling temperature reads that another job of
+        the DAG writes (its Snakemake inputs); default: none."""
         return ()
 
     def check_study(self, spec: ModelSpec, study: Mapping[str, Any],  # noqa: B027 (a hook)

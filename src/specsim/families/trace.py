@@ -14,7 +14,10 @@ A ``models:`` entry names a trace one of two ways:
   trace file as its input (:meth:`TraceFamily.inputs`).
 
 The draft is the recorded one (draft kind ``recorded``, no knob to sweep, no calibrated α) and
-the distributions are those recorded: studies run trace models at temperature 1.0 only.
+the distributions are those recorded: at 1.0, and for a pair also at the realtext section's
+``trace.temperatures`` (both full rows tempered, :func:`trace_path`). Argmax drafting (study key
+``drafting``) makes each q_t one-hot on its argmax when the trace is loaded (:func:`load_trace`,
+:mod:`specsim.traces.drafting`), so every analysis below runs it unchanged.
 ``vocab`` is the number of stand-in tokens the lossless check tells apart (each position's
 vocab-1 most likely support tokens by p, and the rest pooled; default :data:`DEFAULT_TOKENS`):
 the trace's own vocabulary (its metadata) is not a grid setting.
@@ -44,11 +47,18 @@ from specsim.errors import ConfigError
 from specsim.families.base import COMMON_KEYS, EquivalenceModel, Family, TablePair
 from specsim.models.files import TABLE_PATH, file_digest
 from specsim.models.spec import ModelSpec
-from specsim.realtext.settings import TRACE_PATH, Settings, recorded_pairs, trace_settings
+from specsim.realtext.settings import (
+    Settings,
+    recorded_pairs,
+    tempered_trace_path,
+    trace_settings,
+    trace_temperatures,
+)
 from specsim.resources import FLOPS_PER_CORE_SECOND, Footprint
 from specsim.traces import optimal as trace_optimal
 from specsim.traces import positional
 from specsim.traces import schemes as trace_schemes
+from specsim.traces.drafting import argmax_drafted
 from specsim.traces.format import Trace, TraceFileError, read_trace
 from specsim.traces.frozen import dense_rows, slot_ranks, window_chain, window_positions
 from specsim.traces.rates import TraceRates
@@ -64,27 +74,34 @@ DEFAULT_TOKENS = 16  # stand-in tokens of the lossless check when the entry sets
 RECORDED_TEMPERATURE = 1.0
 
 
-def trace_path(spec: ModelSpec) -> str:
-    """The trace file of a trace model: its ``file:``, or where the DAG records its pair."""
+def trace_path(spec: ModelSpec, temperature: float = RECORDED_TEMPERATURE) -> str:
+    """The trace file of a trace model at a temperature: its ``file:`` (recorded at 1.0), or
+    where the DAG records its pair then (:func:`specsim.realtext.settings.tempered_trace_path`)."""
     if spec.trace_file is not None:
+        assert float(temperature) == RECORDED_TEMPERATURE, (spec, temperature)
         return spec.trace_file
     assert spec.trace_pair is not None, spec
-    return TRACE_PATH.format(pair=spec.trace_pair)
+    return tempered_trace_path(spec.trace_pair, temperature)
 
 
 @lru_cache(maxsize=4)
-def _read(path: str, size: int, mtime_ns: int) -> Trace:
-    return read_trace(path)
+def _read(path: str, size: int, mtime_ns: int, drafting: str) -> Trace:
+    trace = read_trace(path)
+    return argmax_drafted(trace) if drafting == "argmax" else trace
 
 
-def load_trace(spec: ModelSpec) -> Trace:
-    """The model's trace, read and checked once per (file, size, mtime) in a process."""
-    path = trace_path(spec)
+def load_trace(spec: ModelSpec, temperature: float = RECORDED_TEMPERATURE) -> Trace:
+    """The model's trace at a temperature as its drafting mode drafts from it (argmax: every
+    q_t one-hot on its argmax), read and checked once per (file, size, mtime) in a process."""
+    path = trace_path(spec, temperature)
     try:
         st = os.stat(path)
     except OSError:
         raise TraceFileError(f"{path}: no such trace file") from None
-    return _read(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    try:
+        return _read(str(Path(path).resolve()), st.st_size, st.st_mtime_ns, spec.drafting)
+    except ValueError as err:
+        raise TraceFileError(f"{path}: {err}") from None
 
 
 def _check_file(key: str, path: str) -> None:
@@ -102,10 +119,11 @@ def _check_file(key: str, path: str) -> None:
 
 
 @lru_cache(maxsize=8)
-def _schedule(spec: ModelSpec, scheme: Scheme, gamma: int) -> tuple[Any, Any]:
+def _schedule(spec: ModelSpec, temperature: float, scheme: Scheme,
+              gamma: int) -> tuple[Any, Any]:
     """A scheme's per-start laws and exact rates on the model's trace (simulation and exact
     reference of one point job share them)."""
-    trace = load_trace(spec)
+    trace = load_trace(spec, temperature)
     laws = trace_schemes.schedule_laws(trace, scheme, gamma)
     return laws, trace_schemes.rates(laws, trace.doc_start)
 
@@ -175,7 +193,8 @@ class TraceFamily(Family):
             section = (config or {}).get("realtext")
             if section is None:
                 raise ConfigError(f"models.{name}.pair: needs the config's realtext: section")
-            kw |= {"trace_pair": str(entry["pair"]), "trace_settings": trace_settings(section)}
+            kw |= {"trace_pair": str(entry["pair"]), "trace_settings": trace_settings(section),
+                   "trace_temperatures": trace_temperatures(section)}
         return ModelSpec(**kw)
 
     def spec_fields(self, entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,16 +207,21 @@ class TraceFamily(Family):
         return {"trace": {"pair": spec.trace_pair,
                           "realtext": json.loads(spec.trace_settings)}}
 
-    def inputs(self, spec: ModelSpec) -> tuple[str, ...]:
-        return (trace_path(spec),) if spec.trace_pair is not None else ()
+    def inputs(self, spec: ModelSpec, temperature: float = RECORDED_TEMPERATURE) -> tuple[str, ...]:
+        return (trace_path(spec, temperature),) if spec.trace_pair is not None else ()
 
     def check_study(self, spec: ModelSpec, study: Mapping[str, Any], measure: str,
                     key: str) -> None:
         temps = [float(t) for t in study.get("temperature", [RECORDED_TEMPERATURE])]
-        if temps != [RECORDED_TEMPERATURE]:
-            raise ConfigError(f"{key}.temperature: {spec.name!r} is a trace model: it holds the "
-                              f"distributions recorded at temperature 1.0, the only one it runs "
-                              f"at (got {temps})")
+        recorded = (RECORDED_TEMPERATURE, *spec.trace_temperatures)
+        bad = [t for t in temps if t not in recorded]
+        if bad:
+            how = ("a trace file holds the distributions recorded at temperature 1.0"
+                   if spec.trace_file is not None else
+                   f"its pair's traces are recorded at {sorted(recorded)} (add others to "
+                   f"realtext.trace.temperatures)")
+            raise ConfigError(f"{key}.temperature: {spec.name!r} is a trace model: {how}, the "
+                              f"only temperatures it runs at (got {bad[0]})")
         if measure == "long_run":
             kept = [r for r in study.get("rule", []) if rule_spec(r).keep_drafts]
             if kept:
@@ -239,14 +263,14 @@ class TraceFamily(Family):
     def tables(self, spec: ModelSpec, temperature: float, alpha: float | None) -> TablePair:
         """The frozen pairs of document 0's first two positions as a chain (the trace has no
         table of its own)."""
-        P, Q, _ = window_chain(load_trace(spec), 0, 2)
+        P, Q, _ = window_chain(load_trace(spec, temperature), 0, 2)
         return P, Q
 
     def example_rows(self, spec: ModelSpec, temperature: float, alpha: float | None,
                      context: int) -> TablePair:
         """The pair at position ``context`` of the trace, on the ``vocab`` stand-in tokens
         (support tokens by p, the rest pooled in the last)."""
-        trace = load_trace(spec)
+        trace = load_trace(spec, temperature)
         pos = np.array([min(int(context), trace.n_positions - 1)])
         p, q = dense_rows(trace, pos)
         ranks = slot_ranks(trace, pos, spec.vocab)[0]
@@ -256,7 +280,7 @@ class TraceFamily(Family):
     def equivalence_model(self, point: Point) -> EquivalenceModel:
         """The frozen pairs of document 0's first γ+2 positions (two rounds' worth) as a
         position-indexed chain; states map to the ``vocab`` stand-in tokens."""
-        trace = load_trace(point.spec)
+        trace = load_trace(point.spec, point.temperature)
         length = point.gamma + 2
         P, Q, start = window_chain(trace, 0, length)
         ranks = slot_ranks(trace, window_positions(trace, 0, length), point.spec.vocab)
@@ -264,7 +288,7 @@ class TraceFamily(Family):
 
     # ------------------------------------------------------------------ measures
     def _law(self, point: Point, gamma: int | None = None) -> positional.PositionalLaw:
-        trace = load_trace(point.spec)
+        trace = load_trace(point.spec, point.temperature)
         beta = positional.acceptance(trace, point.rule)
         return positional.positional_law(beta, trace.doc_start,
                                          point.gamma if gamma is None else gamma)
@@ -305,7 +329,7 @@ class TraceFamily(Family):
 
     def scheme_exact(self, point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
         assert point.scheme is not None
-        laws, r = _schedule(point.spec, point.scheme, point.gamma)
+        laws, r = _schedule(point.spec, point.temperature, point.scheme, point.gamma)
         how = ("window laws" if laws.rows is None
                else "token-wise" if laws.thresholds is None else "optimal stopping DP")
         return {"tokens_exact": r.tokens_per_call, "drafted_exact": r.drafted_per_round,
@@ -316,15 +340,15 @@ class TraceFamily(Family):
                         seed: np.random.SeedSequence, width: int
                         ) -> tuple[np.ndarray, np.ndarray, int]:
         assert point.scheme is not None
-        laws, r = _schedule(point.spec, point.scheme, point.gamma)
+        laws, r = _schedule(point.spec, point.temperature, point.scheme, point.gamma)
         chains, rounds, batches = (int(budget[k]) for k in ("chains", "rounds", "batches"))
-        hist, drafted = trace_schemes.simulate(load_trace(point.spec), laws, r.visits, seed,
-                                               chains, rounds, batches, width)
+        hist, drafted = trace_schemes.simulate(load_trace(point.spec, point.temperature), laws,
+                                               r.visits, seed, chains, rounds, batches, width)
         return hist, drafted, 0
 
     def rates(self, point: Point) -> TraceRates:
         """The trace's positional model (:class:`specsim.traces.rates.TraceRates`)."""
-        return TraceRates(load_trace(point.spec))
+        return TraceRates(load_trace(point.spec, point.temperature))
 
     # ------------------------------------------------------------------ resources
     def chain_size(self, point: Point) -> tuple[int, int]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from specsim.models.maths import calibrate, one_hot_argmin, softmax
-from specsim.models.spec import ModelSpec
+from specsim.models.spec import ModelSpec, drafted
 from specsim.sampling import FloatArray
 
 IID_EPS = 1e-12  # the notebook's log(target + 1e-12)
@@ -25,8 +25,15 @@ def iid_pairs(
 
     Target logits ~ N(0, sigma^2); draft logits = log(p + 1e-12) + N(0, noise^2) with p the
     T = 1 target (the notebook's ``draft_dist``); both then standardised at the temperature.
-    Calibrated drafts blend p with the one-hot on p's least likely token, per pair.
+    Calibrated drafts blend p with the one-hot on p's least likely token, per pair. Argmax
+    drafting takes the draft's argmax (:func:`specsim.models.spec.drafted`).
     """
+    p, q = _pairs(spec, temperature, alpha, rng, shape)
+    return p, drafted(spec, q)
+
+
+def _pairs(spec: ModelSpec, temperature: float, alpha: float | None, rng: np.random.Generator,
+           shape: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
     logits = rng.normal(0.0, spec.sigma, (*shape, spec.vocab))
     p1 = softmax(logits)
     target = p1 if temperature == 1 else softmax(logits, temperature)

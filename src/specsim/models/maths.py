@@ -54,6 +54,29 @@ def one_hot_argmax(table: FloatArray) -> FloatArray:
     return out
 
 
+#: Argmax drafting's tie tolerance: row entries within this of the row's maximum count as tied
+#: (absolute: probabilities lie in [0, 1]), and a tie goes to the lowest token index. Far above
+#: the last bits a CPU's SIMD kernels change in a computed row, so the proposed token never
+#: depends on the machine; far below any difference a draft's ranking means.
+ARGMAX_TIE_TOL = 1e-12
+
+
+def argmax_draft(q: FloatArray) -> FloatArray:
+    """Argmax drafting: the draft row replaced by the one-hot on its argmax (last axis).
+
+    What vLLM's v1 drafters (EAGLE, MTP, n-gram) propose: the draft model's most likely token x,
+    verified as a one-hot draft distribution, so Alg. 1 accepts it with min(1, p(x)/1) = p(x)
+    and resamples a rejection from norm(max(p - onehot(x), 0)) = p without x, renormalised:
+    still lossless. Ties: among the entries within :data:`ARGMAX_TIE_TOL` of the row's
+    maximum, the lowest index (on every CPU). Idempotent; T = 0 rows are already one-hot."""
+    q = np.asarray(q, dtype=np.float64)
+    top = q.max(axis=-1, keepdims=True)
+    first = np.argmax(q >= top - ARGMAX_TIE_TOL, axis=-1)
+    out = np.zeros_like(q)
+    np.put_along_axis(out, first[..., None], 1.0, axis=-1)
+    return out
+
+
 def one_hot_argmin(table: FloatArray) -> FloatArray:
     """All mass on the row's least likely token: the 'far' draft base of :func:`calibrate`."""
     out = np.zeros_like(table, dtype=np.float64)

@@ -14,11 +14,24 @@ from typing import Any, Literal
 import numpy as np
 
 from specsim.models.files import check_path, check_table, file_digest, load_table
-from specsim.models.maths import blend, calibrate, one_hot_argmin, random_table, temper
+from specsim.models.maths import (
+    argmax_draft,
+    blend,
+    calibrate,
+    one_hot_argmin,
+    random_table,
+    temper,
+)
 from specsim.sampling import FloatArray
 
 DraftKind = Literal["blend", "temper", "calibrated", "identical", "uniform", "noise", "file",
                     "recorded"]
+#: How the draft proposes its tokens: ``sample`` draws them from q (Leviathan Alg. 1), ``argmax``
+#: proposes q's most likely token, verified as the one-hot draft onehot(argmax q)
+#: (:func:`specsim.models.maths.argmax_draft`; vLLM's v1 drafters). A study's ``drafting:``
+#: list sweeps it.
+Drafting = Literal["sample", "argmax"]
+DRAFTINGS: tuple[Drafting, ...] = ("sample", "argmax")
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,9 @@ class ModelSpec:
     trace_file: str | None = None  # trace: the user's trace file
     trace_pair: str | None = None  # trace: a pair whose trace the DAG records
     trace_settings: str | None = None  # trace: JSON of the realtext sections that record it
+    trace_temperatures: tuple[float, ...] = ()  # trace: temperatures a recorded pair's traces
+    #                                             are also recorded at (besides 1.0)
+    drafting: Drafting = "sample"  # how the draft proposes (a study's drafting: list)
 
     @property
     def calibrated(self) -> bool:
@@ -83,6 +99,8 @@ class ModelSpec:
     def draft_dict(self) -> dict[str, Any]:
         """The draft's canonical description (the same for every family)."""
         draft: dict[str, Any] = {"kind": self.draft}
+        if self.drafting != "sample":  # absent for sampled drafting: identities stay as they were
+            draft["mode"] = self.drafting
         if self.draft == "blend":
             draft |= {"weight": self.weight, "other": self.other.to_dict()}
         elif self.draft == "temper":
@@ -95,6 +113,14 @@ class ModelSpec:
         return draft
 
 
+def drafted(spec: ModelSpec, q: FloatArray) -> FloatArray:
+    """The draft rows ``q`` (last axis) as the spec's drafting mode proposes from them: q itself
+    (``sample``) or onehot(argmax q) (``argmax``). Every family applies it where it builds its
+    (p, q) at a temperature, after tempering, so each measure's exact law and simulation see
+    the drafted rows and no rule knows of the mode."""
+    return argmax_draft(q) if spec.drafting == "argmax" else q
+
+
 def table_pair(
     spec: ModelSpec, base: FloatArray, temperature: float, alpha: float | None
 ) -> tuple[FloatArray, FloatArray]:
@@ -102,14 +128,16 @@ def table_pair(
 
     Drafts are built from the untempered target, then both tables are standardised at the
     temperature (Leviathan §2.2). Calibrated drafts are built *after* tempering, so that the
-    per-context acceptance is exactly ``alpha`` at every temperature.
+    per-context acceptance is exactly ``alpha`` at every temperature. Argmax drafting takes the
+    tempered draft's argmax (:func:`drafted`).
     """
     target = temper(base, temperature)
     if spec.draft == "calibrated":
         if alpha is None:
             raise ValueError(f"model {spec.name!r} has a calibrated draft and needs an alpha")
-        return target, calibrate(target, calibration_base(spec, target, temperature), alpha)
-    return target, temper(seed_draft(spec, base), temperature)
+        return target, drafted(spec, calibrate(target, calibration_base(spec, target,
+                                                                          temperature), alpha))
+    return target, drafted(spec, temper(seed_draft(spec, base), temperature))
 
 
 def calibration_base(spec: ModelSpec, target: FloatArray, temperature: float) -> FloatArray:

@@ -90,6 +90,36 @@ TABLES = (
             "alpha_bar": "stationary mean over contexts of β = Σ min(p, q)",
         }),
     Table(
+        "argmax_drafting", needs="drafting", builder="specsim.tables.studies:argmax_drafting",
+        title="Argmax drafting against sampled drafting",
+        about="What proposing the draft's argmax (vLLM's v1 drafters: a one-hot draft, accepted "
+              "with p(x), still lossless) costs against drawing the draft from q, per model, "
+              "temperature and γ of the drafting studies: tokens per target call of each mode, "
+              "simulated with 95% intervals and exact, and their ratio. Argmax drafting wins "
+              "where p(argmax q) beats Σ min(p, q): a confident draft at low temperature.",
+        columns={
+            "study": KEYS["study"], "model": KEYS["model"], "knob": KEYS["knob"],
+            "alpha": KEYS["alpha"], "gamma": KEYS["gamma"], "temperature": KEYS["temperature"],
+            "rule": KEYS["rule"], "draft": "how the sampled draft is made (the argmax draft "
+                                          "is its argmax)",
+            **{f"{c}_{m}": f"{what} ({how})"
+               for m, how in (("sample", "drafts drawn from q"),
+                              ("argmax", "the draft's argmax proposed, q one-hot"))
+               for c, what in (
+                   ("tokens_per_round", TOKENS["tokens_per_round"]),
+                   ("tokens_ci_low", "lower end of its 95% confidence interval"),
+                   ("tokens_ci_high", "upper end of that interval"),
+                   ("tokens_exact", "exact expected tokens per target call"),
+                   ("covered", "whether that interval contains the exact value"),
+                   ("alpha_bar", "mean acceptance per draft: Σ min(p, q) sampled, p(argmax q) "
+                                 "argmax (stationary mean over contexts or positions)"))},
+            "ratio": "tokens_per_round_argmax / tokens_per_round_sample (simulated)",
+            "ratio_exact": "tokens_exact_argmax / tokens_exact_sample: above 1, argmax "
+                           "drafting emits more tokens per target call",
+            "winner_exact": "argmax, sample, or tie (exact values equal within 1e-9: at T = 0 "
+                            "both draft the argmax)",
+        }),
+    Table(
         "optimal_k", needs="optimal_k", builder="specsim.tables.studies:optimal_k",
         title="Which draft length is best?",
         about="The best γ per model, α, temperature and draft cost c: simulated (with the γ it "

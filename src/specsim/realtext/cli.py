@@ -86,6 +86,9 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model .npz (realtext model step)")
     parser.add_argument("--out-dir", required=True,
                         help="directory of the traces, <pair>.parquet (results/traces)")
+    parser.add_argument("--temperature", type=float, default=1.0,
+                        help="sampling temperature of both models and of the text (default 1: "
+                             "<pair>.parquet; another: <pair>_T<temperature>.parquet)")
 
 
 def record(args: argparse.Namespace) -> list[str]:
@@ -96,7 +99,7 @@ def record(args: argparse.Namespace) -> list[str]:
 
     s = Settings.from_dict(json.loads(args.settings), partial=True)
     done = record_ngram(NGramModel.load(args.model), args.model, load_corpus(args.corpus), s,
-                        args.seed, args.out_dir)
+                        args.seed, args.out_dir, temperature=args.temperature)
     print(f"record: {done.recorded} blocks recorded, {done.reused} reused from parts",
           file=sys.stderr)
     return [str(p) for p in done.paths.values()]

@@ -8,6 +8,11 @@ which block). At every position the target's full row p and each draft order's f
 the same context go through :func:`specsim.traces.format.from_full_rows` (top-k of p ∪ q, the
 tails, α from the full rows): one trace per draft order, ``ngram_o<k>`` (TRACE_PATH).
 
+At another sampling temperature T (``trace.temperatures``, one job each) both full rows are
+standardised at T before anything else (Leviathan §2.2; :func:`specsim.models.maths.temper`,
+T = 0 the one-hot argmax), the text is sampled from the tempered target with the same
+uniforms, and the traces go to :func:`specsim.realtext.settings.tempered_trace_path`.
+
 Resumable: documents are recorded in blocks of :data:`BLOCK`; each block of each pair is a
 trace file of its own in ``<out>.parts/``, written atomically, and carries a key of everything
 that shapes it (settings, root seed, corpus and model digests). A run that was killed reuses
@@ -28,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from specsim.models.maths import temper
 from specsim.ngram import Corpus, NGramModel, V, append, decode
 from specsim.realtext.rounds import prompts, seed_for
-from specsim.realtext.settings import TRACE_PATH, Settings, trace_pairs
+from specsim.realtext.settings import Settings, tempered_trace_path, trace_pairs
 from specsim.sampling import sample_rows
 from specsim.traces.format import (
     Trace,
@@ -57,9 +63,11 @@ def trace_prompts(corpus: Corpus, s: Settings, seed: int) -> np.ndarray:
 
 
 def document_text(model: NGramModel, s: Settings, start: np.ndarray, docs: np.ndarray,
-                  seed: int) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-    """Generate the documents ``docs`` from contexts ``start``: (contexts before each position
-    (n, L), target rows (L arrays (n, V)), the sampled characters (n, L))."""
+                  seed: int, temperature: float = TEMPERATURE
+                  ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """Generate the documents ``docs`` from contexts ``start`` at a sampling temperature:
+    (contexts before each position (n, L), the tempered target rows (L arrays (n, V)), the
+    sampled characters (n, L))."""
     length = s.trace_length
     u = np.stack([np.random.default_rng(seed_for(seed, "trace", "text", int(d))).random(length)
                   for d in docs])
@@ -69,7 +77,7 @@ def document_text(model: NGramModel, s: Settings, start: np.ndarray, docs: np.nd
     rows = []
     for t in range(length):
         ctxs[:, t] = ctx
-        p = model.probs(ctx, s.target_order)
+        p = temper(model.probs(ctx, s.target_order), temperature)
         rows.append(p)
         tokens[:, t] = sample_rows(p, u[:, t])
         ctx = append(ctx, tokens[:, t], s.target_order - 1)
@@ -77,9 +85,10 @@ def document_text(model: NGramModel, s: Settings, start: np.ndarray, docs: np.nd
 
 
 def record_block(model: NGramModel, s: Settings, start: np.ndarray, docs: np.ndarray,
-                 seed: int, meta: dict[str, dict[str, Any]]) -> dict[str, Trace]:
+                 seed: int, meta: dict[str, dict[str, Any]],
+                 temperature: float = TEMPERATURE) -> dict[str, Trace]:
     """The traces (one per draft order) of the documents ``docs``, positions in order."""
-    ctxs, p_rows, tokens = document_text(model, s, start, docs, seed)
+    ctxs, p_rows, tokens = document_text(model, s, start, docs, seed, temperature)
     n, length = tokens.shape
     # position-major within a document: row d * L + t
     P = np.stack(p_rows, axis=1).reshape(n * length, -1)
@@ -87,7 +96,7 @@ def record_block(model: NGramModel, s: Settings, start: np.ndarray, docs: np.nda
     doc_start = np.arange(n + 1, dtype=np.int64) * length
     out = {}
     for k, pair in zip(s.draft_orders, trace_pairs(s), strict=True):
-        Q = model.probs(flat_ctx, k)
+        Q = temper(model.probs(flat_ctx, k), temperature)
         offsets, support, p, q, p_tail, q_tail, alpha = from_full_rows(P, Q, s.trace_top_k)
         m = dict(meta[pair], documents=n)
         out[pair] = Trace(m, doc_start, tokens.reshape(-1), offsets, support, p, q, p_tail,
@@ -112,13 +121,14 @@ def _file_digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def pair_meta(s: Settings, corpus: Corpus, seed: int, start: np.ndarray) -> dict[str, Any]:
+def pair_meta(s: Settings, corpus: Corpus, seed: int, start: np.ndarray,
+              temperature: float = TEMPERATURE) -> dict[str, Any]:
     """The ``specsim.trace`` metadata of each pair's trace (``documents`` filled in later)."""
     length = s.target_order - 1
     common = {
         "target": f"order-{s.target_order} interpolated Witten-Bell character n-gram "
                   f"(specsim.ngram) on the realtext corpus",
-        "temperature": TEMPERATURE, "top_k": s.trace_top_k, "text": "target",
+        "temperature": float(temperature), "top_k": s.trace_top_k, "text": "target",
         "source": f"realtext corpus sha256 {corpus.sha256}: held-out prompts continued by the "
                   f"target, {s.trace_length} characters each",
         "prompt_seed": seed, "prompt_contexts": [int(c) for c in start],
@@ -133,9 +143,11 @@ def pair_meta(s: Settings, corpus: Corpus, seed: int, start: np.ndarray) -> dict
 
 
 def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: Settings,
-                 seed: int, out_dir: str | Path, *, stop_after: int | None = None,
+                 seed: int, out_dir: str | Path, *, temperature: float = TEMPERATURE,
+                 stop_after: int | None = None,
                  say: Callable[[str], None] | None = None) -> Recorded:
-    """Record every pair's trace into ``out_dir`` (``<pair>.parquet``), resuming from parts.
+    """Record every pair's trace at ``temperature`` into ``out_dir`` (the file names of
+    :func:`~specsim.realtext.settings.tempered_trace_path`), resuming from parts.
 
     ``stop_after``: record at most that many new blocks, then stop before combining (what a
     killed job leaves behind; the tests resume from it). ``say``: progress lines."""
@@ -143,13 +155,19 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
     if model.V != V:
         raise ValueError("the n-gram pairs are character models over specsim.ngram's alphabet")
     start = trace_prompts(corpus, s, seed)
-    meta = pair_meta(s, corpus, seed, start)
-    key = hashlib.sha256(json.dumps({
-        "settings": {k: s.to_dict()[k] for k in ("model", "trace")}, "seed": seed,
-        "corpus": corpus.sha256, "model": _file_digest(model_path), "block": BLOCK,
-    }, sort_keys=True).encode()).hexdigest()
+    temperature = float(temperature)
+    meta = pair_meta(s, corpus, seed, start, temperature)
+    settings = s.to_dict()
+    settings["trace"].pop("temperatures", None)  # which others are recorded shapes no trace
+    shaping: dict[str, Any] = {
+        "settings": {k: settings[k] for k in ("model", "trace")}, "seed": seed,
+        "corpus": corpus.sha256, "model": _file_digest(model_path), "block": BLOCK}
+    if temperature != TEMPERATURE:  # absent at 1.0: earlier runs' parts stay reusable
+        shaping["temperature"] = temperature
+    key = hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
     pairs = trace_pairs(s)
-    paths = {pair: Path(out_dir) / Path(TRACE_PATH.format(pair=pair)).name for pair in pairs}
+    paths = {pair: Path(out_dir) / Path(tempered_trace_path(pair, temperature)).name
+             for pair in pairs}
     parts = {pair: path.with_name(path.name + ".parts") for pair, path in paths.items()}
     n_blocks = -(-s.trace_documents // BLOCK)
     recorded = reused = 0
@@ -162,7 +180,7 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
             continue
         if stop_after is not None and recorded >= stop_after:
             return Recorded(paths, recorded, reused)
-        block = record_block(model, s, start[docs], docs, seed, meta)
+        block = record_block(model, s, start[docs], docs, seed, meta, temperature)
         for pair, trace in block.items():
             trace.meta.update(record_key=key, first_document=int(docs[0]))
             write_trace(files[pair], trace)

@@ -74,6 +74,7 @@ class Settings:
     trace_documents: int = 256
     trace_length: int = 128
     trace_top_k: int = 16
+    trace_temperatures: tuple[float, ...] = ()
     accept_replicas: int = 4
     optimal_gamma_max: int = 16
     optimal_c: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
@@ -135,14 +136,48 @@ class Settings:
             raise ValueError("engine.roofline must name [target shape, draft shape, device]")
         if self.trace_documents < 2:
             raise ValueError("trace.documents must be at least 2 (the CIs bootstrap documents)")
+        if 1.0 in self.trace_temperatures:
+            raise ValueError("trace.temperatures: 1.0 is the pairs' own trace (TRACE_PATH), "
+                             "recorded always; list only the other temperatures")
 
 
 #: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``, one file per
 #: pair of :func:`trace_pairs`); a ``trace`` model names such a pair with ``pair:``
 #: (:mod:`specsim.families.trace`).
 TRACE_PATH = "results/traces/{pair}.parquet"
-#: The ``realtext:`` sections that shape a recorded trace: a trace model's identity holds them.
+#: Where the DAG records a pair's trace at another sampling temperature (``trace.temperatures``;
+#: rule ``realtext_record_tempered``, one job per temperature): :func:`tempered_trace_path`.
+TEMPERED_TRACE_PATH = "results/traces/{pair}_T{temperature}.parquet"
+#: The ``realtext:`` sections that shape a recorded trace: a trace model's identity holds them
+#: (without ``trace.temperatures``: which other temperatures are recorded shapes no trace; a
+#: point's own temperature is in its identity).
 TRACE_SECTIONS = ("corpus", "model", "trace")
+#: The key of the ``trace`` section that lists the extra temperatures (:data:`TEMPERED_TRACE_PATH`).
+TEMPERATURES_KEY = "temperatures"
+
+
+def tempered_trace_path(pair: str, temperature: float) -> str:
+    """The trace file of ``pair`` at a sampling temperature: :data:`TRACE_PATH` at 1.0, else
+    :data:`TEMPERED_TRACE_PATH` (the temperature as Python prints the float: ``_T0.5``)."""
+    t = float(temperature)
+    if t == 1.0:
+        return TRACE_PATH.format(pair=pair)
+    return TEMPERED_TRACE_PATH.format(pair=pair, temperature=repr(t))
+
+
+def trace_temperatures(section: Mapping[str, Any] | None) -> tuple[float, ...]:
+    """The temperatures besides 1.0 a ``realtext:`` section records its pairs' traces at."""
+    trace = (section or {}).get("trace") or {}
+    return tuple(float(t) for t in trace.get(TEMPERATURES_KEY, ()))
+
+
+def _without_temperatures(section: Mapping[str, Any], name: str) -> Any:
+    """A config section as the steps and identities read it: ``trace`` without its
+    ``temperatures`` list (each tempered trace's job is told its own temperature)."""
+    value = section.get(name, {})
+    if name == "trace" and isinstance(value, Mapping):
+        return {k: v for k, v in value.items() if k != TEMPERATURES_KEY}
+    return value
 
 
 def recorded_pairs(section: Mapping[str, Any] | None) -> tuple[str, ...]:
@@ -164,7 +199,8 @@ def trace_pairs(settings: Settings | Mapping[str, Any]) -> list[str]:
 
 def trace_settings(section: Mapping[str, Any]) -> str:
     """JSON of the sections that shape a recorded trace (:data:`TRACE_SECTIONS`)."""
-    return json.dumps({s: section.get(s, {}) for s in TRACE_SECTIONS}, sort_keys=True)
+    return json.dumps({s: _without_temperatures(section, s) for s in TRACE_SECTIONS},
+                      sort_keys=True)
 
 
 def _listify(v: Any) -> Any:
@@ -173,5 +209,6 @@ def _listify(v: Any) -> Any:
 
 def step_settings(section: Mapping[str, Any]) -> dict[str, str]:
     """Step -> JSON of the config sections it reads (``specsim realtext --settings``)."""
-    return {step: json.dumps({s: section.get(s, {}) for s in sections}, sort_keys=True)
+    return {step: json.dumps({s: _without_temperatures(section, s) for s in sections},
+                             sort_keys=True)
             for step, sections in STEPS.items()}

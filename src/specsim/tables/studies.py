@@ -236,3 +236,36 @@ def worked_example(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
         "accepted_mass": np.minimum(p, q),
         "residual_mass": (1 - np.minimum(p, q).sum()) * residual(p, q),
     })
+
+
+def argmax_drafting(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
+    """Sampled against argmax drafting, per (model, knob, α, γ, T, rule) of the ``drafting``
+    studies: each mode's simulated tokens per call (95% CI) and exact value, the ratio argmax /
+    sample, and each mode's mean acceptance (Σ min(p, q) against p(argmax q))."""
+    keys = ["study", "model", "knob", "alpha", "gamma", "temperature", "rule"]
+    per_mode = ["tokens_per_round", "tokens_ci_low", "tokens_ci_high", "tokens_exact",
+                "covered", "alpha_bar"]
+    cols = [*keys, "draft", *(f"{c}_{m}" for m in ("sample", "argmax") for c in per_mode),
+            "ratio", "ratio_exact", "winner_exact"]
+    try:
+        df = _long_run(grid, points, "drafting")
+    except ValueError:  # no drafting study in the config
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for key, g in df.groupby(keys, dropna=False, sort=True):
+        by = {r["drafting"]: r for _, r in g.iterrows()}
+        if set(by) != {"sample", "argmax"}:
+            continue  # a study that runs one mode only has nothing to compare here
+        s, a = by["sample"], by["argmax"]
+        row = dict(zip(keys, key, strict=True)) | {"draft": s["draft"]}
+        for mode, r in (("sample", s), ("argmax", a)):
+            row |= {f"{c}_{mode}": r[c] for c in per_mode}
+        row["ratio"] = a["tokens_per_round"] / s["tokens_per_round"]
+        row["ratio_exact"] = a["tokens_exact"] / s["tokens_exact"]
+        # within EXACT_RTOL the exact values are equal (T = 0: both draft the argmax)
+        row["winner_exact"] = ("tie" if bool(covers(s["tokens_exact"], s["tokens_exact"],
+                                                    a["tokens_exact"]))
+                               else "argmax" if a["tokens_exact"] > s["tokens_exact"]
+                               else "sample")
+        rows.append(row)
+    return sort_rows(pd.DataFrame(rows, columns=cols), keys)

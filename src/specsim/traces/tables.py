@@ -34,7 +34,7 @@ def _trace_points(grid: Grid) -> list[tuple[str, Point]]:
 
 
 def _law(point: Point, gamma: int) -> positional.PositionalLaw:
-    trace = load_trace(point.spec)
+    trace = load_trace(point.spec, point.temperature)
     return positional.positional_law(positional.acceptance(trace, point.rule), trace.doc_start,
                                      gamma)
 
@@ -61,7 +61,7 @@ def trace_curve(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     root = int(grid.config["seed"])
     rows: list[dict[str, Any]] = []
     for (study, model, rule), p in longest.items():
-        trace = load_trace(p.spec)
+        trace = load_trace(p.spec, p.temperature)
         seed = int(p.seed(root).generate_state(1)[0])
         for g in range(1, p.gamma + 1):
             law = _law(p, g)
