@@ -98,6 +98,38 @@ def _duration(seconds: float) -> str:
 
 
 
+def _check_refusals(grid: Grid) -> None:
+    """What a job would refuse at run time, refused here first from the same code: a point's
+    exact law over its module's size limit (:meth:`specsim.measures.Measure.refusal`), and
+    Sequoia's trees of the cost section on a table model (the tables job builds each tree's
+    exact law, :func:`specsim.schemes.tree.law_refusal`, bounded here by a tree of
+    ``tree_budget_max`` nodes with as many children at a node)."""
+    from specsim.costs import settings as cost_settings
+    from specsim.families.markov import TableFamily
+    from specsim.schemes.tree import law_refusal
+
+    budget = grid.config["budget"]
+    for point in grid.points:
+        measure = measure_of(point.measure)
+        why = measure.refusal(point, {k: budget[k] for k in measure.budget_keys(point)})
+        if why:
+            raise ConfigError(f"{_describe(grid, point)}: {why} (the point job would be Monte "
+                              f"Carlo only); lower the vocab, cap, drafts or branches")
+    cost = cost_settings(grid.config)
+    nodes = int(cost["tree_budget_max"])
+    for model in cost["models"]:
+        point = next((p for p in grid.points if p.model == model), None)
+        if point is None or nodes < 1 or not isinstance(family_of(point.spec), TableFamily):
+            continue
+        why = law_refusal(point.spec.vocab, nodes, nodes)
+        if why:
+            raise ConfigError(f"cost.tree_budget_max: {nodes} on model {model!r} (vocab "
+                              f"{point.spec.vocab}): Sequoia's trees of up to {nodes} nodes "
+                              f"would be refused by the tables job: {why}; lower "
+                              f"cost.tree_budget_max or the vocab, or leave the model out of "
+                              f"cost.models")
+
+
 def check(grid: Grid) -> None:
     """Refuse, with a one-line ConfigError, work above the ceiling or an impossible study."""
     for name, study in grid.config["studies"].items():
@@ -123,6 +155,7 @@ def check(grid: Grid) -> None:
                 f"{point.model!r} = {pairs * point.spec.vocab:.3g} cells, more than "
                 f"{MAX_QUADRATURE_CELLS} (~450 MB, the memory a point job declares); use at "
                 f"most {MAX_QUADRATURE_CELLS // point.spec.vocab} pairs")
+    _check_refusals(grid)
     for point in grid.points:
         fp = footprint(grid, point)
         if fp.bytes > MAX_POINT_MB * 1e6:
