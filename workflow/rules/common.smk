@@ -31,11 +31,20 @@ try:
     GRID = load_grid(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as err:
     sys.exit(f"config error: {err}")
-print(
-    "specsim: studies\n"
-    + summary(GRID, study_sources([str(p) for p in workflow.configfiles], config)),
-    file=sys.stderr,
-)
+
+
+def announce_studies():
+    """The studies the run computes, the file each came from and the work estimate, on stderr
+    once, while the DAG of the whole run is built (manifest_inputs): not for a single target
+    (a bad one stops with one line naming it), nor in a job's own Snakemake process."""
+    if workflow.remote_exec or workflow.subprocess_exec or ANNOUNCED:
+        return
+    ANNOUNCED.append(True)
+    sources = study_sources([str(p) for p in workflow.configfiles], config)
+    print("specsim: studies\n" + summary(GRID, sources), file=sys.stderr)
+
+
+ANNOUNCED = []
 
 # Jobs run the `specsim` command installed beside the Python that runs Snakemake (the pinned
 # .venv; it need not be activated). On a cluster each job starts Snakemake again, which does the
@@ -178,6 +187,7 @@ def manifest_inputs(wildcards):
     for them all, the gate and `all` wait for it (and so list one input, not thousands).
     """
     refuse_stale_results()
+    announce_studies()
     return [*all_targets(), *RT_TARGETS, *LLM_TARGETS]
 
 
