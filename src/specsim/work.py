@@ -99,15 +99,8 @@ def _duration(seconds: float) -> str:
 
 
 def _check_refusals(grid: Grid) -> None:
-    """What a job would refuse at run time, refused here first from the same code: a point's
-    exact law over its module's size limit (:meth:`specsim.measures.Measure.refusal`), and
-    Sequoia's trees of the cost section on a table model (the tables job builds each tree's
-    exact law, :func:`specsim.schemes.tree.law_refusal`, bounded here by a tree of
-    ``tree_budget_max`` nodes with as many children at a node)."""
-    from specsim.costs import settings as cost_settings
-    from specsim.families.markov import TableFamily
-    from specsim.schemes.tree import law_refusal
-
+    """What a point job would refuse at run time, refused here first from the same code: its
+    exact law over its module's size limit (:meth:`specsim.measures.Measure.refusal`)."""
     budget = grid.config["budget"]
     for point in grid.points:
         measure = measure_of(point.measure)
@@ -115,6 +108,16 @@ def _check_refusals(grid: Grid) -> None:
         if why:
             raise ConfigError(f"{_describe(grid, point)}: {why} (the point job would be Monte "
                               f"Carlo only); lower the vocab, cap, drafts or branches")
+
+
+def _check_sequoia(grid: Grid) -> None:
+    """Sequoia's trees of the cost section on a table model, which the tables job builds the
+    exact law of (:func:`specsim.schemes.tree.law_refusal`, bounded here by a tree of
+    ``tree_budget_max`` nodes with as many children at a node)."""
+    from specsim.costs import settings as cost_settings
+    from specsim.families.markov import TableFamily
+    from specsim.schemes.tree import law_refusal
+
     cost = cost_settings(grid.config)
     nodes = int(cost["tree_budget_max"])
     for model in cost["models"]:
@@ -164,6 +167,7 @@ def check(grid: Grid) -> None:
                 f"than the {human_bytes(MAX_POINT_MB * 1e6)} a point job may declare "
                 f"(specsim.work.MAX_POINT_MB); lower the vocab, cap, drafts or gamma, or the "
                 f"budget's chains")
+    _check_sequoia(grid)  # the tables job's, after every point's
     rounds, seconds = estimate(grid), core_seconds(grid)
     worth = max(float(rounds), seconds * ROUNDS_PER_CORE_SECOND)  # the time in rounds
     ceiling = float(grid.config["max_work"])

@@ -41,7 +41,7 @@ def announce_studies():
         return
     ANNOUNCED.append(True)
     sources = study_sources([str(p) for p in workflow.configfiles], config)
-    print("specsim: studies\n" + summary(GRID, sources), file=sys.stderr)
+    print(f"specsim: studies\n{summary(GRID, sources)}", file=sys.stderr)
 
 
 ANNOUNCED = []
