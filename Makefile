@@ -34,14 +34,13 @@ $(STAMP): $(SOURCES)
 # names the file, the line and the problem, and runs every other check of the config.
 # A run killed with kill -9 leaves Snakemake's lock behind ("Directory cannot be locked");
 # specsim.resume waits for the jobs the killed run left, and says the lock is stale only when no
-# snakemake or specsim process runs here: only then is it unlocked. Then every file under
-# results/ is re-checked (make verify).
+# snakemake or specsim process runs here: only then is it unlocked. Snakemake's last job
+# (`rule all`, which runs on every run) re-checks every file under results/, as make verify.
 CONFIG ?=
 run: setup  ## fresh machine -> every table and figure under results/
 	$(VENV)/bin/specsim check-config $(or $(CONFIG),config.yaml)
 	@if $(PY) -m specsim.resume .; then $(SNAKEMAKE) --unlock; fi
 	$(SNAKEMAKE) --cores $(CORES)$(if $(CONFIG), --configfile $(CONFIG))
-	$(VENV)/bin/specsim verify --results-dir results
 
 # Every file under results/ against its .sha256 sidecar (bit rot included), the grid and every
 # point file through their own readers: names each damaged file and the command rebuilding it.

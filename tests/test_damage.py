@@ -203,10 +203,15 @@ def test_bit_rot_anywhere_is_named_fails_the_gate_and_the_named_command_repairs_
                           capture_output=True, text=True, check=False)
     assert make.returncode != 0 and "DAMAGED" in make.stderr
     # the README's command: only the gate reruns (checks.ok is gone), and it fails naming them
+    # in one line each, its input list (the manifest, not every file) not printed whole
     res = snakemake(work, TINY, "--cores", "2", check=False)
     assert res.returncode != 0 and not (work / "results/checks.ok").exists()
     gate_log = (work / "logs/gate.log").read_text()
     assert all(name in gate_log for name in named)
+    out = res.stdout + res.stderr
+    assert "input: results/tables/checks.csv, results/tables/checks.csv.sha256, " \
+           "results/manifest.txt\n" in out
+    assert all(out.count(f"DAMAGED {name}:") == 1 for name in named), out[-3000:]
     # the command verify names rebuilds every one of them
     targets = command.split("--forcerun ", 1)[1].split()
     snakemake(work, TINY, "--cores", "2", "--forcerun", *targets)
@@ -216,6 +221,38 @@ def test_bit_rot_anywhere_is_named_fails_the_gate_and_the_named_command_repairs_
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["results/sim/**/*.parquet", "results/exact/**/*.parquet",
+                                   "results/points.parquet", "results/grid.json",
+                                   "results/tables/checks.csv", "results/tables/*.md",
+                                   "results/tables/*.csv.sha256"])
+def test_a_plain_snakemake_run_names_bit_rot_it_cannot_see(copy_of_tiny: Path, where: str
+                                                           ) -> None:
+    """A byte flipped with the mtime kept: Snakemake sees nothing out of date, and its one job,
+    `all`, verifies every file and fails naming the damaged one and the command rebuilding it;
+    checks.ok is withdrawn."""
+    work = copy_of_tiny
+    res = snakemake(work, TINY, "-n", "--cores", "2")
+    assert re.search(r"^all +1$", res.stdout + res.stderr, re.M)  # nothing but the check
+    assert re.search(r"^total +1$", res.stdout + res.stderr, re.M)
+    path = one(work, where)
+    flip(path)
+    res = snakemake(work, TINY, "--cores", "2", check=False)
+    out = res.stdout + res.stderr
+    name = str(path.relative_to(work)).removesuffix(".sha256")
+    assert res.returncode != 0 and out.count(f"DAMAGED {name}:") == 1, out[-3000:]
+    assert f"--forcerun {name}" in out and "Traceback" not in out
+    assert not (work / "results/checks.ok").exists()
+
+
+def test_a_file_the_manifest_lists_is_missing_when_gone(results: Path) -> None:
+    from specsim.integrity import write_manifest
+
+    write_manifest(results / "manifest.txt", ["results/figures/a.png", "results/tables/t.csv"])
+    assert [(d.target, d.problem) for d in damaged_files(results)] == [
+        ("results/tables/t.csv", f"missing (listed in {results / 'manifest.txt'})")]
+
+
 def test_deleted_point_files_are_rebuilt_through_a_kill_9_and_the_readme_resume(
         copy_of_tiny: Path, tiny_run: Path) -> None:
     """One DAG run for two claims: the README's command rebuilds deleted sim and exact files,
@@ -254,11 +291,13 @@ def test_deleted_point_files_are_rebuilt_through_a_kill_9_and_the_readme_resume(
 
 
 def test_make_run_unlocks_only_a_stale_lock_then_verifies() -> None:
+    """Snakemake's own last job verifies (`rule all`), so make run does not repeat it."""
     env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     lines = subprocess.run(["make", "--no-print-directory", "-n", "run", "STAMP="], cwd=ROOT,
                            env=env, capture_output=True, text=True, check=True).stdout.splitlines()
     order = [next(i for i, ln in enumerate(lines) if word in ln)
-             for word in ("-m specsim.resume .; then", "--unlock", "snakemake --cores",
-                          "specsim verify")]
+             for word in ("-m specsim.resume .; then", "--unlock", "snakemake --cores")]
     assert order == sorted(order)
+    assert not any("specsim verify" in ln for ln in lines)
+    assert "specsim verify --results-dir results" in (ROOT / "Snakefile").read_text()
     assert re.search(r"if .*-m specsim\.resume \.; then .*snakemake --unlock; fi", lines[order[0]])

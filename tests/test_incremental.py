@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from conftest import SCHEMA, TINY, snakemake, tables
+from conftest import SCHEMA, TINY, only_the_check_runs, snakemake, tables
 
 from specsim.config import load_grid
 from specsim.models.maths import blend, random_table
@@ -157,4 +157,4 @@ def test_a_config_edit_under_mtime_triggers_is_refused(copy_of_tiny: Path,
     assert res.returncode != 0
     assert "results/grid.json was built from another config" in res.stdout + res.stderr
     res = snakemake(copy_of_tiny, TINY, "-n", "--rerun-triggers", "mtime")
-    assert "Nothing to be done" in res.stdout + res.stderr
+    assert only_the_check_runs(res.stdout + res.stderr)

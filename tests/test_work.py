@@ -73,3 +73,57 @@ def test_table_vocabulary_is_bounded_by_the_declared_memory(tiny_config: dict[st
     cfg["models"]["calibrated"]["vocab"] = work.MAX_TABLE_VOCAB + 1
     with pytest.raises(ConfigError, match=r"models\.calibrated\.vocab: 1025 tokens"):
         load_grid(cfg, SCHEMA)
+
+
+# --- one estimate, one verdict: what a job would refuse, the config refuses first -------------
+def big_table(policy: str, knobs: dict[str, Any], vocab: int = 1024) -> dict[str, Any]:
+    return {"seed": 8, "budget": {"chains": 512, "rounds": 16, "burn_in": 4, "batches": 16,
+                                  "scheme_trials": 40000},
+            "models": {"big": {"family": "markov", "vocab": vocab,
+                               "target": {"seed": 1, "sharpness": 2.5},
+                               "draft": {"kind": "blend", "weight": 0.85,
+                                         "other": {"seed": 2, "sharpness": 2.5}}}},
+            "studies": {"policies": {"analysis": "schemes", "models": ["big"], "gamma": [3],
+                                     "rule": ["correct"], "policy": [policy], "knobs": knobs,
+                                     "c": [0.05]}}}
+
+
+def test_an_exact_law_its_module_refuses_is_refused_at_config_time() -> None:
+    """heuristic cap 256 on a vocab-1024 table: the point job's law() raises its 2^25-cell
+    refusal (the point Monte Carlo only); the config check says the same words first."""
+    import numpy as np
+
+    from specsim.schemes import heuristic
+
+    P = np.full((1024, 1024), 1 / 1024)
+    with pytest.raises(ValueError) as law_err:
+        heuristic.law(P, P, P, P, 3, {"cap": 256})
+    with pytest.raises(ConfigError) as err:
+        load_grid(big_table("heuristic", {"cap": [256]}), SCHEMA)
+    text = str(err.value)
+    assert "\n" not in text and str(law_err.value) in text
+    assert text.startswith("studies.policies: model 'big' (vocab 1024), rule correct, policy "
+                           "heuristic, cap=256")
+
+
+def test_sequoia_trees_the_tables_job_would_refuse_are_refused_at_config_time() -> None:
+    from specsim.schemes.tree import law_refusal
+
+    with pytest.raises(ConfigError) as err:  # its points pass; the tables job would not
+        load_grid(big_table("fixed", {}, vocab=512), SCHEMA)
+    text = str(err.value)
+    why = law_refusal(512, 32, 32)
+    assert why and why in text and "\n" not in text
+    assert text.startswith("cost.tree_budget_max: 32 on model 'big' (vocab 512)")
+
+
+@pytest.mark.slow
+def test_the_dry_run_refuses_it_in_one_line(tmp_path: Any) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(big_table("heuristic", {"cap": [256]})))
+    res = subprocess.run([SNAKEMAKE, "-n", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
+                          "--configfile", str(path)], capture_output=True, text=True,
+                         check=False)
+    assert res.returncode != 0
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("config error:")]
+    assert len(lines) == 1 and "cap=256" in lines[0] and "Traceback" not in res.stderr

@@ -11,7 +11,9 @@ checks
   whose file is gone, are damage;
 * what verifies itself, with its own reader: ``grid.json`` (its checksum and config digest)
   and, for every point of that grid, both point files -- present, readable, and written for
-  this grid's identity of the point (not stale, not another point's).
+  this grid's identity of the point (not stale, not another point's);
+* every file ``manifest.txt`` lists (:data:`MANIFEST`: what the last run of the whole DAG
+  built, one path a line) is there -- a table deleted with its sidecar is damage too.
 
 It skips atomic_path's temporaries (a write killed before its rename: nothing reads them) and
 files written outside the DAG (:data:`OUTSIDE_DAG`; ``make report`` seals the report, which is
@@ -34,6 +36,9 @@ from specsim.io import IntegrityError, check_sidecar, checksum_path, is_sidecar,
 # report's screenshots (`make report`, `make test-report`), checked only when sealed.
 OUTSIDE_DAG = ("README.md",)
 SEALED_IF_PRESENT = ("report.html", "report-screenshots")
+# Every file the DAG builds, one path a line relative to the directory holding results/, written
+# (sealed) by the workflow's manifest rule; the gate depends on it instead of on every output.
+MANIFEST = "manifest.txt"
 
 
 @dataclass(frozen=True)
@@ -98,9 +103,31 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
     for folder in unreadable:
         found.setdefault(folder, Damage(str(folder), str(workdir_name / folder.relative_to(base)),
                                         "directory cannot be listed: its files are unchecked"))
-    for path, problem in _self_verifying(base, set(found)).items():
+    for path, problem in {**_listed(base, set(found)), **_self_verifying(base, set(found))
+                          }.items():
         damage(path, problem)
     return sorted(found.values(), key=lambda d: d.path)
+
+
+def _listed(base: Path, known: set[Path]) -> dict[Path, str]:
+    """Files :data:`MANIFEST` lists that are gone (``known``: already found damaged; a damaged
+    manifest is not read)."""
+    manifest = base / MANIFEST
+    if not manifest.is_file() or manifest in known:
+        return {}
+    # "results/tables/x.csv" -> <base>/tables/x.csv, wherever the results directory now is
+    listed = (base.joinpath(*Path(line).parts[1:])
+              for line in manifest.read_text(encoding="utf-8").splitlines() if line)
+    return {path: f"missing (listed in {base / MANIFEST})" for path in listed
+            if path not in known and not path.exists()}
+
+
+def write_manifest(path: str | os.PathLike[str], files: list[str]) -> None:
+    """:data:`MANIFEST`: ``files`` (paths relative to the workflow's working directory), one a
+    line, sorted, sealed."""
+    from specsim.io import write_text
+
+    write_text(path, "".join(f"{f}\n" for f in sorted(set(files))))
 
 
 def _self_verifying(base: Path, known: set[Path]) -> dict[Path, str]:

@@ -98,6 +98,41 @@ def _duration(seconds: float) -> str:
 
 
 
+def _check_refusals(grid: Grid) -> None:
+    """What a point job would refuse at run time, refused here first from the same code: its
+    exact law over its module's size limit (:meth:`specsim.measures.Measure.refusal`)."""
+    budget = grid.config["budget"]
+    for point in grid.points:
+        measure = measure_of(point.measure)
+        why = measure.refusal(point, {k: budget[k] for k in measure.budget_keys(point)})
+        if why:
+            raise ConfigError(f"{_describe(grid, point)}: {why} (the point job would be Monte "
+                              f"Carlo only); lower the vocab, cap, drafts or branches")
+
+
+def _check_sequoia(grid: Grid) -> None:
+    """Sequoia's trees of the cost section on a table model, which the tables job builds the
+    exact law of (:func:`specsim.schemes.tree.law_refusal`, bounded here by a tree of
+    ``tree_budget_max`` nodes with as many children at a node)."""
+    from specsim.costs import settings as cost_settings
+    from specsim.families.markov import TableFamily
+    from specsim.schemes.tree import law_refusal
+
+    cost = cost_settings(grid.config)
+    nodes = int(cost["tree_budget_max"])
+    for model in cost["models"]:
+        point = next((p for p in grid.points if p.model == model), None)
+        if point is None or nodes < 1 or not isinstance(family_of(point.spec), TableFamily):
+            continue
+        why = law_refusal(point.spec.vocab, nodes, nodes)
+        if why:
+            raise ConfigError(f"cost.tree_budget_max: {nodes} on model {model!r} (vocab "
+                              f"{point.spec.vocab}): Sequoia's trees of up to {nodes} nodes "
+                              f"would be refused by the tables job: {why}; lower "
+                              f"cost.tree_budget_max or the vocab, or leave the model out of "
+                              f"cost.models")
+
+
 def check(grid: Grid) -> None:
     """Refuse, with a one-line ConfigError, work above the ceiling or an impossible study."""
     for name, study in grid.config["studies"].items():
@@ -123,6 +158,7 @@ def check(grid: Grid) -> None:
                 f"{point.model!r} = {pairs * point.spec.vocab:.3g} cells, more than "
                 f"{MAX_QUADRATURE_CELLS} (~450 MB, the memory a point job declares); use at "
                 f"most {MAX_QUADRATURE_CELLS // point.spec.vocab} pairs")
+    _check_refusals(grid)
     for point in grid.points:
         fp = footprint(grid, point)
         if fp.bytes > MAX_POINT_MB * 1e6:
@@ -131,6 +167,7 @@ def check(grid: Grid) -> None:
                 f"than the {human_bytes(MAX_POINT_MB * 1e6)} a point job may declare "
                 f"(specsim.work.MAX_POINT_MB); lower the vocab, cap, drafts or gamma, or the "
                 f"budget's chains")
+    _check_sequoia(grid)  # the tables job's, after every point's
     rounds, seconds = estimate(grid), core_seconds(grid)
     worth = max(float(rounds), seconds * ROUNDS_PER_CORE_SECOND)  # the time in rounds
     ceiling = float(grid.config["max_work"])

@@ -31,11 +31,20 @@ try:
     GRID = load_grid(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 except ConfigError as err:
     sys.exit(f"config error: {err}")
-print(
-    "specsim: studies\n"
-    + summary(GRID, study_sources([str(p) for p in workflow.configfiles], config)),
-    file=sys.stderr,
-)
+
+
+def announce_studies():
+    """The studies the run computes, the file each came from and the work estimate, on stderr
+    once, while the DAG of the whole run is built (manifest_inputs): not for a single target
+    (a bad one stops with one line naming it), nor in a job's own Snakemake process."""
+    if workflow.remote_exec or workflow.subprocess_exec or ANNOUNCED:
+        return
+    ANNOUNCED.append(True)
+    sources = study_sources([str(p) for p in workflow.configfiles], config)
+    print(f"specsim: studies\n{summary(GRID, sources)}", file=sys.stderr)
+
+
+ANNOUNCED = []
 
 # Jobs run the `specsim` command installed beside the Python that runs Snakemake (the pinned
 # .venv; it need not be activated). On a cluster each job starts Snakemake again, which does the
@@ -52,7 +61,9 @@ wildcard_constraints:
 
 
 localrules:
+    all,
     grid,
+    manifest,
     gate,
     realtext_tables_html,
 
@@ -138,11 +149,6 @@ def refuse_stale_results():
         sys.exit(f"config error: {stale}")
 
 
-def all_inputs(wildcards):
-    refuse_stale_results()
-    return all_targets()
-
-
 def html_files():
     """The HTML rendering of every table the run writes (what the report shows)."""
     names = [*TABLES, "checks", *(REALTEXT_TABLES if "realtext" in config else [])]
@@ -150,7 +156,8 @@ def html_files():
 
 
 def all_targets():
-    """Every file the grid's part of the DAG writes (a deleted one is rebuilt: point_outputs)."""
+    """Every file the grid's part of the DAG writes (a deleted one is rebuilt: point_outputs)
+    but the gate's and the manifest's."""
     return [
         "results/grid.json",
         *point_outputs(),
@@ -161,18 +168,27 @@ def all_targets():
         *expand("results/figures/{figure}.pdf", figure=FIGURES),
         *expand("results/figures/{figure}.png", figure=FIGURES),
         *expand("results/tables/checks.{ext}", ext=["csv", "md", "csv.sha256"]),
-        "results/checks.ok",
     ]
 
 
-def gated_files(wildcards):
-    """What the gate verifies before it writes results/checks.ok: everything the `all` target asks
-    for but the gate's own output, so that it runs last."""
+def all_inputs(wildcards):
+    """results/checks.ok and every file of the run that is missing: Snakemake rebuilds a missing
+    intermediate only for a job that runs, and `all` always runs (a job waiting for the
+    manifest would not). Only missing files are listed, so the job prints a short list.
+    """
     return [
-        f
-        for f in [*all_targets(), *RT_TARGETS, *LLM_TARGETS]
-        if f != "results/checks.ok"
+        "results/checks.ok",
+        *(f for f in manifest_inputs(wildcards) if not os.path.exists(f)),
     ]
+
+
+def manifest_inputs(wildcards):
+    """Every file the run builds but the manifest and results/checks.ok: the manifest job waits
+    for them all, the gate and `all` wait for it (and so list one input, not thousands).
+    """
+    refuse_stale_results()
+    announce_studies()
+    return [*all_targets(), *RT_TARGETS, *LLM_TARGETS]
 
 
 def figure_outputs(ext):

@@ -134,6 +134,12 @@ class Measure(ABC):
         """Peak memory and work of the point's job (:meth:`simulate`, then :meth:`exact`),
         from its parameters alone, before anything runs (:mod:`specsim.resources`)."""
 
+    def refusal(self, point: Point, budget: Mapping[str, Any]) -> str | None:
+        """Why the point's job would refuse part of its work at run time (an exact law over
+        its size limit), from the same estimate :meth:`footprint` makes, or None:
+        :mod:`specsim.work` refuses the config first, naming the point."""
+        return None
+
     @abstractmethod
     def work_done(self, sim: Mapping[str, Any]) -> str:
         """What a simulation row did, for the job's log (e.g. ``1,000 rounds``)."""

@@ -119,6 +119,21 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
         "joint2": counts.tolist()}
 
 
+def _refusal(point: Point, budget: Mapping[str, Any]) -> str | None:
+    """Why :func:`_exact` would find the scheme's exact law refused (the module's own words
+    where it gives them: :class:`specsim.schemes.law.LawSize`), or None; a family computing
+    the long run itself (a trace) keeps only its lossless check Monte Carlo, and is not
+    refused."""
+    scheme = point.scheme
+    assert scheme is not None
+    s, d = point.family.chain_size(point)
+    chains, trials = int(budget["chains"]), int(budget["scheme_trials"])
+    size = scheme.footprint(s, d, point.gamma, min(max(chains, trials), CHUNK))
+    if size.law is not None or point.family.scheme_footprint(point, budget) is not None:
+        return None
+    return size.refused or f"its exact law on {s} states is beyond what it computes"
+
+
 def _footprint(point: Point, budget: Mapping[str, Any]) -> Footprint:
     """What :func:`_simulate` and :func:`_exact` cost: the scheme's rounds on chunks of chains
     (or the family's own long run), then its exact law with the long-run rates over its N
@@ -233,6 +248,9 @@ class SchemeMeasure(Measure):
 
     def footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
         return _footprint(point, budget)
+
+    def refusal(self, point: Point, budget: Mapping[str, Any]) -> str | None:
+        return _refusal(point, budget)
 
     def work_done(self, sim: Mapping[str, Any]) -> str:
         return (f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds and "

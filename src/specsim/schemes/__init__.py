@@ -234,7 +234,7 @@ class Scheme:
             return out
         tables = Footprint(4.0 * size * size)
         return LawSize(out.states, None if out.law is None else out.law.plus(tables),
-                       out.play.plus(tables))
+                       out.play.plus(tables), out.refused)
 
     def tables(self, P: FloatArray, Q: FloatArray) -> tuple[FloatArray, FloatArray] | None:
         return self._tables(P, Q) if self.rule in TOKENWISE else None

@@ -29,7 +29,8 @@ from specsim.resources import Footprint
 from specsim.schemes import tokenwise
 from specsim.schemes.law import IntArray, LawSize, RoundSample
 
-__all__ = ["KNOBS", "check", "decode", "footprint", "law", "next_length", "play", "start_state"]
+__all__ = ["KNOBS", "check", "decode", "footprint", "law", "next_length", "play", "refusal",
+           "start_state"]
 
 KNOBS: Mapping[str, Any] = {"cap": 64}
 
@@ -48,6 +49,16 @@ def check(knobs: Mapping[str, Any] | None, gamma: int) -> int:
         raise ValueError(f"heuristic knob 'cap' must be an integer >= gamma = {gamma}, got "
                          f"cap={cap!r}")
     return int(cap)
+
+
+def refusal(size: int, cap: int) -> str | None:
+    """Why :func:`law` refuses S = ``size`` contexts at ``cap`` (the first two tokens' law
+    alone needs more than :data:`MAX_CELLS`), or None; :func:`footprint` asks the same."""
+    cells = size * cap * size * size
+    if cells <= MAX_CELLS:
+        return None
+    return (f"the heuristic's exact law needs cap S^3 = {cells:.3g} cells (S = {size}, "
+            f"cap = {cap}), more than {MAX_CELLS:.3g}")
 
 
 def start_state(context: int | ArrayLike, gamma: int, size: int) -> int | IntArray:
@@ -82,9 +93,9 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
     cap = check(knobs, check_gamma(gamma))
     size = Pa.shape[0]
     n = size * cap
-    if n * size * size > MAX_CELLS:  # the first-two-tokens array alone: refuse, not exhaust
-        raise ValueError(f"the heuristic's exact law needs cap S^3 = {n * size * size:.3g} "
-                         f"cells (S = {size}, cap = {cap}), more than {MAX_CELLS:.3g}")
+    why = refusal(size, cap)  # the first-two-tokens array alone: refuse, not exhaust
+    if why:
+        raise ValueError(why)
     tokens, nxt = np.zeros((n, cap + 2)), np.zeros((n, n))
     drafted, single = np.zeros(n), np.zeros((n, n))
     pair = np.zeros((n, size, size))
@@ -125,9 +136,10 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     cap = check(knobs, gamma)
     n = size * cap
     law_fp: Footprint | None = None
-    if n * size * size <= MAX_CELLS:  # law() refuses beyond it
+    why = refusal(size, cap)
+    if why is None:  # law() refuses beyond it
         dp = tokenwise.law_footprint(size, cap)  # the largest of the cap DPs, ~g S^3 work each
         law_fp = Footprint(2.0 * n * n + n * (cap + 2) + n * size * size + dp.cells,
                            (cap + 1) / 2.0 * dp.flops,
                            what=f"heuristic exact law ({n} states: vocab {size} x cap {cap})")
-    return LawSize(n, law_fp, tokenwise.play_footprint(size, chains, cap, cap))
+    return LawSize(n, law_fp, tokenwise.play_footprint(size, chains, cap, cap), why or "")

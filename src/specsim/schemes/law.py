@@ -99,8 +99,10 @@ class RoundSample:
 class LawSize(NamedTuple):
     """What a scheme's ``law`` and ``play`` cost: N scheme states, building the law (None: it
     refuses, the point is Monte Carlo only) and one call of ``play`` on a chunk of chains
-    (its cells and operations; the caller counts the calls and the rounds)."""
+    (its cells and operations; the caller counts the calls and the rounds); ``refused``: the
+    law's own refusal, when the module words it (the same text ``law`` raises)."""
 
     states: int
     law: Footprint | None
     play: Footprint
+    refused: str = ""

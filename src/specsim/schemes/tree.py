@@ -57,8 +57,8 @@ from specsim.schemes.multi_draft import residuals, rrs
 from specsim.verify import accept, rule_spec
 
 __all__ = ["BUDGET", "KNOBS", "branches", "checked_shape", "draft_tree", "drafted_through",
-           "footprint", "law", "parents_of", "play", "play_tree", "tree_law", "window_cells",
-           "window_law", "window_seconds", "window_tree_law"]
+           "footprint", "law", "law_refusal", "parents_of", "play", "play_tree", "tree_law",
+           "window_cells", "window_law", "window_seconds", "window_tree_law"]
 
 KNOBS: Final = ("branches",)
 BUDGET: Final = 2**26  # cells of the DP (node masses, residuals): above every point's memory
@@ -148,10 +148,9 @@ def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
     P, Q = check_pair(P, Q)
     t = _tree(parents)
     size, n, k = P.shape[0], t.nodes, t.kmax
-    cells = _law_cells(size, n, k)
-    if cells > budget:
-        raise ValueError(f"the tree's exact law needs ~{cells:.3g} cells ({n} nodes on {size} "
-                         f"states), more than budget={budget}")
+    why = law_refusal(size, n, k, budget)
+    if why:
+        raise ValueError(why)
     res, acc, reach = rrs(P, Q, k)  # r_j, j = 0..k; min(Q, r_j); P(j rejected)
     step = reach[:k, :, None] * acc  # step[j, c, a]: child j+1 accepted, token a
     halt = reach[:, :, None] * res  # halt[m, c, b]: all m rejected, then b drawn
@@ -298,6 +297,17 @@ def draft_tree(Q: FloatArray, state: Any, parents: Any, rng: np.random.Generator
     return tok
 
 
+def law_refusal(size: int, nodes: int, kmax: int, budget: int = BUDGET) -> str | None:
+    """Why :func:`tree_law` refuses a tree of ``nodes`` nodes, at most ``kmax`` children
+    a node, on S = ``size`` states (more than ``budget`` cells), or None; :func:`footprint`
+    and the config's check of Sequoia's trees (:mod:`specsim.work`) ask the same."""
+    cells = _law_cells(size, nodes, kmax)
+    if cells <= budget:
+        return None
+    return (f"the tree's exact law needs ~{cells:.3g} cells ({nodes} nodes on {size} states), "
+            f"more than budget={budget}")
+
+
 def _law_cells(size: int, nodes: int, kmax: int) -> float:
     """Peak cells of :func:`tree_law`: the node masses alive at once (at most every node's),
     the k + 1 residuals and their step/halt/emit tables, the (S, S, S) pair law."""
@@ -317,8 +327,10 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     k = max(shape)
     what = f"tree exact law (branches {'x'.join(map(str, shape))}: {n_nodes} nodes on {size} " \
            f"states)"
-    law_fp = Footprint(_law_cells(size, n_nodes, k),
-                       2.0 * (n_nodes + 2 * k + 2) * float(size) ** 3, what=what)
+    why = law_refusal(size, n_nodes, k)
+    law_fp = None if why else Footprint(_law_cells(size, n_nodes, k),
+                                        2.0 * (n_nodes + 2 * k + 2) * float(size) ** 3,
+                                        what=what)
     n = float(chains)
     samplers = (TableSampler.cells((k + 1) * size, size),
                 TableSampler.work((k + 1) * size, size) + TableSampler.work(size, size))
@@ -326,4 +338,4 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
                         + 2 * n * (gamma + 1) + 14 * n,
                         samplers[1] + 10 * n * (n_nodes + (gamma + 1) * (6 * k + 10)),
                         what=f"simulation ({chains} chains at once)")
-    return LawSize(size, law_fp, play_fp)
+    return LawSize(size, law_fp, play_fp, why or "")
