@@ -8,7 +8,7 @@ CORES ?= 8
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run verify test test-fast test-explore test-portability test-report test-cluster llm docs lint bench report readme-figures clean
+.PHONY: setup run verify test test-fast test-explore test-portability test-report test-cluster llm docs lint bench bench-smoke report readme-figures clean
 
 setup: $(STAMP)
 
@@ -135,6 +135,13 @@ bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; verify vs
 	$(PY) benchmarks/bench_engine.py
 	$(PY) benchmarks/bench_verify.py
 	$(PY) benchmarks/bench_dag.py
+
+# Every script under benchmarks/ that runs as a program, end to end with --quick (tiny sizes, no
+# timing claims; ~2 min): CI runs this, so a config or API change that breaks a benchmark fails
+# there (tests/test_benchmarks.py checks the configs they build within the fast suite).
+bench-smoke: setup  ## every benchmark script end to end on tiny sizes (CI; no timing claims)
+	@set -e; for f in $$(grep -l '^if __name__ == "__main__":' benchmarks/*.py); do \
+	  echo "bench-smoke: $$f --quick"; $(PY) $$f --quick; done
 
 readme-figures: run  ## refresh the committed copies of the key figures shown in README.md and docs/
 	$(PY) -c "from specsim.figures import copy_readme_figures as c; c('results/figures', 'docs/figures')"

@@ -11,6 +11,10 @@
    "add 0.95 to studies.accept_curve.alpha" on the finished run.
 3. ``snakemake -n`` on a 10^4-point grid (benchmarks/scale_config.yaml).
 
+``--quick`` (``make bench-smoke``, in CI): two start-up runs of each command, and the DAGs of
+step 2 (both layouts, and the edited config) built by ``snakemake -n`` instead of run: every
+config this benchmark writes is checked as a run would check it, in seconds; no timing claims.
+
 Every measurement is wall-clock time, with the CPU time (user + system) of the process and
 all it waited for beside it: on a shared machine the CPU times move less with the neighbours'
 load. Targets (issue 21), on wall-clock medians, are printed as PASS/MISS lines beside the
@@ -33,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -99,42 +104,52 @@ def startup(repeats: int, scratch: Path) -> dict[str, list[Times]]:
 
 
 def run_dag(snakefile: Path, workdir: Path, config: Path, cores: int,
-            env: dict[str, str] | None = None) -> Times:
+            env: dict[str, str] | None = None, dry: bool = False) -> Times:
     return timed([SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--configfile",
                   str(config), "--cores", str(cores), "--quiet", "--workflow-profile", "none",
-                  "--scheduler", "greedy", "all"], env)
+                  "--scheduler", "greedy", *(["-n"] if dry else []), "all"], env)
 
 
-def dag(runs: int, cores: int, scratch: Path, keep: bool) -> dict[str, list[Times]]:
+def same_grid_configs() -> tuple[dict[str, Any], dict[str, Any]]:
+    """This checkout's config.yaml on the grid the baseline can run, and the same with the
+    incremental edit (``studies.accept_curve.alpha`` += 0.95): without the studies the
+    baseline cannot run (analysis: schemes, added since), and without the ``cost`` section,
+    whose models must run in a schemes study (the check refuses it otherwise)."""
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    cfg["studies"] = {k: v for k, v in cfg["studies"].items() if v["analysis"] != "schemes"}
+    cfg.pop("cost", None)
+    edited = copy.deepcopy(cfg)
+    edited["studies"]["accept_curve"]["alpha"].append(0.95)
+    return cfg, edited
+
+
+def dag(runs: int, cores: int, scratch: Path, keep: bool,
+        dry: bool = False) -> dict[str, list[Times]]:
     old = scratch / "baseline"
     old.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE], check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
     env = dict(os.environ, PYTHONPATH=str(old / "src"))  # the baseline's own package
-    # The same grid for both layouts: this checkout's config without the studies the baseline
-    # cannot run (analysis: schemes, added since) -- the baseline's 114 points.
-    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
-    cfg["studies"] = {k: v for k, v in cfg["studies"].items() if v["analysis"] != "schemes"}
+    # The same grid for both layouts (same_grid_configs)
+    cfg, edited = same_grid_configs()
     config = scratch / "same_grid.yaml"
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    edited = copy.deepcopy(cfg)
-    edited["studies"]["accept_curve"]["alpha"].append(0.95)
     edited_config = scratch / "edited.yaml"
     edited_config.write_text(yaml.safe_dump(edited, sort_keys=False))
     incremental: list[Times] = []
 
     def sharded(i: int) -> Times:
         workdir = scratch / f"sharded_{i}"
-        t = run_dag(old / "Snakefile", workdir, old / "config.yaml", cores, env)
+        t = run_dag(old / "Snakefile", workdir, old / "config.yaml", cores, env, dry)
         if not keep:
             shutil.rmtree(workdir)
         return t
 
     def per_point(i: int) -> Times:
         workdir = scratch / f"per_point_{i}"
-        t = run_dag(ROOT / "Snakefile", workdir, config, cores)
-        incremental.append(run_dag(ROOT / "Snakefile", workdir, edited_config, cores))
+        t = run_dag(ROOT / "Snakefile", workdir, config, cores, dry=dry)
+        incremental.append(run_dag(ROOT / "Snakefile", workdir, edited_config, cores, dry=dry))
         if not keep:
             shutil.rmtree(workdir)
         return t
@@ -178,9 +193,14 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=10, help="start-up runs of each command")
     ap.add_argument("--runs", type=int, default=3, help="clean DAG runs of each layout")
     ap.add_argument("--skip-dag", action="store_true", help="start-up and scale only (fast)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run (CI): 2 start-up runs, the DAGs built by snakemake -n; "
+                    "no targets judged")
     ap.add_argument("--keep", action="store_true",
                     help="keep the scratch directory (every run's results/) and print its path")
     args = ap.parse_args()
+    if args.quick:
+        args.repeats, args.runs = 2, 1
     out = ROOT / "benchmarks" / "out"  # git-ignored; not the shared temp directory
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="bench_dag.", dir=out))
@@ -194,9 +214,10 @@ def main() -> None:
               f"{point_cpu / numpy_cpu:.2f} CPU (medians)")
         ratio = frac = float("nan")
         if not args.skip_dag:
+            how = "built by snakemake -n (--quick)" if args.quick else "interleaved"
             print(f"\nclean default DAG on {args.cores} cores: {args.runs} runs of each layout, "
-                  f"interleaved")
-            d = dag(args.runs, args.cores, scratch, args.keep)
+                  f"{how}")
+            d = dag(args.runs, args.cores, scratch, args.keep, dry=args.quick)
             show(d, digits=1)
             (clean, clean_cpu), (old, old_cpu) = (medians(d["per point (this checkout)"]),
                                                   medians(d["sharded (baseline)"]))
@@ -207,6 +228,9 @@ def main() -> None:
         elapsed, points = scale_dry_run(scratch)
         print(f"\nsnakemake -n on benchmarks/scale_config.yaml: {points} point jobs in "
               f"{elapsed:.1f} s")
+        if args.quick:
+            print("\n--quick: a smoke run, no targets judged")
+            return
         print("\ntargets (issue 21)")
         if not args.skip_dag:
             verdict("clean default DAG, per point / sharded", ratio, TARGETS["dag_ratio"])

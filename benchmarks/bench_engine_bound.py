@@ -6,11 +6,13 @@ context, the final lookup and the histogram -- with no fix-up of impure guide bu
 draws are wrong where a bucket holds a CDF value inside: timing only, never results. Both are
 printed as fractions of the RNG floor of ``bench_engine.py`` (CPU time, medians of 7
 interleaved repeats, min-max of the bound). Run by hand:
-``.venv/bin/python benchmarks/bench_engine_bound.py``.
+``.venv/bin/python benchmarks/bench_engine_bound.py`` (``--quick``: one repeat of two rounds,
+the smoke run of ``make bench-smoke``, no timing claims).
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -72,14 +74,18 @@ def rng_floor(gamma: int, rounds: int) -> None:  # as bench_engine.py: each draw
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke run: 1 repeat of 2 rounds")
+    quick = ap.parse_args().quick
     for vocab, gamma in [(6, 4), (6, 16), (1000, 4)]:
         target = random_table(1, 2.5, vocab)
         kernel = engine.MarkovKernel(target, blend(target, random_table(2, 2.5, vocab), 0.55))
-        rounds = 16 if vocab == 6 else 6
+        rounds = 2 if quick else 16 if vocab == 6 else 6
         tabs = tables(kernel)
         bound: list[float] = []
         eng: list[float] = []
-        for _ in range(7):
+        for _ in range(1 if quick else 7):
             t_min = cpu(lambda: minimal_rounds(kernel, gamma, rounds, *tabs))  # noqa: B023
             t_eng = cpu(lambda: engine_rounds(kernel, gamma, rounds))  # noqa: B023
             t_floor = cpu(lambda: rng_floor(gamma, rounds))  # noqa: B023

@@ -5,7 +5,10 @@ Each case is a one-study config; every point of it runs alone in a fresh interpr
 (:func:`specsim.resources.measure_job`), whose peak resident set (``ru_maxrss``) and CPU time
 are printed beside :func:`specsim.work.footprint`:
 
-    nice .venv/bin/python benchmarks/point_memory.py [case ...]
+    nice .venv/bin/python benchmarks/point_memory.py [--quick] [case ...]
+
+``--quick`` (``make bench-smoke``): every case on a tiny budget, vocabulary (16) and cap (8),
+no calibration claims.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from specsim.resources import measure_job
 SCHEMA = str(Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml")
 BUDGET = {"chains": 4096, "rounds": 16, "burn_in": 4, "batches": 16,
           "equivalence_trials": 20000, "scheme_trials": 20000}
+QUICK = {"chains": 64, "rounds": 2, "burn_in": 1, "batches": 2, "equivalence_trials": 500,
+         "scheme_trials": 500}
 MARKOV = {"family": "markov", "target": {"seed": 1, "sharpness": 2.5},
           "draft": {"kind": "blend", "weight": 0.55, "other": {"seed": 2, "sharpness": 2.5}}}
 
@@ -67,6 +72,15 @@ def run(config: dict[str, Any]) -> list[tuple[str, float, float, float, float]]:
 
 
 def main(names: list[str]) -> None:
+    if "--quick" in names:
+        names = [n for n in names if n != "--quick"]
+        for case in CASES.values():  # tiny budgets, vocabularies and caps: seconds each
+            case["budget"] = case["budget"] | QUICK
+            model = case["models"]["m"]
+            model["vocab"] = min(model["vocab"], 16)
+            knobs = case["studies"]["s"].get("knobs", {})
+            if "cap" in knobs:
+                knobs["cap"] = [min(c, 8) for c in knobs["cap"]]
     print(f"{'case':<22} {'point':<40} {'est MB':>8} {'RSS MB':>8} {'ratio':>6} "
           f"{'est s':>7} {'cpu s':>7}")
     for name in names or list(CASES):

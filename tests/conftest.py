@@ -61,3 +61,20 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("tiny")
     snakemake(work, TINY, "--cores", "2")
     return work
+
+
+# Tests whose module compares Monte Carlo with exact values through tests/mc.py (directly or
+# through multi_draft_reference.py) carry the `stochastic` marker, found here from the source:
+# no list to keep by hand. tests/portability.sh runs them at every numpy dispatch level.
+_STOCHASTIC = ("import mc\n", "from mc import ", "from multi_draft_reference import ")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    uses_mc: dict[Path, bool] = {}
+    for item in items:
+        path = Path(str(item.fspath))
+        if path not in uses_mc:
+            text = path.read_text(encoding="utf-8")
+            uses_mc[path] = any(s in text for s in _STOCHASTIC)
+        if uses_mc[path]:
+            item.add_marker(pytest.mark.stochastic)

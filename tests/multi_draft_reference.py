@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+from mc import FAIL_PROB
 
 from specsim.exact import RoundLaw, first_two_law, target_joint, tv
 from specsim.models.iid import iid_frozen_markov
@@ -22,7 +23,7 @@ from specsim.models.spec import ModelSpec
 from specsim.schemes.law import RoundSample
 from specsim.stats import gof_test
 
-LEVEL = 1e-3  # family-wise level of every Monte Carlo test
+LEVEL = FAIL_PROB  # family-wise false-alarm probability of every Monte Carlo test (tests/mc.py)
 
 TARGET = random_table(1, 2.5)
 DRAFT = blend(TARGET, one_hot_argmin(TARGET), 0.55)  # the seed program's blended draft

@@ -4,7 +4,7 @@ The references here are independent of the module: a plain scalar loop of Algori
 rational arithmetic over every draft and every η-outcome (which also proves the algorithm
 lossless on its tables, exactly), the target's own law (exact.target_joint), token-wise
 verification's exact round law (exact.round_law) and Monte Carlo runs of :func:`play` judged
-with G-tests and confidence intervals at level 1e-3 (Bonferroni-corrected), fixed seeds.
+with G-tests and confidence intervals at false-alarm probability 1e-6 per test (tests/mc.py).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from mc import FAIL_PROB
 from numpy.typing import NDArray
 from scipy import stats
 
@@ -31,7 +32,7 @@ from specsim.schemes.block import law, path_law, play
 
 FloatArray = NDArray[np.float64]
 ROOT = Path(__file__).resolve().parents[1]
-LEVEL = 1e-3
+LEVEL = FAIL_PROB  # false-alarm probability of each test, whatever its stream (tests/mc.py)
 F = Fraction
 
 # A tiny pair with every corner of Alg. 2: Q = 0 branches (Q[1, 2]), a drafted token the target

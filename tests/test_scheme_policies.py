@@ -4,7 +4,8 @@ num_assistant_tokens_schedule="heuristic").
 
 Exact laws are checked against an independent enumeration in rational arithmetic, against
 :func:`specsim.exact.round_law`, against the target's own law (lossless) and against Monte Carlo
-of the vectorised rounds (G-tests and CIs, family-wise level 1e-3 per test, fixed seeds).
+of the vectorised rounds (G-tests and CIs, false-alarm probability 1e-6 per test for any
+stream: tests/mc.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from fractions import Fraction
 
+import mc
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -23,8 +25,7 @@ from specsim.models.maths import blend, random_table
 from specsim.schemes import confidence, heuristic, tokenwise
 from specsim.schemes.law import RoundSample
 
-LEVEL = 1e-3
-Z = float(stats.norm.isf(LEVEL / 2))
+LEVEL = mc.FAIL_PROB  # false-alarm probability of each test, whatever its stream (tests/mc.py)
 
 # A tiny pair in exact rationals (S = 3); Q has no entry equal to 1.
 F = Fraction
@@ -247,7 +248,8 @@ def g_test(counts: np.ndarray, probs: np.ndarray) -> float:
 
 def check_sample(sample: RoundSample, law: RoundLaw, s: int, tests: int) -> None:
     """The n rounds from state s against law's row s: tokens, next state, first two tokens
-    (G-tests, Bonferroni over ``tests`` tests in the caller) and the sample's own shape."""
+    (G-tests) and the mean drafts, Bonferroni over the caller's ``tests`` assertions (four
+    here per call), and the sample's own shape."""
     size = law.pair.shape[1]
     n, width = sample.tokens.shape
     j = np.arange(width)
@@ -267,7 +269,7 @@ def check_sample(sample: RoundSample, law: RoundLaw, s: int, tests: int) -> None
     ):
         assert g_test(counts, probs) > LEVEL / tests
     se = sample.drafted.std() / np.sqrt(n)
-    assert abs(sample.drafted.mean() - law.drafted[s]) <= Z * se + 1e-12
+    mc.assert_close(sample.drafted.mean(), se, law.drafted[s], assertions=tests, slack=1e-12)
 
 
 def test_confidence_and_tokenwise_play_match_their_laws() -> None:
@@ -280,8 +282,8 @@ def test_confidence_and_tokenwise_play_match_their_laws() -> None:
     law_t = tokenwise.law(P, Q, *tables, 4, stop)
     for s in (0, 2, 5):
         state = np.full(20_000, s)
-        check_sample(confidence.play(P, Q, *tables, state, 6, knobs, rng), law_c, s, 18)
-        check_sample(tokenwise.play(P, Q, *tables, state, 4, rng, stop), law_t, s, 18)
+        check_sample(confidence.play(P, Q, *tables, state, 6, knobs, rng), law_c, s, 24)
+        check_sample(tokenwise.play(P, Q, *tables, state, 4, rng, stop), law_t, s, 24)
 
 
 def test_heuristic_play_matches_its_law_per_state() -> None:
@@ -293,7 +295,7 @@ def test_heuristic_play_matches_its_law_per_state() -> None:
         s = heuristic.start_state(c, g, 6)
         sample = heuristic.play(P, Q, *tables, np.full(20_000, s), 5, {}, rng)
         assert (sample.drafted == g).all()
-        check_sample(sample, law, s, 9)
+        check_sample(sample, law, s, 12)
 
 
 def test_heuristic_long_run_matches_monte_carlo() -> None:
@@ -315,7 +317,7 @@ def test_heuristic_long_run_matches_monte_carlo() -> None:
         state = sample.next_state
     for exact, per_chain in ((tokens, emitted / rounds), (drafted, proposed / rounds)):
         se = per_chain.std() / np.sqrt(chains)
-        assert abs(per_chain.mean() - exact) <= Z * se
+        mc.assert_close(per_chain.mean(), se, exact, assertions=2)  # ~5.2 SE; 7.5 SE fails
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import mc
 import numpy as np
 import pytest
 from scipy.stats import binomtest
@@ -174,7 +175,9 @@ def test_batch_mean_interval_coverage() -> None:
         sums = rng.poisson(true_ratio * counts).astype(float)
         _, low, high, _ = batch_mean_interval(sums, counts)
         covered += low <= true_ratio <= high
-    assert 0.91 <= covered / reps <= 0.985
+    # Binomial(400, 0.95) leaves 356..397 with probability 1e-6; 85% or 99.9% coverage fails
+    lo, hi = mc.binomial_range(reps, 0.95)
+    assert lo <= covered <= hi, covered
 
 
 # ---------------------------------------------------------------------------
@@ -218,7 +221,7 @@ def test_tv_floor_matches_monte_carlo(k: int, n: int) -> None:
     draws = rng.multinomial(n, p, size=20_000)
     tv = 0.5 * np.abs(draws / n - p).sum(axis=1)
     se = tv.std(ddof=1) / math.sqrt(tv.size)
-    assert abs(tv_floor(p, n) - tv.mean()) < 4 * se
+    mc.assert_close(tv.mean(), se, tv_floor(p, n))  # ~4.9 SE; a bias of 7.2 SE fails
 
 
 def test_tv_floor_edges_and_large_n() -> None:
@@ -253,13 +256,15 @@ def test_gof_null_pvalues_are_uniform() -> None:
     p = np.concatenate([np.full(15, 0.06), np.full(10, 0.009), np.full(5, 0.0002)])
     p = p / p.sum()
     rng = np.random.default_rng(12345)
-    pv = np.array([gof_test(rng.multinomial(1000, p), p).p_value for _ in range(400)])
-    assert 0.02 <= np.mean(pv < 0.05) <= 0.09
-    # KS distance from U(0, 1); 5% critical value at m = 400 is ~0.068.
+    m = 2000
+    pv = np.array([gof_test(rng.multinomial(1000, p), p).p_value for _ in range(m)])
+    # each assertion at mc.FAIL_PROB / 2: false alarms at 5% Binomial(2000, 0.05), 55..152
+    # (a 2.4% or 8.3% test fails); KS distance from U(0, 1) by the DKW inequality, 0.062
+    lo, hi = mc.binomial_range(m, 0.05, mc.FAIL_PROB / 2)
+    assert lo <= np.sum(pv < 0.05) <= hi
     s = np.sort(pv)
-    m = s.size
     ks = max(np.max(np.arange(1, m + 1) / m - s), np.max(s - np.arange(m) / m))
-    assert ks < 0.08
+    assert ks <= np.sqrt(np.log(2 / (mc.FAIL_PROB / 2)) / (2 * m)), ks
 
 
 def test_gof_detects_alternative() -> None:

@@ -1,0 +1,63 @@
+"""The benchmarks cannot rot (issue 33): every config a benchmark builds passes the checks a
+run applies, and every script has the ``--quick`` mode ``make bench-smoke`` (in CI) runs it
+with. The smoke run itself runs each script end to end; these catch the config and API changes
+that break one within the fast suite."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from conftest import ROOT, SCHEMA
+
+from specsim.config import load_grid
+
+BENCHMARKS = ROOT / "benchmarks"
+SCRIPTS = sorted(p for p in BENCHMARKS.glob("*.py")
+                 if 'if __name__ == "__main__":' in p.read_text())
+
+
+def module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def grid_points(config: dict[str, Any]) -> int:
+    return len(load_grid(copy.deepcopy(config), SCHEMA).points)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_every_benchmark_script_has_a_quick_mode(script: Path) -> None:
+    assert re.search(r"""["']--quick["']""", script.read_text()), (
+        f"{script.name}: make bench-smoke runs it with --quick (tiny sizes, no timing claims)")
+
+
+def test_bench_dag_configs_are_accepted() -> None:
+    cfg, edited = module("bench_dag").same_grid_configs()
+    assert grid_points(edited) > grid_points(cfg) > 0
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_point_memory_cases_are_accepted(quick: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = module("point_memory")
+    cases = {k: copy.deepcopy(v) for k, v in mod.CASES.items()}
+    monkeypatch.setattr(mod, "CASES", cases)
+    if quick:  # what main(["--quick"]) does to the cases, without running them
+        monkeypatch.setattr(mod, "run", lambda config: [])
+        mod.main(["--quick"])
+    for name, config in cases.items():
+        assert grid_points(config) > 0, name
+
+
+def test_scale_config_is_accepted() -> None:
+    config = yaml.safe_load((BENCHMARKS / "scale_config.yaml").read_text())
+    assert grid_points(config) == 10_000
