@@ -27,6 +27,9 @@ FIGURES = ("llm_costs", "llm_alpha", "llm_assisted")
 #: figures (``results/figures/<name>.{pdf,png}``; builders: :data:`.figures.PAIR_FIGURES`).
 PAIR_TABLES = ("pair_accept", "speedup_explained")
 PAIR_FIGURES = ("llm_pair_accept", "llm_speedup_explained")
+#: The engine check's tables (``results/llm/<name>.csv`` and ``.md``; step ``engine``): predicted
+#: vs measured speedup per (batch, K'), and the latency profile it predicted from.
+ENGINE_TABLES = ("engine_schedule_check", "engine_latency")
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class Settings:
     engine_record_tokens: int = 32
     engine_new_tokens: int = 16
     engine_repeats: int = 3
-    engine_latency_repeats: int = 7
+    engine_latency_repeats: int = 5
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], step: str | None = None) -> Settings:
