@@ -146,7 +146,7 @@ def test_each_step_gets_what_it_reads_and_checks_only_that() -> None:
     ``drafts`` (which name int8) that the whole section overrides."""
     section = Settings(int8=False, drafts=("ngram-3", "skip-20"), assisted_drafts=("skip-20",),
                        lossless_assisted_draft="skip-20", audit_draft="skip-20",
-                       trace_pairs=("ngram-3", "skip-20")).to_dict()
+                       trace_pairs=("ngram-3", "skip-20"), engine_draft="skip-20").to_dict()
     del section["seed"]
     full = Settings.from_dict({**section, "seed": 7})
     steps = llm_settings.step_settings(section, seed=7)

@@ -50,6 +50,12 @@ LLM_TARGETS = (
             figure=llm_settings.PAIR_FIGURES,
             ext=["pdf", "png"],
         ),
+        *expand(
+            "results/llm/{table}.{ext}",
+            table=llm_settings.ENGINE_TABLES,
+            ext=["csv", "md"],
+        ),
+        "results/llm/engine_counts.json",
     ]
     if LLM_ENABLED
     else []
@@ -378,3 +384,33 @@ rule llm_pairs:
         "specsim llm --settings {params.settings:q} pairs --traces-dir results/llm/traces "
         "--runs-dir results/llm/pairs --costs {input.costs:q} --tables-dir results/llm "
         "--figures-dir results/figures 2> {log:q}"
+
+
+# Issue 34, point 6: the engine-metrics schedule checked on this CPU. The batched loop
+# (specsim.llm.batched) records acceptance counters at one K and a latency profile, the schedule
+# predicts the best K' per batch size, and the loop's throughput is measured at every K' and
+# batch size (configurations interleaved within each repeat): specsim.llm.engine_check. Timed
+# throughout: it asks for every core.
+rule llm_engine:
+    input:
+        corpus="results/llm/corpus.npz",
+    output:
+        csv="results/llm/engine_schedule_check.csv",
+        md="results/llm/engine_schedule_check.md",
+        latency="results/llm/engine_latency.csv",
+        latency_md="results/llm/engine_latency.md",
+        counts="results/llm/engine_counts.json",
+    log:
+        "logs/llm/engine.log",
+    benchmark:
+        "benchmarks/out/llm_engine.tsv"
+    threads: all_cores
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        settings=LLM_SETTINGS["engine"],
+    shell:
+        "specsim llm --settings {params.settings:q} engine --corpus {input.corpus:q} "
+        "--out {output.csv:q} --latency {output.latency:q} --counts {output.counts:q} "
+        "2> {log:q}"

@@ -67,6 +67,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
          traces_dir="directory of <pair>.parquet", runs_dir="directory of <pair>.csv",
          costs="costs table .csv", tables_dir="directory of the two tables",
          figures_dir="directory of the figures")
+    step("engine", "the batched loop at every batch size: counters at one K and a latency "
+         "profile -> the predicted best K' per batch, beside the measured throughput",
+         corpus="token corpus .npz", out="check table .csv", latency="latency profile .csv",
+         counts="acceptance counters .json")
     step("figures", "the LLM figures (PDF + PNG) from the tables",
          tables_dir="directory of the tables", out_dir="directory of the figures")
     step("machine", "the run's record: settings, versions, CPU, model, corpus, device",
@@ -185,6 +189,10 @@ def _with_lab(s: Any, args: argparse.Namespace) -> Any:
     elif args.step == "speculative":
         table = experiments.speculative_table(lab, read_table(args.costs),
                                               read_table(args.alpha))
+    elif args.step == "engine":
+        from specsim.llm.engine_check import engine_check
+
+        table = engine_check(lab, args.latency, args.counts)
     elif args.step == "audit":
         from specsim.llm.audit import audit_table
 

@@ -27,6 +27,9 @@ FIGURES = ("llm_costs", "llm_alpha", "llm_assisted")
 #: figures (``results/figures/<name>.{pdf,png}``; builders: :data:`.figures.PAIR_FIGURES`).
 PAIR_TABLES = ("pair_accept", "speedup_explained")
 PAIR_FIGURES = ("llm_pair_accept", "llm_speedup_explained")
+#: The engine check's tables (``results/llm/<name>.csv`` and ``.md``; step ``engine``): predicted
+#: vs measured speedup per (batch, K'), and the latency profile it predicted from.
+ENGINE_TABLES = ("engine_schedule_check", "engine_latency")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,15 @@ class Settings:
     trace_documents: int = 10
     trace_tokens: int = 16
     trace_top_k: int = 64
+    # the batched engine check (:mod:`.engine_check`, issue 34 point 6)
+    engine_draft: str = "int8"
+    engine_batches: tuple[int, ...] = (1, 2, 4, 8, 16)
+    engine_gamma: int = 4
+    engine_max_gamma: int = 6
+    engine_record_tokens: int = 32
+    engine_new_tokens: int = 16
+    engine_repeats: int = 3
+    engine_latency_repeats: int = 5
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], step: str | None = None) -> Settings:
@@ -105,7 +117,8 @@ class Settings:
                  *(self.trace_pairs if about("trace_pairs", *DRAFT_KEYS) else ()),
                  *((self.lossless_assisted_draft,)
                    if about("lossless_assisted_draft", *DRAFT_KEYS) else ()),
-                 *((self.audit_draft,) if about("audit_draft", *DRAFT_KEYS) else ())]
+                 *((self.audit_draft,) if about("audit_draft", *DRAFT_KEYS) else ()),
+                 *((self.engine_draft,) if about("engine_draft", *DRAFT_KEYS) else ())]
         bad = [d for d in named if d not in known]
         if bad:
             raise ValueError(f"drafts {bad} are not among the built drafts {sorted(known)}")
@@ -118,12 +131,17 @@ class Settings:
                              "(int8 or skip-k): transformers cannot use an n-gram as assistant")
         if self.audit_draft.startswith("ngram-"):
             raise ValueError("audit_draft must be a model draft (int8 or skip-k)")
+        if self.engine_draft.startswith("ngram-"):
+            raise ValueError("engine_draft must be a model draft (int8 or skip-k): the batched "
+                             "loop keeps a KV cache per model")
         if any(not 1 <= k <= 3 for k in self.ngram_orders):
             raise ValueError("n-gram orders must lie in 1..3")
         if any(not 1 <= k < N_LAYERS for k in self.skip_layers):
             raise ValueError(f"skip_layers must lie in 1..{N_LAYERS - 1}")
         if any(g < 1 for g in self.gamma) or self.lossless_gamma < 1:
             raise ValueError("gamma must be >= 1")
+        if self.engine_max_gamma < self.engine_gamma:
+            raise ValueError("engine_max_gamma must be >= engine_gamma (the counters' K)")
 
 
 #: Step (one Snakemake rule, one ``specsim llm`` sub-command) -> the settings it reads: a rule is
@@ -151,6 +169,9 @@ STEPS: dict[str, tuple[str, ...]] = {
               "trace_top_k"),
     "pair": ("threads", "seed", "gamma", "prompt_tokens", "trace_documents", "trace_tokens"),
     "pairs": ("seed", "trace_pairs"),
+    "engine": ("threads", "seed", *DRAFT_KEYS, "prompt_tokens", "engine_draft", "engine_batches",
+               "engine_gamma", "engine_max_gamma", "engine_record_tokens", "engine_new_tokens",
+               "engine_repeats", "engine_latency_repeats"),
     "machine": tuple(Settings.__dataclass_fields__),
 }
 
