@@ -87,7 +87,7 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 LLM_CONFIG ?= workflow/llm.yaml
 llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, tens of minutes: the audit and the pair runs are real generations)
 	$(SNAKEMAKE) llm --cores $(CORES) --configfile config.yaml $(LLM_CONFIG)
-	$(PY) -m pytest tests/test_llm.py
+	$(PY) -m pytest tests/test_llm.py tests/test_llm_engine.py
 
 DOCS_STAMP := $(VENV)/.specsim-docs-installed
 
