@@ -119,7 +119,8 @@ def point_runtime(wildcards):
 
 def point_inputs(wildcards):
     """Files the point's model reads that a job of the DAG writes (a trace model's recorded
-    trace at the point's temperature, specsim.families.Family.inputs); none for other models."""
+    trace at the point's temperature, specsim.families.Family.inputs); none for other models.
+    """
     point = grid_point(wildcards)
     return list(point.family.inputs(point.spec, point.temperature))
 
