@@ -19,7 +19,9 @@ from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
 # first, each with a traceback ("--- Logging error ---"). A disk that fills during the run ends
 # the job writing with one line naming the file (specsim's CLI); Snakemake's log handler then
 # drops what it cannot write instead of printing tracebacks.
-if no_room("."):
+# Only the main process checks: a job's subprocess (a `run:` rule re-reads this file) starts
+# after the main one made its locks and logs, and would stop with no log of its own.
+if workflow.is_main_process and no_room("."):
     sys.exit(f"specsim: {no_room('.')}")
 logging.raiseExceptions = False
 
