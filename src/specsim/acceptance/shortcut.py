@@ -27,6 +27,7 @@ from specsim.acceptance.counts import tail_mean
 from specsim.traces.format import Trace
 from specsim.traces.positional import (
     BOOTSTRAP,
+    PositionalLaw,
     acceptance,
     percentile_interval,
     positional_law,
@@ -44,11 +45,15 @@ def _per_document(values: np.ndarray, doc_start: np.ndarray) -> np.ndarray:
 def expected_counters(beta: np.ndarray, doc_start: np.ndarray, gamma: int) -> np.ndarray:
     """(D, gamma + 1): per document, E[rounds] and E[a_i] for i = 1..gamma of a run at
     ``gamma`` under the positional model (rule accepting with ``beta``)."""
-    law = positional_law(beta, doc_start, gamma)
+    return _counters(positional_law(beta, doc_start, gamma))
+
+
+def _counters(law: PositionalLaw) -> np.ndarray:
+    """:func:`expected_counters` of the positional law of a run at ``law.gamma``."""
     # P(J >= i | t) = P(emitted >= i + 1 | t): a tail sum of each start's law
     tail = np.cumsum(law.emitted[:, ::-1], axis=1)[:, ::-1]
-    cols = [law.calls] + [_per_document(law.visits * tail[:, i + 1], doc_start)
-                          for i in range(1, gamma + 1)]
+    cols = [law.calls] + [_per_document(law.visits * tail[:, i + 1], law.doc_start)
+                          for i in range(1, law.gamma + 1)]
     return np.stack(cols, axis=1)
 
 
@@ -65,10 +70,11 @@ def shortcut_table(trace: Trace, name: str, engine_gamma: int, max_gamma: int,
     against the positional law at K', the error and its bootstrap interval over documents."""
     beta = acceptance(trace, rule)
     ds = trace.doc_start
-    counters = expected_counters(beta, ds, engine_gamma)  # (D, K + 1)
     gammas = list(range(1, max_gamma + 1))
+    laws = {g: positional_law(beta, ds, g) for g in sorted({*gammas, engine_gamma})}
+    counters = _counters(laws[engine_gamma])  # (D, K + 1)
     lengths = trace.doc_lengths.astype(np.float64)
-    calls = [positional_law(beta, ds, g).calls for g in gammas]
+    calls = [laws[g].calls for g in gammas]
     cols = [*counters.T, lengths, *calls]
     k = counters.shape[1]
     point = np.array([c.sum() for c in cols])

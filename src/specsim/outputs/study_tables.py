@@ -96,7 +96,8 @@ TABLES = (
               "with p(x), still lossless) costs against drawing the draft from q, per model, "
               "temperature and γ of the drafting studies: tokens per target call of each mode, "
               "simulated with 95% intervals and exact, and their ratio. Argmax drafting wins "
-              "where p(argmax q) beats Σ min(p, q): a confident draft at low temperature.",
+              "where p(argmax q) beats Σ min(p, q): where the draft is less confident than the "
+              "target at the token they agree on (a weak draft at low temperature).",
         columns={
             "study": KEYS["study"], "model": KEYS["model"], "knob": KEYS["knob"],
             "alpha": KEYS["alpha"], "gamma": KEYS["gamma"], "temperature": KEYS["temperature"],

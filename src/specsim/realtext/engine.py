@@ -52,13 +52,13 @@ def latency_profile(s: Settings) -> LatencyProfile:
 
 
 def schedule_tables(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace], s: Settings,
-                    seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(engine_schedule, engine_shortcut): every pair's schedule, and the counters' route
-    against its trace's exact positional model with the measured counters beside it."""
+                    seed: int, profile: LatencyProfile) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(engine_schedule, engine_shortcut): every pair's schedule on ``profile``, and the
+    counters' route against its trace's exact positional model with the measured counters
+    beside it."""
     from specsim.acceptance.schedule import schedule
     from specsim.acceptance.shortcut import shortcut_table
 
-    profile = latency_profile(s)
     scheds, shortcuts = [], []
     for name, c in counts.items():
         t = schedule(c, profile, s.engine_batch, s.engine_max_gamma).table
@@ -92,11 +92,12 @@ def write_outputs(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace],
     from specsim.acceptance.snippets import render
     from specsim.io import write_table, write_text
 
-    sched, shortcut = schedule_tables(counts, traces, s, seed)
+    profile = latency_profile(s)
+    sched, shortcut = schedule_tables(counts, traces, s, seed, profile)
     write_table(sched, schedule_csv)
     write_table(shortcut, shortcut_csv)
     name = best_pair(sched)
-    ranges = best_by_batch(counts[name], latency_profile(s), min(s.engine_batch),
+    ranges = best_by_batch(counts[name], profile, min(s.engine_batch),
                            max(s.engine_batch), s.engine_max_gamma)
     write_text(config_md, f"<!-- pair {name}: its counters at K = {s.engine_gamma} -->\n"
                + render(ranges, "draft_model"))
