@@ -18,9 +18,9 @@ import pytest
 from conftest import ROOT, SCHEMA
 
 from specsim import cli
-from specsim.config import load_grid
+from specsim.config import load_grid, write_grid_file
 from specsim.grid import digest
-from specsim.io import versions, write_json_verified, write_table
+from specsim.io import write_json_verified, write_table
 from specsim.job import describe, to_arg
 from specsim.outputs import FIGURE_NEEDS, TABLE_NEEDS
 
@@ -68,7 +68,7 @@ def mini_config(tiny: dict[str, Any]) -> dict[str, Any]:
 def grid_file(tmp_path: Path, tiny_config: dict[str, Any]) -> Path:
     grid = load_grid(mini_config(tiny_config), SCHEMA)
     path = tmp_path / "results" / "grid.json"
-    write_json_verified(path, {**grid.to_json(), "versions": versions()})
+    write_grid_file(path, grid)
     return path
 
 

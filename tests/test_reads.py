@@ -1,19 +1,18 @@
-"""Every read verified whole before it is decoded, bounded; disk full; outputs under the umask.
+"""Every read verified whole before it is decoded, bounded; outputs under the umask.
 
 Each class of fault, exhaustively where the file is small: every byte of every kind of Parquet
 file specsim writes (data pages, schema, pandas and specsim metadata, footer, magic) and of a
 checks table is flipped, and each flip is refused by the reader with one line naming the file
-(never decoded first, never a traceback). Oversize files and cells are refused before parsing;
-a full disk ends each CLI step with one line naming the file and leaves no partial file.
+(never decoded first, never a traceback). Oversize files and cells are refused before parsing.
+A full disk: tests/test_disk_full.py.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ from specsim.io import (
     write_table,
 )
 from specsim.io.parquet import SEAL_KEY
-from specsim.job import describe, to_arg
+from specsim.job import describe
 from specsim.measures import measure_of
 from specsim.models.files import MAX_CELL_CHARS, MAX_TABLE_BYTES, TableFileError, load_table
 from specsim.traces.format import TraceFileError, read_trace, write_trace
@@ -269,122 +268,6 @@ def test_an_oversize_user_table_is_refused_by_its_size(tmp_path: Path,
             load_table(name)
 
 
-# ---------------------------------------------------------------- disk full
-def disk_full_after(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
-    """Make every Path.write_bytes/write_text write ``n`` bytes then fail with ENOSPC (as a
-    full disk does: the write raises an OSError that names no file)."""
-    real = Path.write_bytes
-
-    def write_bytes(self: Path, data: bytes) -> int:
-        real(self, bytes(data[:n]))
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def write_text(self: Path, text: str, *args: Any, **kw: Any) -> int:
-        return write_bytes(self, text.encode())
-
-    monkeypatch.setattr(Path, "write_bytes", write_bytes)
-    monkeypatch.setattr(Path, "write_text", write_text)
-
-
-def no_temporaries(root: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.name.endswith(".tmp")]
-
-
-def test_disk_full_in_each_cli_step_is_one_line_naming_the_file(
-        tmp_path: Path, tiny_config: dict[str, Any], capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from specsim.grid import Grid
-
-    monkeypatch.chdir(tmp_path)
-    grid = load_grid(mini_config(tiny_config), SCHEMA)
-    write_json_verified("results/grid.json", grid.to_json())
-    grid = Grid.from_json(json.loads(Path("results/grid.json").read_text()))
-    point = ["point", "--job", to_arg(describe(grid, grid.points[0])),
-             "--sim", "results/sim/p.parquet", "--exact", "results/exact/p.parquet"]
-    for p in grid.points:
-        assert run(["point", "--job", to_arg(describe(grid, p)),
-                    "--sim", f"results/sim/{p.path}.parquet",
-                    "--exact", f"results/exact/{p.path}.parquet"], capsys)[0] == 0
-    g = ["--grid", "results/grid.json"]
-    steps = [
-        (point, "results/sim/p.parquet"),
-        (["collect", *g, "--results-dir", "results", "--out", "results/points.parquet"],
-         "results/points.parquet"),
-        (["tables", *g, "--points", "results/points.parquet", "--out-dir", "results/tables",
-          "accept_curve"], "results/tables/accept_curve.csv"),
-        (["figures", *g, "--tables-dir", "results/tables", "--out-dir", "results/figures",
-          "accept_curve"], "results/figures/accept_curve.pdf"),
-        (["gate", "--checks", "results/tables/checks.csv", "--out", "results/checks.ok"],
-         "results/checks.ok"),
-    ]
-    checks_table(Path("results/tables/checks.csv"))
-    for argv, first_output in steps:
-        with monkeypatch.context() as m:
-            if argv[0] == "figures":  # matplotlib writes through its own file object
-                import matplotlib.figure
-
-                def savefig(self: Any, fname: Any, **kw: Any) -> None:
-                    Path(fname).write_bytes(b"%PDF-1.4 partial")
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-                m.setattr(matplotlib.figure.Figure, "savefig", savefig)
-            else:
-                disk_full_after(m, 7)
-            code, _, err = run(argv, capsys)
-        assert code == 1, (argv[0], err)
-        # the step's last line (a point job first says which point it runs), no traceback
-        assert err.splitlines()[-1] == f"specsim: disk full writing {first_output}", err
-        assert "Traceback" not in err and err.count("disk full") == 1, err
-        assert not Path(first_output).exists(), argv[0]
-        assert not no_temporaries(tmp_path), argv[0]
-        if argv[0] in ("collect", "tables"):  # the next step needs this one's outputs
-            code, _, err = run(argv, capsys)
-            assert code == 0, err
-
-
-def mount_tmpfs(where: Path, size: str) -> bool:
-    where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True, check=False)
-    return done.returncode == 0
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 64 KiB tmpfs (root only; skipped elsewhere: the monkeypatched test covers it)."""
-    disk = tmp_path / "disk"
-    if os.geteuid() != 0 or not mount_tmpfs(disk, "64k"):
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
-
-
-def test_a_really_full_disk_is_one_line_and_leaves_no_partial_file(
-        small_disk: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = small_disk / "tables"
-    big = pd.DataFrame({"check": [f"claim {i}" * 20 for i in range(2000)], "passed": True,
-                        "observed": 1.0, "expected": "1"})
-    with pytest.raises(OSError, match=f"disk full writing {out}/checks.csv"):
-        write_table(big, out / "checks.csv")
-    assert list(out.iterdir()) == []
-    checks_table(small_disk / "checks.csv")
-    fd = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
-    try:  # fill what is left
-        while os.write(fd, b"\0" * 4096):
-            pass
-    except OSError as err:
-        assert err.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    code, _, err = run(["gate", "--checks", str(small_disk / "checks.csv"), "--out",
-                        str(small_disk / "ok" / "checks.ok")], capsys)
-    assert code == 1 and err.startswith("specsim: disk full writing "), err
-    assert err.count("\n") == 1 and "checks.ok" in err
-    assert not no_temporaries(small_disk)
-
-
 # ---------------------------------------------------------------- umask
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
 def test_every_writer_follows_the_umask_of_its_run(tmp_path: Path, umask: int) -> None:
@@ -412,36 +295,6 @@ def test_every_writer_follows_the_umask_of_its_run(tmp_path: Path, umask: int) -
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
     for d in (tmp_path / "new", tmp_path / "new" / "deeper"):
         assert d.stat().st_mode & 0o777 == 0o777 & ~umask, d
-
-
-def test_no_room_names_the_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from specsim.io import no_room
-
-    assert no_room(tmp_path, need=1) is None
-    monkeypatch.setattr(os, "statvfs", lambda _: os.statvfs_result((4096, 4096, 10, 0, 0, 0, 0,
-                                                                   0, 0, 255)))
-    assert no_room(tmp_path) == (f"disk full: {tmp_path} has 0 bytes free (a run needs at "
-                                 f"least 4,194,304 for its locks, logs and results); free "
-                                 f"some space and rerun")
-
-
-def test_a_run_on_a_full_disk_stops_with_one_line(small_disk: Path) -> None:
-    """Snakemake's own locks and logs fail first on a full disk, each with a traceback; the
-    workflow stops before them, naming the directory."""
-    from conftest import TINY, snakemake
-
-    fd = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        while os.write(fd, b"\0" * 4096):
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    done = snakemake(small_disk, TINY, "--cores", "1", check=False)
-    err = done.stderr
-    assert done.returncode != 0 and "Traceback" not in err and "Logging error" not in err, err
-    assert f"specsim: disk full: {small_disk} has 0 bytes free" in err
 
 
 def test_parquet_is_decoded_without_starting_arrow_threads(tmp_path: Path) -> None:

@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     # need the output declarations and the tiers' ~25 sub-parsers, ~45 ms of its start-up).
     parser, steps = build_parser(full=argv[:1] != ["point"])
     args = parser.parse_args(argv)
-    from specsim.io import IntegrityError, disk_full
+    from specsim.io import IntegrityError, disk_full, met_full_disk
 
     sub = steps[args.cmd]
     try:
@@ -313,8 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         if not disk_full(err):
             raise
-        where = f"writing {err.filename}" if err.filename else "(no file named)"
-        print(f"specsim: disk full {where}", file=sys.stderr)  # its temporary is gone: room
+        print(f"specsim: {met_full_disk(err)}", file=sys.stderr)  # frees the run's reserve
         return 1
     except (_InputError, IntegrityError) as err:  # bad input, or a result failed verification
         print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)

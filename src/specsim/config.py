@@ -107,6 +107,15 @@ def read_grid_file(path: str | Path) -> Grid:
     return Grid.from_json(data)
 
 
+def write_grid_file(path: str | Path, grid: Grid) -> None:
+    """Write ``grid`` as its provenance record (results/grid.json; :func:`read_grid_file` reads
+    it back): the validated config, its digest, every point, the software versions, and a
+    checksum over all of it."""
+    from specsim.io import versions, write_json_verified
+
+    write_json_verified(path, {**grid.to_json(), "versions": versions()})
+
+
 def study_sources(paths: list[str], config: dict[str, Any]) -> dict[str, str]:
     """Which config file defines each study (the last one wins, as in Snakemake's merge)."""
     out: dict[str, str] = {}

@@ -30,8 +30,10 @@ rule manifest:
         "logs/manifest.log",
     run:
         from specsim.integrity import write_manifest
+        from specsim.io.reserve import releasing_on_disk_full
 
-        write_manifest(output[0], list(input))
+        with releasing_on_disk_full():
+            write_manifest(output[0], list(input))
 
 
 # The gate runs after every other output (through the manifest) and writes results/checks.ok

@@ -10,19 +10,36 @@ from specsim.config import load_grid, stale_provenance, study_sources
 from specsim.configfile import check_config_files
 from specsim.work import declared_mb, declared_minutes, summary
 from specsim.errors import ConfigError
-from specsim.io import no_room
+from specsim.io.reserve import room_to_start, run_guard
 from specsim.grid import POINT_REGEX
 from specsim.job import describe, to_arg
 from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
 
 # A full disk stops the run here with one line: Snakemake's own locks and logs would fail
 # first, each with a traceback ("--- Logging error ---"). A disk that fills during the run ends
-# the job writing with one line naming the file (specsim's CLI); Snakemake's log handler then
-# drops what it cannot write instead of printing tracebacks.
-# Only the main process checks: a job's subprocess (a `run:` rule re-reads this file) starts
-# after the main one made its locks and logs, and would stop with no log of its own.
-if workflow.is_main_process and no_room("."):
-    sys.exit(f"specsim: {no_room('.')}")
+# the job writing with one line naming the file (specsim's CLI), which frees the room the run
+# held for Snakemake's metadata (specsim.io.reserve), so the run ends as a failed run and its
+# last line is the job's; Snakemake's log handler drops what it cannot write instead of
+# printing tracebacks. Only the main process checks: a job's subprocess (a `run:` rule re-reads
+# this file) starts after the main one made its locks and logs, and would stop with no log.
+if workflow.is_main_process:
+    if room_to_start("."):
+        sys.exit(f"specsim: {room_to_start('.')}")
+    DISK = run_guard(".")
+
+
+onstart:
+    DISK.start()
+
+
+onsuccess:
+    DISK.ended(failed=False)
+
+
+onerror:
+    DISK.ended(failed=True)
+
+
 logging.raiseExceptions = False
 
 # The JSON schema (defaults filled in) plus cross-field checks, before any job runs.

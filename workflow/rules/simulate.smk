@@ -12,11 +12,11 @@ rule grid:
     params:
         digest=GRID.config_digest,
     run:
-        from specsim.io import versions, write_json_verified
+        from specsim.config import write_grid_file
+        from specsim.io.reserve import releasing_on_disk_full
 
-        # provenance: the validated config, its digest, every point, the software versions and
-        # a checksum over all of it (readers verify both digests)
-        write_json_verified(output[0], {**GRID.to_json(), "versions": versions()})
+        with releasing_on_disk_full():
+            write_grid_file(output[0], GRID)
 
 
 # One wildcard, {point} = model~<m>/draft~<d>/alpha~<a>/gamma~<g>/temperature~<t>/rule~<r>/

@@ -5,7 +5,8 @@ checksums before decoding; :mod:`.parquet` seals Parquet files with the digest o
 :mod:`.points` holds the point files (one Parquet row per grid point under a measure's schema,
 with identity and payload digests); :mod:`.frames` the tidy tables (CSV with a Markdown twin)
 and Parquet frames; :mod:`.render` the Markdown and HTML people read; :mod:`.provenance` the
-software versions a file records.
+software versions a file records; :mod:`.reserve` the room a workflow run keeps so that a disk
+filling during the run ends it in one line.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from specsim.io.parquet import read_parquet, write_parquet
 from specsim.io.points import PointFileError, PointSchema, read_point_file, write_point_file
 from specsim.io.provenance import NOT_INSTALLED, point_versions, requirement_name, versions
 from specsim.io.render import to_markdown, write_html_table
+from specsim.io.reserve import met_full_disk
 
 __all__ = [
     "NOT_INSTALLED",
@@ -53,6 +55,7 @@ __all__ = [
     "disk_full",
     "is_sidecar",
     "is_temporary",
+    "met_full_disk",
     "no_room",
     "payload_digest",
     "point_versions",

@@ -45,15 +45,20 @@ def disk_full(err: BaseException) -> bool:
     return isinstance(err, OSError) and err.errno in _FULL
 
 
-def no_room(directory: str | os.PathLike[str], need: int = 4 << 20) -> str | None:
-    """Why a run in ``directory`` cannot start (fewer than ``need`` bytes free to this user:
-    Snakemake's own locks and logs would fail first, with tracebacks), or None."""
+def free_bytes(directory: str | os.PathLike[str]) -> int | None:
+    """The bytes free to this user on ``directory``'s file system (None: it cannot be told)."""
     try:
         st = os.statvfs(directory)
     except OSError:
         return None
-    free = st.f_bavail * st.f_frsize
-    if free >= need:
+    return st.f_bavail * st.f_frsize
+
+
+def no_room(directory: str | os.PathLike[str], need: int = 4 << 20) -> str | None:
+    """Why a run in ``directory`` cannot start (fewer than ``need`` bytes free to this user:
+    Snakemake's own locks and logs would fail first, with tracebacks), or None."""
+    free = free_bytes(directory)
+    if free is None or free >= need:
         return None
     return (f"disk full: {os.path.abspath(directory)} has {free:,} bytes free (a run needs "
             f"at least {need:,} for its locks, logs and results); free some space and rerun")
