@@ -106,6 +106,19 @@ def test_an_exact_law_its_module_refuses_is_refused_at_config_time() -> None:
                            "heuristic, cap=256")
 
 
+def test_a_tree_shape_the_law_refuses_is_named_in_one_line() -> None:
+    """A tree's knob is a shape (a string): the refusal spells it as the config does."""
+    cfg = big_table("fixed", {"branches": ["2x1"]})
+    cfg["studies"]["policies"] |= {"rule": ["tree"], "gamma": [2]}
+    cfg["cost"] = {"tree_budget_max": 0}
+    with pytest.raises(ConfigError) as err:
+        load_grid(cfg, SCHEMA)
+    text = str(err.value)
+    assert "\n" not in text
+    assert text.startswith("studies.policies: model 'big' (vocab 1024), rule tree, policy fixed, "
+                           "branches=2x1, gamma 2: "), text
+
+
 def test_sequoia_trees_the_tables_job_would_refuse_are_refused_at_config_time() -> None:
     from specsim.schemes.tree import law_refusal
 

@@ -85,7 +85,8 @@ def _describe(grid: Grid, point: Point) -> str:
     study = next((n for n, st in grid.studies.items() if point.point_id in st["points"]), "?")
     scheme = point.scheme
     knobs = "" if scheme is None or not scheme.knobs else ", " + ", ".join(
-        f"{k}={v:g}" for k, v in scheme.knobs.items())
+        f"{k}={v}" if isinstance(v, str) else f"{k}={v:g}"  # a tree's shape is a string
+        for k, v in scheme.knobs.items())
     return (f"studies.{study}: model {point.model!r} (vocab {point.spec.vocab}), rule "
             f"{point.rule}, policy {point.policy}{knobs}, gamma {point.gamma}")
 
