@@ -245,6 +245,31 @@ def test_a_plain_snakemake_run_names_bit_rot_it_cannot_see(copy_of_tiny: Path, w
     assert not (work / "results/checks.ok").exists()
 
 
+@pytest.mark.slow
+def test_damage_a_job_would_read_stops_the_run_before_any_job_naming_all_of_it(
+        copy_of_tiny: Path, tiny_run: Path) -> None:
+    """Two point files flipped and points.parquet deleted: collect would read the first damaged
+    file and stop naming it alone, below its whole input list. The run stops before any job,
+    naming both with the command; a table this run rewrites anyway is not named."""
+    work = copy_of_tiny
+    sims = [one(work, "results/sim/**/*.parquet", i) for i in (0, 5)]
+    for path in [*sims, work / "results/tables/roofline.csv"]:
+        flip(path)
+    (work / "results/points.parquet").unlink()
+    res = snakemake(work, TINY, "--cores", "2", check=False)
+    out = res.stdout + res.stderr
+    names = sorted(str(p.relative_to(work)) for p in sims)
+    assert res.returncode == 1, out[-3000:]
+    assert all(out.count(f"DAMAGED {name}:") == 1 for name in names), out[-3000:]
+    assert "roofline.csv:" not in out and "Error in rule" not in out, out[-3000:]
+    assert "2 damaged file(s) that this run's jobs would read" in out
+    assert not (work / "results/points.parquet").exists()  # no job ran
+    targets = res.stderr.strip().splitlines()[-1].split("--forcerun ", 1)[1].split()
+    assert targets == names
+    snakemake(work, TINY, "--cores", "2", "--forcerun", *targets)
+    assert tables(work) == tables(tiny_run)
+
+
 def test_a_file_the_manifest_lists_is_missing_when_gone(results: Path) -> None:
     from specsim.integrity import write_manifest
 

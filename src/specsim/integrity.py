@@ -188,7 +188,22 @@ def verify(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = ()) -> i
     """Check ``results_dir``; name every damaged file on stderr and the command that rebuilds
     them, and withdraw ``checks.ok`` (nothing may keep claiming success over damaged results).
     Exit status 1 when anything is damaged, else 0."""
-    damage = damaged_files(results_dir, skip)
+    return _refuse(results_dir, damaged_files(results_dir, skip))
+
+
+def verify_inputs(results_dir: str | os.PathLike[str], reads: set[str], rebuilt: set[str]
+                  ) -> int:
+    """:func:`verify` before a run's jobs start, for what they would read: the damaged files
+    under ``results_dir`` that a job of the run reads (``reads``, paths relative to the
+    working directory) and no job of it rewrites (``rebuilt``). A job reading one would stop
+    at the first it met, naming only that one; this names them all, with the command. A
+    missing file is not among them: the run rebuilds it (``all`` lists missing files)."""
+    damage = [d for d in damaged_files(results_dir) if d.target in reads
+              and d.target not in rebuilt and os.path.lexists(d.path)]
+    return _refuse(results_dir, damage, " that this run's jobs would read")
+
+
+def _refuse(results_dir: str | os.PathLike[str], damage: list[Damage], what: str = "") -> int:
     if not damage:
         return 0
     ok = Path(results_dir) / "checks.ok"
@@ -197,7 +212,7 @@ def verify(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = ()) -> i
         ok.unlink()
         checksum_path(ok).unlink(missing_ok=True)
         withdrawn = f"; {ok} removed"
-    print(report(damage, withdrawn), file=sys.stderr)
+    print(report(damage, what + withdrawn), file=sys.stderr)
     return 1
 
 

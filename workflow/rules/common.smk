@@ -12,6 +12,7 @@ from specsim.work import declared_mb, declared_minutes, summary
 from specsim.errors import ConfigError
 from specsim.io.reserve import room_to_start, run_guard
 from specsim.grid import POINT_REGEX
+from specsim.integrity import verify_inputs
 from specsim.job import describe, to_arg
 from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
 
@@ -30,6 +31,7 @@ if workflow.is_main_process:
 
 onstart:
     DISK.start()
+    refuse_damaged_inputs()
 
 
 onsuccess:
@@ -167,6 +169,18 @@ def refuse_stale_results():
     stale = stale_provenance("results/grid.json", GRID.config_digest, triggers)
     if stale:
         sys.exit(f"config error: {stale}")
+
+
+def refuse_damaged_inputs():
+    """Before any job runs: a damaged file under results/ that a job of this run would read
+    (and none rewrites) stops the run, every such file named with the command rebuilding them,
+    as the final check would name them; a job reading one would name only the first it met,
+    below its whole input list (specsim.integrity.verify_inputs)."""
+    jobs = list(workflow.dag.needrun_jobs())
+    reads = {os.path.normpath(f) for job in jobs for f in job.input}
+    rebuilt = {os.path.normpath(f) for job in jobs for f in job.output}
+    if verify_inputs("results", reads, rebuilt):
+        sys.exit(1)
 
 
 def html_files():
