@@ -67,6 +67,67 @@ def test_a_flip_anywhere_in_a_file_or_its_sidecar_is_named(results: Path, at: fl
     assert found["a.png"].target == "results/figures/a.png"
 
 
+def test_what_a_run_would_read_is_checked_alone_before_its_jobs(
+        results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """verify_inputs: damage a job would read and no job rewrites; a missing file is not
+    damage there (the run rebuilds it), a damaged file nobody reads is the final check's."""
+    from specsim.integrity import verify_inputs
+
+    write_text(results / "tables" / "t.csv", "a\n1\n")
+    for path in (results / "sim/p.parquet", checksum_path(results / "figures/a.png"),
+                 results / "tables/t.csv"):
+        flip(path)
+    reads = {"results/sim/p.parquet", "results/figures/a.png", "results/tables/gone.csv",
+             "results/tables/t.csv"}
+    only = damaged_files(results, only={"results/sim/p.parquet", "results/figures/a.png"})
+    assert [d.target for d in only] == ["results/figures/a.png", "results/sim/p.parquet"]
+    assert verify_inputs(str(results), reads, rebuilt={"results/tables/t.csv"}) == 1
+    err = capsys.readouterr().err
+    assert err.count("DAMAGED ") == 2 and "t.csv" not in err and "gone.csv" not in err
+    assert "2 damaged file(s) that this run's jobs would read" in err
+    assert verify_inputs(str(results), {"results/tables/gone.csv"}, set()) == 0
+
+
+def test_a_file_no_job_writes_is_named_to_be_deleted_not_rebuilt(
+        results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Snakemake refuses to --forcerun a file no rule writes: a stray (not in the manifest)
+    gets the rm that deletes it, and the last line still rebuilds the rest."""
+    from specsim.integrity import verify, write_manifest
+
+    write_manifest(results / "manifest.txt", ["results/figures/a.png", "results/sim/p.parquet"])
+    (results / "stray.txt").write_text("x")
+    flip(results / "figures/a.png")
+    assert verify(results) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert f"rm -- {results / 'stray.txt'}" in lines[-3]
+    assert lines[-1].endswith(" --forcerun results/figures/a.png")
+    (results / "figures/a.png").unlink()
+    checksum_path(results / "figures/a.png").unlink()
+    for path in (results / "manifest.txt", checksum_path(results / "manifest.txt")):
+        path.unlink()  # the manifest unknown: every file is rebuilt
+    assert verify(results) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(" --forcerun "
+                                                                     "results/stray.txt")
+
+
+def test_the_rebuild_command_is_the_runs_own(
+        results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from specsim.integrity import DEFAULT_SNAKEMAKE, RERUN_ENV, report, snakemake_command
+
+    assert snakemake_command(ROOT / "Snakefile", ROOT, [], 8) == DEFAULT_SNAKEMAKE  # make run
+    command = snakemake_command(ROOT / "Snakefile", tmp_path / "my run", [TINY], 2)
+    snakemake_exe = str(Path(sys.executable).with_name("snakemake"))
+    assert command == (f"{snakemake_exe} -s {ROOT / 'Snakefile'} -d '{tmp_path / 'my run'}' "
+                       f"--configfile {TINY} --cores 2")
+    flip(results / "sim/p.parquet")
+    damage = damaged_files(results)
+    assert report(damage).splitlines()[-1].startswith(f"{DEFAULT_SNAKEMAKE} --forcerun ")
+    monkeypatch.setenv(RERUN_ENV, command)  # set by the workflow's main process for its jobs
+    text = report(damage)
+    assert text.splitlines()[-1] == f"{command} --forcerun results/sim/p.parquet"
+    assert "from the directory holding results/" not in text
+
+
 def test_missing_files_sidecars_and_strays_are_named(results: Path) -> None:
     (results / "figures/a.png").unlink()
     checksum_path(results / "sim/p.parquet").unlink()

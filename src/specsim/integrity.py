@@ -25,12 +25,21 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specsim.io import IntegrityError, check_sidecar, checksum_path, is_sidecar, is_temporary
+from specsim.io import (
+    IntegrityError,
+    check_sidecar,
+    checksum_path,
+    is_sidecar,
+    is_temporary,
+    read_verified,
+)
 
 # Files under results/ that no job of the DAG writes: the committed README; the report and the
 # report's screenshots (`make report`, `make test-report`), checked only when sealed.
@@ -39,6 +48,10 @@ SEALED_IF_PRESENT = ("report.html", "report-screenshots")
 # Every file the DAG builds, one path a line relative to the directory holding results/, written
 # (sealed) by the workflow's manifest rule; the gate depends on it instead of on every output.
 MANIFEST = "manifest.txt"
+# The command a report names to rebuild damaged files: `make run`'s, unless the workflow's main
+# process put its own run's command in the environment (snakemake_command).
+DEFAULT_SNAKEMAKE = ".venv/bin/snakemake --cores 8"
+RERUN_ENV = "SPECSIM_SNAKEMAKE"
 
 
 @dataclass(frozen=True)
@@ -68,13 +81,21 @@ def _files(base: Path, unreadable: list[Path]) -> list[Path]:
     return out
 
 
-def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = ()
-                  ) -> list[Damage]:
+def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (),
+                  only: set[str] | None = None) -> list[Damage]:
     """Every damaged, missing or unsealed file under ``results_dir`` (``skip``: paths not to
-    check, e.g. the gate's own output while the gate runs)."""
+    check, e.g. the gate's own output while the gate runs; ``only``: the targets to check, the
+    files that exist among them, when not every file)."""
     base = Path(results_dir)
     workdir_name = Path(base.name)  # targets are relative to the directory holding results/
     skipped = {Path(s).resolve() for s in skip}
+    wanted = None if only is None else {(base / Path(t).relative_to(workdir_name)).resolve()
+                                        for t in only if Path(t).parts[:1] == workdir_name.parts}
+
+    def unchecked(path: Path) -> bool:
+        where = path.resolve()
+        return where in skipped or (wanted is not None and where not in wanted)
+
     found: dict[Path, Damage] = {}
 
     def damage(path: Path, problem: str) -> None:
@@ -84,12 +105,14 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
     unreadable: list[Path] = []
     for path in _files(base, unreadable):
         rel = path.relative_to(base)
-        if is_temporary(path) or rel.parts[0] in OUTSIDE_DAG or path.resolve() in skipped:
+        if is_temporary(path) or rel.parts[0] in OUTSIDE_DAG:
             continue
         if is_sidecar(path):
             data = Path(str(path).removesuffix(checksum_path("").name))
-            if not data.is_file() and not data.is_symlink() and data.resolve() not in skipped:
+            if not data.is_file() and not data.is_symlink() and not unchecked(data):
                 damage(data, "missing (its .sha256 sidecar is still there)")
+            continue
+        if unchecked(path):
             continue
         if not path.is_file():  # a FIFO, device or dangling link: never opened (it may block)
             damage(path, "not a regular file")
@@ -103,9 +126,14 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
     for folder in unreadable:
         found.setdefault(folder, Damage(str(folder), str(workdir_name / folder.relative_to(base)),
                                         "directory cannot be listed: its files are unchecked"))
-    for path, problem in {**_listed(base, set(found)), **_self_verifying(base, set(found))
+    readers = wanted is None or any(  # files that verify themselves, through their readers
+        w == (base / "grid.json").resolve() or w.is_relative_to((base / "sim").resolve())
+        or w.is_relative_to((base / "exact").resolve()) for w in wanted)
+    for path, problem in {**_listed(base, set(found)),
+                          **(_self_verifying(base, set(found), unchecked) if readers else {})
                           }.items():
-        damage(path, problem)
+        if not unchecked(path):
+            damage(path, problem)
     return sorted(found.values(), key=lambda d: d.path)
 
 
@@ -122,6 +150,17 @@ def _listed(base: Path, known: set[Path]) -> dict[Path, str]:
             if path not in known and not path.exists()}
 
 
+def _built(base: Path) -> set[str] | None:
+    """What :data:`MANIFEST` lists (paths relative to the directory holding ``base``), when it
+    is there and whole; else None (unknown)."""
+    manifest = base / MANIFEST
+    try:
+        text = read_verified(manifest).decode("utf-8")
+    except (OSError, IntegrityError, UnicodeDecodeError):
+        return None
+    return {str(Path(base.name, *Path(line).parts[1:])) for line in text.splitlines() if line}
+
+
 def write_manifest(path: str | os.PathLike[str], files: list[str]) -> None:
     """:data:`MANIFEST`: ``files`` (paths relative to the workflow's working directory), one a
     line, sorted, sealed."""
@@ -130,9 +169,10 @@ def write_manifest(path: str | os.PathLike[str], files: list[str]) -> None:
     write_text(path, "".join(f"{f}\n" for f in sorted(set(files))))
 
 
-def _self_verifying(base: Path, known: set[Path]) -> dict[Path, str]:
+def _self_verifying(base: Path, known: set[Path], unchecked: Callable[[Path], bool]
+                    ) -> dict[Path, str]:
     """grid.json and every point file of its grid, each through its own reader (``known``:
-    files already found damaged, not read again)."""
+    files already found damaged, not read again; ``unchecked``: files not to read)."""
     from specsim.config import read_grid_file
     from specsim.io import read_point_file
     from specsim.job import describe
@@ -149,12 +189,12 @@ def _self_verifying(base: Path, known: set[Path]) -> dict[Path, str]:
         return {grid_path: f"does not hold a valid grid ({type(err).__name__})"}
     out: dict[Path, str] = {}
     for point in grid.points:
-        want = describe(grid, point)["digest"]
         measure = measure_of(point.measure)
         for folder, kind in (("sim", measure.sim_schema), ("exact", measure.exact_schema)):
             path = base / folder / f"{point.path}.parquet"
-            if path in known:
+            if path in known or unchecked(path):
                 continue
+            want = describe(grid, point)["digest"]
             if not path.exists():
                 out[path] = f"missing (grid point {point.point_id})"
                 continue
@@ -168,16 +208,40 @@ def _self_verifying(base: Path, known: set[Path]) -> dict[Path, str]:
     return out
 
 
-def report(damage: list[Damage], note: str = "",
-           snakemake: str = ".venv/bin/snakemake --cores 8") -> str:
+def snakemake_command(snakefile: str | os.PathLike[str], workdir: str | os.PathLike[str],
+                      configfiles: list[Any], cores: object) -> str:
+    """The command that reruns a workflow run, from any directory: its Snakefile, working
+    directory and config files spelled out -- or :data:`DEFAULT_SNAKEMAKE` for a run in the
+    repository on its own config.yaml (`make run`). The workflow's main process puts it in the
+    environment (:data:`RERUN_ENV`) for its jobs' reports."""
+    if Path(workdir).resolve() == Path(snakefile).resolve().parent and not configfiles:
+        return DEFAULT_SNAKEMAKE
+    parts = [str(Path(sys.executable).with_name("snakemake")), "-s", str(snakefile), "-d",
+             str(workdir), *(["--configfile", *map(str, configfiles)] if configfiles else []),
+             "--cores", str(cores)]
+    return shlex.join(parts)
+
+
+def report(damage: list[Damage], note: str = "", snakemake: str | None = None,
+           built: set[str] | None = None) -> str:
     """Each damaged file on a line of its own, then, on the last line, the one command that
-    rebuilds them all (``--forcerun`` reruns the jobs that write them and what reads them)."""
+    rebuilds them all (``--forcerun`` reruns the jobs that write them and what reads them).
+    Files no job of the run writes (``built``: what :data:`MANIFEST` lists, when known) are
+    named to be deleted instead: Snakemake would refuse them as not in the DAG."""
+    ours = os.environ.get(RERUN_ENV)
+    snakemake = snakemake or ours or DEFAULT_SNAKEMAKE
     lines = [f"DAMAGED {d.path}: {d.problem}" for d in damage]
-    targets = " ".join(sorted({d.target for d in damage}))
-    lines.append(f"{len(damage)} damaged file(s){note}. Rebuild them from the directory holding "
-                 f"results/, with the -s/--configfile options of the run that wrote them (a file "
-                 f"the config no longer builds, which Snakemake refuses as not in the DAG, can "
-                 f"be deleted instead)"
+    strays = sorted({d.path for d in damage if built is not None and d.target not in built})
+    targets = " ".join(sorted({d.target for d in damage if d.path not in strays}))
+    if strays:
+        lines.append(f"{len(strays)} of them no job writes (not in {MANIFEST}): delete "
+                     f"{'it' if len(strays) == 1 else 'them'}: rm -- {shlex.join(strays)}")
+    if not targets:
+        return "\n".join(lines)
+    where = ("" if ours else " from the directory holding results/, with the -s/--configfile "
+             "options of the run that wrote them (a file the config no longer builds, which "
+             "Snakemake refuses as not in the DAG, can be deleted instead)")
+    lines.append(f"{len(damage) - len(strays)} damaged file(s){note}. Rebuild them{where}"
                  + (f"; so many that rebuilding everything may be simpler: {snakemake} --forceall"
                     if len(damage) > 20 else "") + ":")
     lines.append(f"{snakemake} --forcerun {targets}")
@@ -198,8 +262,8 @@ def verify_inputs(results_dir: str | os.PathLike[str], reads: set[str], rebuilt:
     working directory) and no job of it rewrites (``rebuilt``). A job reading one would stop
     at the first it met, naming only that one; this names them all, with the command. A
     missing file is not among them: the run rebuilds it (``all`` lists missing files)."""
-    damage = [d for d in damaged_files(results_dir) if d.target in reads
-              and d.target not in rebuilt and os.path.lexists(d.path)]
+    damage = [d for d in damaged_files(results_dir, only=reads - rebuilt)
+              if os.path.lexists(d.path)]
     return _refuse(results_dir, damage, " that this run's jobs would read")
 
 
@@ -212,7 +276,7 @@ def _refuse(results_dir: str | os.PathLike[str], damage: list[Damage], what: str
         ok.unlink()
         checksum_path(ok).unlink(missing_ok=True)
         withdrawn = f"; {ok} removed"
-    print(report(damage, what + withdrawn), file=sys.stderr)
+    print(report(damage, what + withdrawn, built=_built(Path(results_dir))), file=sys.stderr)
     return 1
 
 

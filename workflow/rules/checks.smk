@@ -33,7 +33,7 @@ rule manifest:
         from specsim.io.reserve import releasing_on_disk_full
 
         with releasing_on_disk_full():
-            write_manifest(output[0], list(input))
+            write_manifest(output[0], built_files())
 
 
 # The gate runs after every other output (through the manifest) and writes results/checks.ok

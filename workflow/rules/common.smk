@@ -12,7 +12,7 @@ from specsim.work import declared_mb, declared_minutes, summary
 from specsim.errors import ConfigError
 from specsim.io.reserve import room_to_start, run_guard
 from specsim.grid import POINT_REGEX
-from specsim.integrity import verify_inputs
+from specsim.integrity import RERUN_ENV, snakemake_command, verify_inputs
 from specsim.job import describe, to_arg
 from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
 
@@ -31,6 +31,7 @@ if workflow.is_main_process:
 
 onstart:
     DISK.start()
+    os.environ[RERUN_ENV] = rerun_command()  # what a damage report names, in its jobs too
     refuse_damaged_inputs()
 
 
@@ -189,12 +190,13 @@ def html_files():
     return expand("results/tables/{table}.html", table=names)
 
 
-def all_targets():
+def all_targets(points=True):
     """Every file the grid's part of the DAG writes (a deleted one is rebuilt: point_outputs)
-    but the gate's and the manifest's."""
+    but the gate's and the manifest's; without the point files when ``points`` is false (what
+    reads them all, results/points.parquet, waits for them)."""
     return [
         "results/grid.json",
-        *point_outputs(),
+        *(point_outputs() if points else []),
         "results/points.parquet",
         *table_files(),
         *expand("results/tables/{table}.{ext}", table=TABLES, ext=["md", "csv.sha256"]),
@@ -206,23 +208,30 @@ def all_targets():
 
 
 def all_inputs(wildcards):
-    """results/checks.ok and every file of the run that is missing: Snakemake rebuilds a missing
-    intermediate only for a job that runs, and `all` always runs (a job waiting for the
-    manifest would not). Only missing files are listed, so the job prints a short list.
+    """results/checks.ok and, once a run has written the manifest, every file of the run that is
+    missing: Snakemake rebuilds a missing intermediate only for a job that runs, and `all`
+    always runs (a job waiting for the manifest would not). Only missing files are listed, so
+    the job prints a short list; on a first run the manifest job waits for every file anyway.
     """
-    return [
-        "results/checks.ok",
-        *(f for f in manifest_inputs(wildcards) if not os.path.exists(f)),
-    ]
+    if not os.path.exists("results/manifest.txt"):
+        return ["results/checks.ok"]
+    return ["results/checks.ok", *(f for f in built_files() if not os.path.exists(f))]
+
+
+def built_files():
+    """Every file the run builds but the manifest and results/checks.ok: what the manifest
+    lists (specsim.integrity.MANIFEST)."""
+    return [*all_targets(), *RT_TARGETS, *LLM_TARGETS]
 
 
 def manifest_inputs(wildcards):
-    """Every file the run builds but the manifest and results/checks.ok: the manifest job waits
-    for them all, the gate and `all` wait for it (and so list one input, not thousands).
-    """
+    """What the manifest job waits for: every file the run builds (the gate and `all` wait for
+    the manifest, and so list one input, not thousands), the point files through
+    results/points.parquet, which reads them all (so the job's input list, printed whenever it
+    runs, does not name every point twice)."""
     refuse_stale_results()
     announce_studies()
-    return [*all_targets(), *RT_TARGETS, *LLM_TARGETS]
+    return [*all_targets(points=False), *RT_TARGETS, *LLM_TARGETS]
 
 
 def figure_outputs(ext):
@@ -265,6 +274,17 @@ def all_cores(wildcards):
         return max(1, int(workflow.cores))
     except Exception:  # Snakemake raises when no --cores was given
         return 1
+
+
+def rerun_command():
+    """This run's snakemake command, for a damage report's rebuild line
+    (specsim.integrity.snakemake_command)."""
+    return snakemake_command(
+        workflow.main_snakefile,
+        os.getcwd(),
+        workflow.overwrite_configfiles,
+        all_cores(None),
+    )
 
 
 def report_figures(names, ext, category):
