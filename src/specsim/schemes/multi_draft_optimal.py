@@ -68,7 +68,8 @@ def optimal_acceptance(p: Any, q: Any, m: int) -> FloatArray:
     """alpha*_m per row of (p, q) (..., V): min over prefixes H of the tokens sorted by p/q
     ascending of p(H) + 1 - q(H)^m (tokens with q = 0 sort last, p = q = 0 are irrelevant)."""
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
-    ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.inf)
+    with np.errstate(over="ignore"):  # p / q beyond 1e308 (q subnormal) sorts last: inf
+        ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.inf)
     order = np.argsort(ratio, axis=-1, kind="stable")
     ph = np.cumsum(np.take_along_axis(p, order, axis=-1), axis=-1)
     qh = np.cumsum(np.take_along_axis(q, order, axis=-1), axis=-1)
