@@ -18,7 +18,7 @@ from mc import FAIL_PROB
 
 from specsim.exact import RoundLaw, first_two_law, target_joint, tv
 from specsim.models.iid import iid_frozen_markov
-from specsim.models.maths import blend, one_hot_argmin, random_table
+from specsim.models.maths import blend, one_hot_argmin, random_table, temper
 from specsim.models.spec import ModelSpec
 from specsim.schemes.law import RoundSample
 from specsim.stats import gof_test
@@ -44,7 +44,9 @@ def stub(gamma: int) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 PAIRS = {"blend": (TARGET, DRAFT), "sparse": (TARGET, sparse_draft()),
-         "other": (random_table(2, 1.0), random_table(5, 1.5)), "identical": (TARGET, TARGET)}
+         "other": (random_table(2, 1.0), random_table(5, 1.5)), "identical": (TARGET, TARGET),
+         # a draft tempered near T = 0: entries down to ~1e-300, products of two underflow
+         "cold": (TARGET, temper(TARGET, 0.01))}
 
 # ---------------------------------------------------------------------------------------------
 # the brute-force references' tables and steps, in exact rational arithmetic

@@ -176,7 +176,8 @@ def test_tokens_per_round_on_seed_tables() -> None:
     assert (np.array(rates["kseq"]) >= np.array(rates["rrs"])).all()
 
 
-@pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4)])
+@pytest.mark.parametrize(("pair", "k", "gamma"), [("blend", 3, 3), ("sparse", 2, 4),
+                                                  ("cold", 2, 2)])
 def test_play_matches_law(pair: str, k: int, gamma: int) -> None:
     assert_rule_plays_its_law(multi_draft_optimal, pair, k, gamma, 120_000, 7 + k)
 

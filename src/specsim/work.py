@@ -100,11 +100,15 @@ def _duration(seconds: float) -> str:
 
 
 def _check_refusals(grid: Grid) -> None:
-    """What a point job would refuse at run time, refused here first from the same code: its
+    """What a point job would refuse at run time, refused here first from the same code: a
+    computation its model makes ill-posed (:meth:`specsim.measures.Measure.impossible`), its
     exact law over its module's size limit (:meth:`specsim.measures.Measure.refusal`)."""
     budget = grid.config["budget"]
     for point in grid.points:
         measure = measure_of(point.measure)
+        stop = measure.impossible(point)
+        if stop:
+            raise ConfigError(f"{_describe(grid, point)}: {stop}")
         why = measure.refusal(point, {k: budget[k] for k in measure.budget_keys(point)})
         if why:
             raise ConfigError(f"{_describe(grid, point)}: {why} (the point job would be Monte "

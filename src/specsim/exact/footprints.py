@@ -27,9 +27,11 @@ def round_dp_footprint(size: int, gamma: int, *, stop: bool = False, keep_drafts
 
 
 def rates_footprint(states: int, steps: int = 0, *, stationary: bool = True) -> Footprint:
-    """:func:`specsim.exact.stationary_rates` (the (N+1, N) system, its copies in the SVD and
-    the least-squares solve: ~4 N x N) and :func:`specsim.exact.horizon_rates` over ``steps``
-    rounds (one vector-matrix product each) of a round law on N = ``states`` states."""
+    """:func:`specsim.exact.stationary_rates` (:mod:`specsim.exact.chains`: the support, the
+    state reductions' copy and rank-one temporaries, ~4 N x N; ~N^3 / 3 multiply-adds, bounded
+    here as before by the 10 N^3 of the least-squares solve it replaced, which it outruns 4x at
+    N = 1500) and :func:`specsim.exact.horizon_rates` over ``steps`` rounds (one vector-matrix
+    product each) of a round law on N = ``states`` states."""
     n2 = float(states) ** 2
     cells = 4 * n2 if stationary else 2.0 * states
     flops = (10 * n2 * states if stationary else 0.0) + 2 * n2 * steps

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from specsim.exact.chains import limit_law, stationary
 from specsim.exact.kernels import (
     FloatArray,
     IntArray,
@@ -19,7 +20,6 @@ from specsim.exact.kernels import (
     check_gamma,
     check_pair,
     check_rule,
-    check_table,
     context_acceptance,
     kernels,
 )
@@ -192,30 +192,6 @@ def round_law(P: ArrayLike, Q: ArrayLike, gamma: int, rule: str = "correct") -> 
     return round_dp(Pa, kernels(Pa, Qa, r), g, Q=Qa, keep_drafts=rule_spec(r).keep_drafts).law()
 
 
-def stationary(K: ArrayLike, tol: float = 1e-9) -> FloatArray:
-    """Stationary law pi K = pi, sum pi = 1, by least squares on [K^T - I; 1^T] pi = [0; 1].
-
-    Raises ValueError when the solution is not unique (more than one closed class, detected as
-    a rank-deficient system) or the residual exceeds ``tol``.
-    """
-    Ka = check_table(K, "K")
-    V = Ka.shape[0]
-    M = np.vstack([Ka.T - np.eye(V), np.ones((1, V))])
-    b = np.zeros(V + 1)
-    b[-1] = 1.0
-    sv = np.linalg.svd(M, compute_uv=False)
-    if sv[-1] <= tol * max(sv[0], 1.0):
-        raise ValueError(
-            f"stationary law not unique: smallest singular value {sv[-1]:.3e} of [K^T - I; 1^T]"
-        )
-    pi, *_ = np.linalg.lstsq(M, b, rcond=None)
-    resid = float(np.abs(M @ pi - b).max())
-    if resid > tol or np.any(pi < -tol):
-        raise ValueError(f"stationary solve failed: residual {resid:.3e}, min {pi.min():.3e}")
-    pi = np.clip(pi, 0.0, None)
-    return np.asarray(pi / pi.sum(), dtype=np.float64)
-
-
 @dataclass(frozen=True)
 class Rates:
     """Per-round means under a law of round-start states ``weights``: the stationary law (the
@@ -238,10 +214,15 @@ def _rates(law: RoundLaw, w: FloatArray) -> Rates:
                  trials_per_round=trials)
 
 
-def stationary_rates(law: RoundLaw) -> Rates:
+def stationary_rates(law: RoundLaw, start: int | None = None) -> Rates:
     """Long-run rates: renewal-reward over the stationary law of round-start states ([L]
-    Eq. 1's analogue); ValueError where that law is not unique."""
-    return _rates(law, stationary(law.next_state))
+    Eq. 1's analogue); ValueError where that law is not unique. With ``start``, over the
+    long-run average law of the chain from that state (:func:`specsim.exact.chains.limit_law`):
+    the same where the stationary law is unique, and the limit a simulation from ``start``
+    converges to where it is not (greedy decoding, a near-deterministic target)."""
+    if start is None:
+        return _rates(law, stationary(law.next_state))
+    return _rates(law, limit_law(law.next_state, start))
 
 
 def horizon_rates(law: RoundLaw, start: int, burn_in: int, rounds: int) -> Rates:
@@ -283,11 +264,12 @@ def first_two_law(law: RoundLaw, start: int) -> FloatArray:
 # ------------------------------------------------------------- the classic rules on tables
 @dataclass(frozen=True)
 class LongRun:
-    """Long-run (stationary round-start) averages of a classic rule on Markov tables."""
+    """Long-run (stationary round-start, or from a start context) averages of a classic rule on
+    Markov tables."""
 
     rule: Rule
     gamma: int
-    pi: FloatArray  # stationary law of the round's start context
+    pi: FloatArray  # long-run law of the round's start context
     tokens_per_round: float  # = tokens per target call
     accepted_per_round: float
     trials_per_round: float
@@ -296,12 +278,13 @@ class LongRun:
     alpha_bar: float  # sum_s pi(s) beta(s)
 
 
-def long_run(P: ArrayLike, Q: ArrayLike, gamma: int, rule: str = "correct") -> LongRun:
-    """:func:`stationary_rates` of :func:`round_law`, with [L] Def 3.1's mean acceptance
-    ᾱ = sum_s pi(s) β(s) over round starts."""
+def long_run(P: ArrayLike, Q: ArrayLike, gamma: int, rule: str = "correct",
+             start: int | None = None) -> LongRun:
+    """:func:`stationary_rates` of :func:`round_law` (from context ``start``, if given), with
+    [L] Def 3.1's mean acceptance ᾱ = sum_s pi(s) β(s) over round starts."""
     g = check_gamma(gamma)
     r = check_rule(rule)
-    rates = stationary_rates(round_law(P, Q, g, r))
+    rates = stationary_rates(round_law(P, Q, g, r), start)
     acc, trials = rates.accepted_per_round, rates.trials_per_round
     return LongRun(
         rule=r,

@@ -284,8 +284,8 @@ class Family(ABC):
         run, or None where that chain is not the model's long run (frozen i.i.d. pairs)."""
         if not self.stationary_schemes:
             return None
-        P, Q, _, _ = self.equivalence_model(point)
-        return TableRates(P, Q)
+        P, Q, start, _ = self.equivalence_model(point)
+        return TableRates(P, Q, int(start))
 
     @abstractmethod
     def exact_curve(self, point: Point, gammas: np.ndarray, root_seed: int,

@@ -7,8 +7,8 @@ tables -- the state is the last emitted token -- subclasses :class:`TableFamily`
 where its untempered target comes from (:mod:`specsim.families.custom` reads it from a file).
 
 The exact reference is dynamic programming over the tables (:mod:`specsim.exact`): the
-finite-horizon average of exactly what the simulation reports, the stationary limit where the
-round-start chain has one (renewal-reward over Leviathan et al. 2022's Alg. 1 rounds), and the
+finite-horizon average of exactly what the simulation reports, the long-run limit of chains from
+the start token (renewal-reward over Leviathan et al. 2022's Alg. 1 rounds), and the
 enumerated law of the first two emitted tokens for the equivalence measure.
 """
 
@@ -82,16 +82,14 @@ class TableFamily(Family):
 
     def exact_long_run(self, point: Point, root_seed: int,
                        budget: Mapping[str, Any]) -> dict[str, Any]:
-        """Finite-horizon DP average over exactly the simulated rounds, plus the stationary
-        limit (NaN where the round-start chain has no unique stationary law)."""
+        """Finite-horizon DP average over exactly the simulated rounds, plus the long-run limit
+        of chains from token 0 (the stationary limit; where the round-start chain has several
+        closed classes, e.g. greedy decoding, the mixture of theirs that chains from 0 reach)."""
         p, q = self.pair(point.spec, point.temperature, point.alpha)
         h = exact.horizon_average(p, q, point.gamma, point.rule, 0, int(budget["burn_in"]),
                                   int(budget["rounds"]))
-        try:  # the limit a long simulation converges to, where the round-start chain has one
-            lr = exact.long_run(p, q, point.gamma, point.rule)
-            stationary_tokens, alpha_bar = lr.tokens_per_round, lr.alpha_bar
-        except ValueError:
-            stationary_tokens = alpha_bar = np.nan
+        lr = exact.long_run(p, q, point.gamma, point.rule, 0)  # what a long simulation reaches
+        stationary_tokens, alpha_bar = lr.tokens_per_round, lr.alpha_bar
         return {
             "tokens_exact": h.tokens_per_round,
             "tokens_exact_se": 0.0,
@@ -104,14 +102,9 @@ class TableFamily(Family):
 
     def exact_curve(self, point: Point, gammas: np.ndarray, root_seed: int,
                     budget: Mapping[str, Any]) -> tuple[np.ndarray, str]:
-        """Renewal-reward DP (:func:`specsim.exact.long_run`) at every γ."""
+        """Renewal-reward DP (:func:`specsim.exact.long_run`, chains from token 0) at every γ."""
         p, q = self.pair(point.spec, point.temperature, point.alpha)
-        out = []
-        for g in gammas:
-            try:
-                out.append(exact.long_run(p, q, int(g), point.rule).tokens_per_round)
-            except ValueError:  # no unique stationary law
-                out.append(np.nan)
+        out = [exact.long_run(p, q, int(g), point.rule, 0).tokens_per_round for g in gammas]
         return np.asarray(out, dtype=np.float64), "exact DP"
 
     # ------------------------------------------------------------------ resources

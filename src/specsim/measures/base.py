@@ -140,6 +140,12 @@ class Measure(ABC):
         :mod:`specsim.work` refuses the config first, naming the point."""
         return None
 
+    def impossible(self, point: Point) -> str | None:
+        """Why the point's job could not run at all (its model makes the computation
+        ill-posed for the method, e.g. the optimal policy on a reducible chain), from the code
+        the job would stop in, or None: :mod:`specsim.work` refuses the config first."""
+        return None
+
     @abstractmethod
     def work_done(self, sim: Mapping[str, Any]) -> str:
         """What a simulation row did, for the job's log (e.g. ``1,000 rounds``)."""

@@ -9,9 +9,12 @@ and exact:
   one (a trace's positional traversal: :meth:`specsim.families.Family.scheme_exact`,
   :meth:`~specsim.families.Family.scheme_simulate`); else for table models the long run (chains
   from the start context, ``burn_in`` rounds discarded; exact: both the mean over exactly the
-  simulated rounds, which the simulation must cover, and the stationary limit by renewal-reward
-  over the stationary round-start law, :func:`specsim.exact.stationary_rates`), for the frozen
-  i.i.d. pairs one round from the start (every pair fresh, as the stub's ``share: position``);
+  simulated rounds, which the simulation must cover, and the long-run limit by renewal-reward
+  over the long-run law of round starts from the start state,
+  :func:`specsim.exact.stationary_rates` -- the stationary law, or where the round-start chain
+  has several closed classes (greedy decoding, a near-deterministic target) the mixture of
+  theirs that chains from the start reach), for the frozen i.i.d. pairs one round from the
+  start (every pair fresh, as the stub's ``share: position``);
 * the joint law of the first two emitted tokens from the start ([L] Thm 3.5's check, the seed
   program's demo 2): counts of ``scheme_trials`` fresh generations vs the scheme's exact law and
   the target's (:func:`specsim.exact.first_two_law`).
@@ -188,7 +191,7 @@ def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
         stat_tokens, stat_drafted = own["tokens_stationary"], own["drafted_stationary"]
         dist, method = own["tokens_law"], own["exact_method"]
     elif point.family.stationary_schemes:
-        limit = exact.stationary_rates(law)
+        limit = exact.stationary_rates(law, first)  # the long run of chains from `first`
         stat_tokens, stat_drafted = limit.tokens_per_round, limit.drafted_per_round
         # the mean over exactly the simulated rounds, which the simulation must cover: it
         # differs from the limit only while a chain remembers its start (e.g. the heuristic
@@ -251,6 +254,18 @@ class SchemeMeasure(Measure):
 
     def refusal(self, point: Point, budget: Mapping[str, Any]) -> str | None:
         return _refusal(point, budget)
+
+    def impossible(self, point: Point) -> str | None:
+        """The scheme's own refusal on the point's tables (:meth:`specsim.schemes.Scheme.refusal`)
+        where its long run is the equivalence chain's (a table model; a trace's tables are
+        written by the DAG, after the dry run)."""
+        scheme = point.scheme
+        assert scheme is not None
+        if scheme.policy == "fixed" or not point.family.stationary_schemes:
+            return None
+        p, q, _, _ = point.family.equivalence_model(point)
+        why = scheme.refusal(p, q, point.gamma)
+        return None if why is None else f"at temperature {point.temperature:g}: {why}"
 
     def work_done(self, sim: Mapping[str, Any]) -> str:
         return (f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds and "

@@ -87,7 +87,8 @@ TABLES = (
                                       "accept_fraction",
             "accept_fraction_ci_high": "upper end of that interval",
             **TOKENS, "speedup": SPEEDUP["speedup"], "speedup_exact": SPEEDUP["speedup_exact"],
-            "alpha_bar": "stationary mean over contexts of β = Σ min(p, q)",
+            "alpha_bar": "stationary mean over contexts of β = Σ min(p, q) (at T = 0: the "
+                         "long-run mean of chains from the start token)",
         }),
     Table(
         "argmax_drafting", needs="drafting", builder="specsim.tables.studies:argmax_drafting",

@@ -222,6 +222,16 @@ class Scheme:
             return mod.play(P, Q, accept, reject, state, gamma, rng)
         return mod.play(P, Q, accept, reject, state, gamma, dict(self.policy_knobs), rng)
 
+    def refusal(self, P: FloatArray, Q: FloatArray, gamma: int) -> str | None:
+        """Why :meth:`law` and :meth:`play` would stop on these tables (a policy module's
+        ``table_refusal``: the optimal policy on a reducible round-start chain), or None."""
+        mod = self._module()
+        if self.rule in WHOLE_DRAFT or self.policy == "fixed" or not hasattr(mod, "table_refusal"):
+            return None
+        accept, reject = self._tables(P, Q)
+        why: str | None = mod.table_refusal(P, Q, accept, reject, gamma, dict(self.policy_knobs))
+        return why
+
     def footprint(self, size: int, support: int, gamma: int, chains: int) -> LawSize:
         """What :meth:`law` and one :meth:`play` of ``chains`` chains cost on ``size``
         contexts whose draft rows reach ``support`` next states (the scheme's module's

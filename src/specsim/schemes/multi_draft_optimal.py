@@ -68,7 +68,8 @@ def optimal_acceptance(p: Any, q: Any, m: int) -> FloatArray:
     """alpha*_m per row of (p, q) (..., V): min over prefixes H of the tokens sorted by p/q
     ascending of p(H) + 1 - q(H)^m (tokens with q = 0 sort last, p = q = 0 are irrelevant)."""
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
-    ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.inf)
+    with np.errstate(over="ignore"):  # p / q beyond 1e308 (q subnormal) sorts last: inf
+        ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.inf)
     order = np.argsort(ratio, axis=-1, kind="stable")
     ph = np.cumsum(np.take_along_axis(p, order, axis=-1), axis=-1)
     qh = np.cumsum(np.take_along_axis(q, order, axis=-1), axis=-1)
@@ -122,7 +123,10 @@ def coupling(p: FloatArray, q: FloatArray,
     x = second.x if second.status == 0 else first.x
     w = np.zeros((len(sets), v))
     w[rows, cols] = np.clip(x, 0.0, None)
-    over = w.sum(axis=1) / mass  # rows inside the multiset's mass
+    # rows inside the multiset's mass; a multiset whose mass underflows to 0 (a draft row with
+    # entries below ~1e-154, e.g. tempered near T = 0) is never drawn and accepts nothing
+    w[mass == 0] = 0.0
+    over = np.divide(w.sum(axis=1), mass, out=np.zeros_like(mass), where=mass > 0)
     w /= np.maximum(over, 1.0)[:, None]
     col = w.sum(axis=0)  # columns inside p
     w *= np.where(col > p, p / np.where(col > 0, col, 1.0), 1.0)[None, :]
@@ -149,8 +153,8 @@ def _couplings(P: FloatArray, Q: FloatArray, k: int,
             for i, s in enumerate(sets):
                 for t in set(s):
                     trans[c, m - 1, t, s.count(t) - 1] += w[i, t]
-                if table:
-                    row = np.append(w[i] / mass[i], 0.0)
+                if table:  # a multiset of mass 0 (never drawn) rejects
+                    row = np.append(w[i] / mass[i] if mass[i] > 0 else np.zeros(v), 0.0)
                     row[v] = max(1.0 - row[:v].sum(), 0.0)
                     rows.append(row)
                     digits = list(s) + [v] * (k - m)

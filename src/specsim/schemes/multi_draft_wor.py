@@ -73,7 +73,7 @@ def _first_depth(p: FloatArray, q: FloatArray, m: int) -> tuple[FloatArray, floa
             return
         qj = left / z
         for y in np.flatnonzero(qj > 0):
-            a = min(1.0, r[y] / qj[y])
+            a = 1.0 if r[y] >= qj[y] else r[y] / qj[y]  # min(1, r/q), no overflow at tiny q
             acc[y] += mass * qj[y] * a
             if a < 1.0:
                 rest = left.copy()

@@ -11,8 +11,11 @@ calls (the speedup the tables report). Renewal-reward over rounds makes this a s
 decision process whose optimum over *every* non-anticipating policy -- one that may look at
 everything drafted and emitted so far, in this round and before (fixed γ, transformers'
 confidence threshold on q(x | prev), its heuristic schedule carrying past outcomes, randomised
-rules) -- is attained by a stationary deterministic rule on a sufficient state (finite SMDP;
-the round-start chain must have a unique stationary law, as every long run here assumes).
+rules) -- is attained by a stationary deterministic rule on a sufficient state (finite SMDP).
+The ratio policy iteration below assumes every policy it meets has one closed class of round
+starts (unichain); where one has several (greedy decoding at T = 0, a near-deterministic
+target), the optimum may differ between classes and the problem is a multichain one this
+module does not solve: :func:`table_refusal` says so before any job (:class:`Multichain`).
 
 **Information state.** Past rounds: the next round's draws depend on the past only through
 its start context s_0 (the last emitted token; P, Q order 1, the rule's randomness fresh).
@@ -64,14 +67,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw, check_gamma, stationary
+from specsim.exact.chains import closed_classes
 from specsim.resources import Footprint
 from specsim.sampling import inverse_cdf_rows, normalised_cdf
 from specsim.schemes import tokenwise
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
 from specsim.verify import PLACEHOLDER
 
-__all__ = ["BOUND_BREAKPOINTS", "KNOBS", "MAX_PATHS", "Solution", "bound", "check",
-           "footprint", "law", "path_bound", "play", "solve"]
+__all__ = ["BOUND_BREAKPOINTS", "KNOBS", "MAX_PATHS", "Multichain", "Solution", "bound",
+           "check", "footprint", "law", "path_bound", "play", "solve", "table_refusal"]
 
 KNOBS: Mapping[str, Any] = {"c": None}  # required: the draft cost it is optimal for
 
@@ -212,6 +216,10 @@ def _forward(P: FloatArray, Q: FloatArray, acc: FloatArray, rej: FloatArray, t: 
     return _Forward(tokens, after, drafted)
 
 
+class Multichain(ValueError):
+    """A policy's round-start chain has several closed classes: no single gain λ."""
+
+
 def _evaluate(tokens: FloatArray, after: FloatArray, drafted: FloatArray, c: float
               ) -> tuple[float, FloatArray]:
     """(λ, h) of a stationary policy: λ = E_π[tokens] / E_π[cost], h = r - λτ + K h with
@@ -219,6 +227,12 @@ def _evaluate(tokens: FloatArray, after: FloatArray, drafted: FloatArray, c: flo
     size = after.shape[0]
     r = tokens @ np.arange(tokens.shape[1], dtype=np.float64)
     tau = 1.0 + c * drafted
+    classes = closed_classes(after)
+    if len(classes) != 1:
+        raise Multichain(f"the optimal policy's exact solution needs a round-start chain with "
+                         f"one closed class (one long-run gain), and a policy it meets has "
+                         f"{len(classes)} (greedy decoding or a near-deterministic target); use "
+                         f"the fixed, confidence or heuristic policy, or a temperature > 0")
     ps = stationary(after)
     lam = float(ps @ r / (ps @ tau))
     h = np.linalg.solve(np.eye(size) - after + np.outer(np.ones(size), ps), r - lam * tau)
@@ -278,6 +292,23 @@ def bound(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, base
     _, value = _envelopes(Qa, acc, rej @ sol.h, Pa @ sol.h, sol.gain * c, check_gamma(gamma),
                           BOUND_BREAKPOINTS)
     return sol.gain + max(0.0, float(np.max(1.0 - sol.gain + value - sol.h)))
+
+
+def table_refusal(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
+            knobs: Mapping[str, Any] | None) -> str | None:
+    """Why :func:`law` and :func:`play` would stop on these tables (:class:`Multichain`), or
+    None. Cheap where a certificate holds: if every context accepts some draft (β > 0) and
+    some token follows every context under P (a positive column), every round of every policy
+    ends with a bonus token from P with positive probability, so every round-start chain
+    reaches that token from every state in one round -- one closed class. Else it solves."""
+    Pa, Qa, acc, rej, _ = tokenwise.check_tables(P, Q, accept, reject)
+    if ((Qa * acc).sum(axis=1) > 0).all() and (Pa > 0).all(axis=0).any():
+        return None
+    try:
+        solve(Pa, Qa, acc, rej, check_gamma(gamma), check(knobs, gamma, Pa.shape[0]))
+    except Multichain as err:
+        return str(err)
+    return None
 
 
 def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,

@@ -54,7 +54,9 @@ TABLES = (
                             "(table models: rounds burn_in.. of chains from the start; the "
                             "i.i.d. stub's frozen pairs: one round from the start)",
             "tokens_stationary": "exact long-run tokens per target call (stationary limit; "
-                                 "the i.i.d. stub: one round from the start)",
+                                 "where round starts have several closed classes, e.g. T = "
+                                 "0, the limit of chains from the start; the i.i.d. stub: "
+                                 "one round from the start)",
             "drafted_stationary": "exact long-run draft tokens per round",
             "tokens_per_call": "simulated tokens per target call",
             "tokens_ci_low": "lower end of its 95% confidence interval (batch means)",

@@ -3,9 +3,10 @@ beside a tree point (:mod:`.trees`), from the model family (:meth:`specsim.famil
 
 :class:`Rates` is the interface: Sequoia's positional acceptance vector (:mod:`.sequoia`), a
 scheme's exact long-run tokens per call at a draft length, and the ``tree`` rule's on any tree
-(a parent array, e.g. Sequoia's). :class:`TableRates` answers on Markov tables (stationary
-renewal-reward over the round law, :func:`specsim.exact.stationary_rates`); a trace's
-positional model answers the same questions (:class:`specsim.traces.rates.TraceRates`).
+(a parent array, e.g. Sequoia's). :class:`TableRates` answers on Markov tables (long-run
+renewal-reward over the round law from the start context,
+:func:`specsim.exact.stationary_rates`); a trace's positional model answers the same
+questions (:class:`specsim.traces.rates.TraceRates`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from specsim import exact
+from specsim.exact.chains import limit_law
 from specsim.schemes import Scheme
 from specsim.schemes.law import FloatArray
 from specsim.schemes.sequoia import positional_acceptance
@@ -37,17 +39,22 @@ class Rates(Protocol):
 
 @dataclass(frozen=True)
 class TableRates:
-    """On a Markov pair (P, Q): the stationary long run, the target's stationary law of
-    contexts for the acceptance vector."""
+    """On a Markov pair (P, Q): the long run of chains from context ``start`` (the stationary
+    long run where it is unique, :func:`specsim.exact.stationary_rates`), the target's long-run
+    law of contexts from ``start`` for the acceptance vector."""
 
     P: FloatArray
     Q: FloatArray
+    start: int = 0
 
     def acceptance(self, k: int) -> FloatArray:
-        return positional_acceptance(self.P, self.Q, k)
+        return positional_acceptance(self.P, self.Q, k, limit_law(self.P, self.start))
 
     def scheme(self, scheme: Scheme, gamma: int) -> float:
-        return float(exact.stationary_rates(scheme.law(self.P, self.Q, gamma)).tokens_per_round)
+        law = scheme.law(self.P, self.Q, gamma)
+        return float(exact.stationary_rates(law, scheme.start(self.start, gamma,
+                                                              self.P.shape[0])).tokens_per_round)
 
     def tree(self, parents: Any) -> float:
-        return float(exact.stationary_rates(tree_law(self.P, self.Q, parents)).tokens_per_round)
+        law = tree_law(self.P, self.Q, parents)
+        return float(exact.stationary_rates(law, self.start).tokens_per_round)
