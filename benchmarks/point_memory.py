@@ -53,6 +53,15 @@ CASES: dict[str, dict[str, Any]] = {
                                  policy=["heuristic"], knobs={"cap": [64]}),
     "heuristic_v48_cap96": study(48, analysis="schemes", rule=["correct"],
                                  policy=["heuristic"], knobs={"cap": [96]}),
+    # issue 36 (f): a flat tree's drafts, ~7 (n, N) arrays while drawn, and its (N, N)
+    # children table (measured 4035 MB when 1916 MB was declared); traversal drafts the same
+    # tree; many drafts of one token each
+    "tree_v6_flat4096": study(6, analysis="schemes", rule=["tree"], gamma=[1],
+                              knobs={"branches": ["4096"]}),
+    "traversal_v6_flat4096": study(6, analysis="schemes", rule=["traversal"], gamma=[1],
+                                   knobs={"branches": ["4096"]}),
+    "multi_draft_v6_k64_g1": study(6, analysis="schemes", rule=["multi_draft"], gamma=[1],
+                                   knobs={"drafts": [64]}),
     "iid_long_run": {"seed": 1, "budget": BUDGET | {"quadrature_pairs": 65536},
                      "models": {"m": {"family": "iid", "vocab": 64, "sigma": 1.0, "noise": 0.3,
                                       "share": "round", "seed": 7, "draft": {"kind": "noise"}}},

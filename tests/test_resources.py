@@ -31,6 +31,7 @@ def one_study(model: dict[str, Any], **study: Any) -> dict[str, Any]:
             "studies": {"s": {"models": ["m"], "gamma": [4]} | study}}
 
 
+FLAT = BUDGET | {"chains": 64, "rounds": 2, "burn_in": 1, "batches": 2, "scheme_trials": 4096}
 IID = {"family": "iid", "vocab": 64, "sigma": 1.0, "noise": 0.3, "share": "round", "seed": 7,
        "draft": {"kind": "noise"}}
 # Small cases whose arrays are a sizeable part of the peak (the interpreter is ~130 MB): the
@@ -50,6 +51,12 @@ CASES = {
     "spectr": one_study(markov(96), analysis="schemes", rule=["spectr"], knobs={"drafts": [3]}),
     "multi_draft_optimal": one_study(markov(8), analysis="schemes", rule=["multi_draft_optimal"],
                                      knobs={"drafts": [4]}),
+    # a flat tree's drafts dominate: ~7 (n, N) arrays while they are drawn and the (N, N)
+    # children table twice (the old 3 n N estimated ~500 MB of a ~600 MB peak)
+    "tree_flat": one_study(markov(6), analysis="schemes", rule=["tree"], gamma=[1],
+                           knobs={"branches": ["2048"]}) | {"budget": FLAT},
+    "traversal_flat": one_study(markov(6), analysis="schemes", rule=["traversal"], gamma=[1],
+                                knobs={"branches": ["2048"]}) | {"budget": FLAT},
 }
 
 

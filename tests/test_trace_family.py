@@ -545,3 +545,26 @@ def test_traversal_on_a_trace_is_timed_from_the_traces_own_windows(
     with pytest.raises(ValueError, match=r"traversal\+branches=2x2 at gamma=2 .* more than"):
         ts.check_work(tr.n_positions, tr.width, scheme, 2, tr)
     ts.check_work(10**9, tr.width, scheme, 2)
+
+
+def test_an_equivalence_chain_too_large_to_enumerate_is_refused_at_config_time(
+        in_tmp: Path) -> None:
+    """The frozen window's states (chain_size) are the job's p.shape[0]; past
+    budget.max_enumeration the config refuses what the job would leave Monte Carlo only."""
+    from specsim.config import load_grid
+
+    cfg = config({"family": "trace", "file": "traces/t.parquet"}, analysis="equivalence",
+                 rule=["correct"])
+    g = grid_of(cfg)
+    (p,) = g.points
+    s = p.family.chain_size(p)[0]
+    assert p.family.equivalence_model(p)[0].shape[0] == s
+    load_grid(copy.deepcopy(cfg), SCHEMA)
+    cfg["budget"]["max_enumeration"] = s**3 - 1
+    with pytest.raises(ConfigError) as err:
+        load_grid(copy.deepcopy(cfg), SCHEMA)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("studies.s: model 'tr'")
+    assert f"lower the vocab or gamma (a chain of {s} states)" in msg
+    ref = measure_of(p.measure).exact(p, describe(grid_of(cfg), p)["budget"], 3)
+    assert ref["exact_method"].startswith("mc_only (") and ref["exact_method"][9:-1] in msg

@@ -4,6 +4,7 @@ answer cannot exist, and which config file each study came from."""
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 from typing import Any
 
@@ -140,3 +141,66 @@ def test_the_dry_run_refuses_it_in_one_line(tmp_path: Any) -> None:
     assert res.returncode != 0
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("config error:")]
     assert len(lines) == 1 and "cap=256" in lines[0] and "Traceback" not in res.stderr
+
+
+# --- the equivalence study's exact law: refused at config time, by the job's own test ---------
+EQBIG = {"family": "markov", "vocab": 200, "target": {"seed": 1, "sharpness": 2.5},
+         "draft": {"kind": "blend", "weight": 0.85, "other": {"seed": 2, "sharpness": 2.5}}}
+
+
+def test_an_equivalence_law_too_large_to_enumerate_is_refused_in_one_line(
+        tiny_config: dict[str, Any]) -> None:
+    """vocab 200: 200^3 cells > max_enumeration 4e6. The job would go Monte Carlo only and the
+    run would fail at the checks (tv_exact = nan) after all its work; the config says so."""
+    cfg = copy.deepcopy(tiny_config)
+    cfg["models"]["eqbig"] = EQBIG
+    cfg["studies"]["equivalence"]["models"] = ["eqbig", "stub"]
+    with pytest.raises(ConfigError) as err:
+        load_grid(copy.deepcopy(cfg), SCHEMA)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith("studies.equivalence: model 'eqbig' (vocab 200), rule correct")
+    assert "200**3 = 8000000 cells" in msg and "max_cells=4000000" in msg
+    assert "lower the vocab (a chain of 200 states)" in msg
+    assert msg.endswith("raise budget.max_enumeration to 8000000")
+    cfg["budget"]["max_enumeration"] = 8_000_000  # the knob it names is enough
+    load_grid(cfg, SCHEMA)
+    # the stub's frozen chain grows with gamma: (gamma + 2) 20 + 1 = 161 states at gamma 6
+    cfg = copy.deepcopy(tiny_config)
+    cfg["studies"]["equivalence"]["gamma"] = [6]
+    with pytest.raises(ConfigError, match=r"^studies\.equivalence: model 'stub' \(vocab 20\), "
+                       r"rule \w+, policy fixed, gamma 6: .*161\*\*3 .* lower the vocab or "
+                       r"gamma \(a chain of 161 states\)"):
+        load_grid(cfg, SCHEMA)
+
+
+@pytest.mark.parametrize("model, gamma", [("eqbig", 3), ("stub", 6), ("stub", 5),
+                                          ("seed_good", 3)])
+def test_the_job_and_the_config_make_the_same_equivalence_decision(
+        tiny_config: dict[str, Any], model: str, gamma: int) -> None:
+    """The job's chain (p.shape[0]) is the config's (chain_size); a refused point's job row
+    says the config's words, an accepted one enumerates."""
+    from specsim.config import validate_config
+    from specsim.grid import build_grid
+    from specsim.measures import measure_of
+
+    cfg = copy.deepcopy(tiny_config)
+    cfg["models"]["eqbig"] = EQBIG
+    cfg["studies"] = {"equivalence": cfg["studies"]["equivalence"] | {
+        "models": [model], "gamma": [gamma], "rule": ["correct"]}}
+    grid = build_grid(validate_config(cfg, SCHEMA))  # no work.check: the job's side alone
+    (point,) = grid.points
+    measure = measure_of(point.measure)
+    budget = grid.config["budget"]
+    p = point.family.equivalence_model(point)[0]
+    assert p.shape[0] == point.family.chain_size(point)[0]
+    why = measure.refusal(point, budget)
+    row = measure.exact(point, budget, 1)
+    if why:
+        assert row["exact_method"] == f"mc_only ({why})" and row["tv_exact"] != row["tv_exact"]
+        with pytest.raises(ConfigError, match=re.escape(why)):
+            load_grid(copy.deepcopy(cfg), SCHEMA)
+    else:
+        assert row["exact_method"] == "enumeration" and row["tv_exact"] < 1e-9
+        load_grid(copy.deepcopy(cfg), SCHEMA)
+    assert bool(why) == (model == "eqbig" or gamma >= 6)

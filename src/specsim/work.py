@@ -11,6 +11,10 @@
   declares to Snakemake (``mem_mb``, at least :data:`POINT_MB`; its ``runtime`` follows the
   work estimate the same way, :func:`declared_minutes`); a point needing more than
   :data:`MAX_POINT_MB` is refused naming its study, model, rule, policy, knobs and estimate.
+* **What a point job would refuse at run time**: an exact law over its module's size limit
+  (:meth:`specsim.measures.Measure.refusal`, the job's own test), refused naming the point and
+  the key to change; what a job legitimately leaves to Monte Carlo (its checks pass without
+  it) is listed under its study instead (:func:`monte_carlo_only`, :func:`summary`).
 * **Studies whose answer cannot exist**: an ``optimal_k`` or ``break_even`` study at α = 1 (every
   draft accepted) -- tokens per call grow without bound in γ, so there is no optimal γ and no
   break-even cost (Leviathan et al. 2022, Eq. 1 and Thm 3.8, arXiv 2211.17192).
@@ -102,17 +106,34 @@ def _duration(seconds: float) -> str:
 def _check_refusals(grid: Grid) -> None:
     """What a point job would refuse at run time, refused here first from the same code: a
     computation its model makes ill-posed (:meth:`specsim.measures.Measure.impossible`), its
-    exact law over its module's size limit (:meth:`specsim.measures.Measure.refusal`)."""
+    exact law over its module's size limit (:meth:`specsim.measures.Measure.refusal`, what to
+    change: :meth:`~specsim.measures.Measure.remedy`)."""
     budget = grid.config["budget"]
     for point in grid.points:
         measure = measure_of(point.measure)
         stop = measure.impossible(point)
         if stop:
             raise ConfigError(f"{_describe(grid, point)}: {stop}")
-        why = measure.refusal(point, {k: budget[k] for k in measure.budget_keys(point)})
+        own = {k: budget[k] for k in measure.budget_keys(point)}
+        why = measure.refusal(point, own)
         if why:
-            raise ConfigError(f"{_describe(grid, point)}: {why} (the point job would be Monte "
-                              f"Carlo only); lower the vocab, cap, drafts or branches")
+            raise ConfigError(f"{_describe(grid, point)}: {why} {measure.remedy(point, own)}")
+
+
+def monte_carlo_only(grid: Grid) -> dict[str, list[str]]:
+    """Per study, why some of its points' exact references will be Monte Carlo only where its
+    checks pass without them (:meth:`specsim.measures.Measure.monte_carlo_only`), each
+    reason once."""
+    budget = grid.config["budget"]
+    out: dict[str, list[str]] = {}
+    for name, study in grid.studies.items():
+        for point in (p for p in grid.points if p.point_id in study["points"]):
+            measure = measure_of(point.measure)
+            why = measure.monte_carlo_only(
+                point, {k: budget[k] for k in measure.budget_keys(point)})
+            if why and why not in out.get(name, []):
+                out.setdefault(name, []).append(why)
+    return out
 
 
 def _check_sequoia(grid: Grid) -> None:
@@ -186,11 +207,16 @@ def check(grid: Grid) -> None:
 
 
 def summary(grid: Grid, sources: dict[str, Any] | None = None) -> str:
-    """One line per study (what it computes, where it came from) and the work estimate."""
+    """One line per study (what it computes, where it came from), a line under it per reason
+    its points leave part of their exact reference to Monte Carlo (:func:`monte_carlo_only`),
+    and the work estimate."""
     lines = []
+    partly_mc = monte_carlo_only(grid)
     for name, study in grid.studies.items():
         origin = f" (from {sources[name]})" if sources and name in sources else ""
         lines.append(f"  {name}: {study['analysis']}, {len(study['points'])} points{origin}")
+        lines += [f"    Monte Carlo only (its checks pass without it): {why}"
+                  for why in partly_mc.get(name, [])]
     peak = max((footprint(grid, p).bytes for p in grid.points), default=0.0)
     lines.append(f"  {len(grid.points)} grid points, {estimate(grid):.3g} simulated rounds "
                  f"(about {_duration(core_seconds(grid))} with the exact stage; a point job "

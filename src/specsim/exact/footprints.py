@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from specsim.resources import Footprint
 
-__all__ = ["enumeration_footprint", "first_two_footprint", "rates_footprint",
-           "round_dp_footprint"]
+__all__ = ["enumeration_footprint", "enumeration_refusal", "first_two_footprint",
+           "rates_footprint", "round_dp_footprint"]
 
 
 def round_dp_footprint(size: int, gamma: int, *, stop: bool = False, keep_drafts: bool = False,
@@ -44,15 +44,27 @@ def first_two_footprint(states: int, size: int) -> Footprint:
                      what="first-two-token law")
 
 
+def enumeration_refusal(size: int, gamma: int, n: int, max_cells: int) -> str | None:
+    """Why :func:`specsim.exact.first_tokens_distribution` refuses the first ``n`` tokens on
+    V = ``size`` tokens (V^(n+1) cells, more than ``max_cells``: the words it raises), or None;
+    the equivalence measure's job and its config-time twin ask the same
+    (:meth:`specsim.measures.Measure.refusal`)."""
+    cells = int(size) ** (n + 1)
+    if cells <= max_cells:
+        return None
+    return (f"first_tokens_distribution needs V**(n+1) = {size}**{n + 1} = {cells} cells "
+            f"(V={size}, n={n}, gamma={gamma}), more than max_cells={max_cells}")
+
+
 def enumeration_footprint(size: int, gamma: int, n: int, max_cells: int,
                           *, keep_drafts: bool = False) -> Footprint | None:
     """:func:`specsim.exact.first_tokens_distribution` of the first ``n`` tokens on V =
     ``size`` tokens: ~6 arrays of V^(n+1) cells (the prefix paths, T, U, G and a product's
-    temporary; 2 more for a rule keeping its drafts); None where it refuses (V^(n+1) >
-    ``max_cells``: the point is Monte Carlo only)."""
-    cells = float(size) ** (n + 1)
-    if cells > max_cells:
+    temporary; 2 more for a rule keeping its drafts); None where it refuses
+    (:func:`enumeration_refusal`: the point is Monte Carlo only)."""
+    if enumeration_refusal(size, gamma, n, max_cells):
         return None
+    cells = float(size) ** (n + 1)
     return Footprint((8 if keep_drafts else 6) * cells + 14.0 * size * size,
                      4 * cells * size * min(gamma, n),
                      what=f"enumerated law of the first {n} tokens")

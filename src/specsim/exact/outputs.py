@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from specsim.exact.footprints import enumeration_refusal
 from specsim.exact.kernels import (
     FloatArray,
     as_output,
@@ -107,12 +108,9 @@ def first_tokens_distribution(
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
     if not 0 <= ctx0 < V:
         raise ValueError(f"ctx0={ctx0} out of range for V={V}")
-    cells = V ** (n + 1)
-    if cells > max_cells:
-        raise ValueError(
-            f"first_tokens_distribution needs V**(n+1) = {V}**{n + 1} = {cells} cells "
-            f"(V={V}, n={n}, gamma={g}), more than max_cells={max_cells}"
-        )
+    why = enumeration_refusal(V, g, n, max_cells)
+    if why:
+        raise ValueError(why)
     T, U_n = _round_prefix_laws(Pa, Qa, g, r, n)
     U: dict[int, FloatArray] = {n: U_n}
     for j in range(n - 1, 0, -1):  # P(len >= j, t_1..t_j) = P(len >= j+1, ...) summed + T_j

@@ -146,6 +146,17 @@ class Measure(ABC):
         the job would stop in, or None: :mod:`specsim.work` refuses the config first."""
         return None
 
+    def remedy(self, point: Point, budget: Mapping[str, Any]) -> str:
+        """What the config's refusal of :meth:`refusal` says after its reason: the outcome
+        and the keys to change."""
+        return "(the point job would be Monte Carlo only); lower the vocab, cap, drafts or branches"
+
+    def monte_carlo_only(self, point: Point, budget: Mapping[str, Any]) -> str | None:
+        """What of the point's exact reference its job will leave to Monte Carlo although
+        the study's checks pass without it (a documented outcome, not a refusal), or None:
+        the study listing says so before any job runs (:func:`specsim.work.summary`)."""
+        return None
+
     @abstractmethod
     def work_done(self, sim: Mapping[str, Any]) -> str:
         """What a simulation row did, for the job's log (e.g. ``1,000 rounds``)."""

@@ -6,6 +6,12 @@ first two tokens of ``equivalence_trials`` fresh generations on the Markov engin
 reference enumerates the rule's law of those tokens and the target's own law (Leviathan et al.
 2022 Thm 3.5 says the correct rule's law is the target's). The estimate is a G-test of the
 counts against the target's law, with its power against the rule's exact law.
+
+The checks need that exact law for every rule (``tv_exact``: a lossless rule's distance must be
+~0; a broken rule's decides whether a bias exists and the test could see it), so a chain of S
+states whose S^3 cells exceed ``budget.max_enumeration`` is refused at config time
+(:meth:`Equivalence.refusal`), by the same test the job makes
+(:func:`specsim.exact.footprints.enumeration_refusal`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import numpy as np
 from specsim import exact, stats
 from specsim.engine import CHUNK, MarkovKernel, first_tokens_markov
 from specsim.errors import ConfigError
-from specsim.exact.footprints import enumeration_footprint
+from specsim.exact.footprints import enumeration_footprint, enumeration_refusal
 from specsim.measures.base import EXACT, SIM, Measure, run_record
 from specsim.measures.long_run import closed_form
 from specsim.resources import Footprint
@@ -32,6 +38,7 @@ __all__ = ["Equivalence", "collapse", "lossless_estimates", "target_first_two"]
 
 TOKENS = 2  # the first two emitted tokens (the seed program's demo 2)
 MAX_CELLS = 1_000_000  # count cells (vocab^TOKENS) a point may hold
+MAX_ENUMERATION = 1_000_000_000  # the schema's most budget.max_enumeration
 
 
 def collapse(joint: np.ndarray, token_of: np.ndarray, vocab: int) -> np.ndarray:
@@ -103,13 +110,13 @@ class Equivalence(Measure):
         target = target_first_two(p, start, token_of, vocab)
         row: dict[str, Any] = {"point_id": point.point_id,
                                "joint_target": target.ravel().tolist()}
-        try:
-            law = exact.first_tokens_distribution(p, q, start, point.gamma, point.rule,
-                                                  n=TOKENS,
-                                                  max_cells=int(budget["max_enumeration"]))
-        except ValueError as err:  # too large to enumerate: Monte Carlo only, said so
+        max_cells = int(budget["max_enumeration"])
+        why = enumeration_refusal(p.shape[0], point.gamma, TOKENS, max_cells)
+        if why:  # refused at config time (refusal); a job run by hand says so in its row
             return row | {"joint_exact": [], "tv_exact": np.nan,
-                          "exact_method": f"mc_only ({err})"} | closed_form(point)
+                          "exact_method": f"mc_only ({why})"} | closed_form(point)
+        law = exact.first_tokens_distribution(p, q, start, point.gamma, point.rule, n=TOKENS,
+                                              max_cells=max_cells)
         rule_joint = collapse(law, token_of, vocab)
         return row | {"joint_exact": rule_joint.ravel().tolist(),
                       "tv_exact": exact.tv(rule_joint, target),
@@ -134,6 +141,22 @@ class Equivalence(Measure):
                                      keep_drafts=rule_spec(point.rule).keep_drafts)
         return point.family.model_footprint(point).then(sim.plus(held),
                                                         (enum or Footprint()).plus(held))
+
+    def refusal(self, point: Point, budget: Mapping[str, Any]) -> str | None:
+        """The enumerated law's refusal on the point's equivalence chain (S =
+        :meth:`specsim.families.Family.chain_size` states, the job's ``p.shape[0]``)."""
+        s = point.family.chain_size(point)[0]
+        return enumeration_refusal(s, point.gamma, TOKENS, int(budget["max_enumeration"]))
+
+    def remedy(self, point: Point, budget: Mapping[str, Any]) -> str:
+        """The keys that shrink the chain (the vocab; the gamma where the chain holds γ+2
+        positions) or raise the limit."""
+        s = point.family.chain_size(point)[0]
+        knob = "the vocab" if s == point.spec.vocab else "the vocab or gamma"
+        more = (f", or raise budget.max_enumeration to {s**(TOKENS + 1)}"
+                if s ** (TOKENS + 1) <= MAX_ENUMERATION else "")
+        return (f"(the point job would be Monte Carlo only, and the equivalence checks need "
+                f"the exact law: tv_exact); lower {knob} (a chain of {s} states){more}")
 
     def work_done(self, sim: Mapping[str, Any]) -> str:
         return f"{sim['trials']:,} generations"

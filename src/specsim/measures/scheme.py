@@ -122,19 +122,39 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
         "joint2": counts.tolist()}
 
 
-def _refusal(point: Point, budget: Mapping[str, Any]) -> str | None:
-    """Why :func:`_exact` would find the scheme's exact law refused (the module's own words
-    where it gives them: :class:`specsim.schemes.law.LawSize`), or None; a family computing
-    the long run itself (a trace) keeps only its lossless check Monte Carlo, and is not
-    refused."""
+def _law_refused(point: Point, budget: Mapping[str, Any]) -> str | None:
+    """Why :func:`_exact` would find the scheme's exact law on the equivalence chain refused
+    (the module's own words where it gives them: :class:`specsim.schemes.law.LawSize`), or
+    None."""
     scheme = point.scheme
     assert scheme is not None
     s, d = point.family.chain_size(point)
     chains, trials = int(budget["chains"]), int(budget["scheme_trials"])
     size = scheme.footprint(s, d, point.gamma, min(max(chains, trials), CHUNK))
-    if size.law is not None or point.family.scheme_footprint(point, budget) is not None:
+    if size.law is not None:
         return None
     return size.refused or f"its exact law on {s} states is beyond what it computes"
+
+
+def _refusal(point: Point, budget: Mapping[str, Any]) -> str | None:
+    """:func:`_law_refused`, where the long run needs that law; a family computing the long
+    run itself (a trace) keeps only its lossless check Monte Carlo (:func:`_monte_carlo_only`),
+    and is not refused."""
+    if point.family.scheme_footprint(point, budget) is not None:
+        return None
+    return _law_refused(point, budget)
+
+
+def _monte_carlo_only(point: Point, budget: Mapping[str, Any]) -> str | None:
+    """A family's own long run (a trace) beside a refused law on the equivalence chain: the
+    lossless check is the G-test alone (``exact_method`` "...; lossless mc_only";
+    :mod:`specsim.schemes.checks` reads no exact law there)."""
+    if point.family.scheme_footprint(point, budget) is None:
+        return None
+    why = _law_refused(point, budget)
+    return None if why is None else (
+        f"the lossless check of model {point.model!r}, rule {point.rule}, gamma "
+        f"{point.gamma} is the G-test alone ({why})")
 
 
 def _footprint(point: Point, budget: Mapping[str, Any]) -> Footprint:
@@ -266,6 +286,9 @@ class SchemeMeasure(Measure):
         p, q, _, _ = point.family.equivalence_model(point)
         why = scheme.refusal(p, q, point.gamma)
         return None if why is None else f"at temperature {point.temperature:g}: {why}"
+
+    def monte_carlo_only(self, point: Point, budget: Mapping[str, Any]) -> str | None:
+        return _monte_carlo_only(point, budget)
 
     def work_done(self, sim: Mapping[str, Any]) -> str:
         return (f"{sim['chains'] * (sim['rounds'] + sim['burn_in']):,} rounds and "

@@ -62,7 +62,7 @@ from specsim.sampling import TableSampler
 from specsim.schemes.block import backward_step, excess, final_residual, hold, ratio
 from specsim.schemes.law import FloatArray, IntArray, LawSize, checked_windows
 from specsim.schemes.traversal_play import play
-from specsim.schemes.tree import branches, checked_shape, drafted_through, parents_of
+from specsim.schemes.tree import branches, checked_shape, draft_cells, drafted_through, parents_of
 
 __all__ = ["BUDGET", "CHUNK_CELLS", "INTERNAL_COST", "SECONDS_PER_ENTRY", "footprint", "law",
            "play", "positional_cost", "positional_law"]
@@ -316,8 +316,8 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     contexts whose draft rows reach at most ``support`` tokens: the recursion holds one call
     per depth at a time (~8 (S)-rows per cell of depths < D, ~8 numbers per leaf cell), the
     (S, S, S) pair law twice; None beyond :data:`BUDGET` cell-rows (where :func:`law`
-    refuses: Monte Carlo only). A round holds the drafted tree and its uniforms, and per
-    chain and depth of the current path a state (a, B, context)."""
+    refuses: Monte Carlo only). A round holds the drafted tree (:func:`.tree.draft_cells`)
+    and its uniforms, and per chain and depth of the current path a state (a, B, context)."""
     shape = branches(knobs or {}, RULE)
     n_nodes = int(parents_of(shape).size)
     d = float(min(support, size))
@@ -333,7 +333,8 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
                  f"{cells[-1]:.3g} drafted leaf paths on {size} states)")
     n = float(chains)
     depth = len(shape)
-    play_fp = Footprint(TableSampler.cells(size, size) + n * (3 * n_nodes + 4)
+    play_fp = Footprint(TableSampler.cells(size, size) + draft_cells(chains, shape)
+                        + n * (n_nodes + 4)
                         + n * (depth + 1) * (size + 3) + 5 * n * size + 4 * n * (depth + 1),
                         TableSampler.work(size, size) + 10 * n * (n_nodes * (6 * size + 10)
                                                                    + 2 * depth + 4),

@@ -56,9 +56,10 @@ from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, chec
 from specsim.schemes.multi_draft import residuals, rrs
 from specsim.verify import accept, rule_spec
 
-__all__ = ["BUDGET", "KNOBS", "branches", "checked_shape", "draft_tree", "drafted_through",
-           "footprint", "law", "law_refusal", "parents_of", "play", "play_tree", "tree_law",
-           "window_cells", "window_law", "window_seconds", "window_tree_law"]
+__all__ = ["BUDGET", "KNOBS", "branches", "checked_shape", "draft_cells", "draft_tree",
+           "drafted_through", "footprint", "law", "law_refusal", "parents_of", "play",
+           "play_tree", "tree_cells", "tree_law", "window_cells", "window_law",
+           "window_seconds", "window_tree_law"]
 
 KNOBS: Final = ("branches",)
 BUDGET: Final = 2**26  # cells of the DP (node masses, residuals): above every point's memory
@@ -308,6 +309,25 @@ def law_refusal(size: int, nodes: int, kmax: int, budget: int = BUDGET) -> str |
             f"more than budget={budget}")
 
 
+def tree_cells(nodes: int, kmax: int) -> float:
+    """Cells of :func:`_tree`'s tables on a tree of ``nodes`` nodes, at most ``kmax``
+    children a node: its (N + 1, k) children table (a flat 4096-branch tree: 16.8 M cells)
+    and three (N + 1,) columns."""
+    return (nodes + 1.0) * (kmax + 3)
+
+
+def draft_cells(chains: int, shape: tuple[int, ...]) -> float:
+    """Peak cells of :func:`draft_tree` for ``chains`` chains on the tree of ``shape``: the
+    (n, N + 1) tokens, ~6 (n, L) arrays while its widest level of L nodes is drawn (the
+    parents' tokens, the uniforms, the guide-table bucket and its two factors, the draws and
+    their cast; traced 6.1 n L at 32x64; 7 counted: with 6 a flat 4096-node tree's job
+    peaked 1.04x under its estimate) and the tree's tables (:func:`tree_cells`)."""
+    widths = np.cumprod(shape, dtype=np.float64)
+    n_nodes = float(widths.sum())
+    return float(chains) * (n_nodes + 1 + 7 * widths.max()) + tree_cells(int(n_nodes),
+                                                                         max(shape))
+
+
 def _law_cells(size: int, nodes: int, kmax: int) -> float:
     """Peak cells of :func:`tree_law`: the node masses alive at once (at most every node's),
     the k + 1 residuals and their step/halt/emit tables, the (S, S, S) pair law."""
@@ -321,21 +341,22 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     contexts: the law's cells (:func:`_law_cells`) and N + 2 k (S, S) products (a tree
     beyond the memory a point job may declare is refused by :mod:`specsim.work` naming this
     estimate); a round holds the residuals' samplers, built by every call, and the N drafted
-    tokens of every chain."""
+    tokens of every chain while they are drawn (:func:`draft_cells`)."""
     shape = branches(knobs or {})
     n_nodes = int(parents_of(shape).size)
     k = max(shape)
     what = f"tree exact law (branches {'x'.join(map(str, shape))}: {n_nodes} nodes on {size} " \
            f"states)"
     why = law_refusal(size, n_nodes, k)
-    law_fp = None if why else Footprint(_law_cells(size, n_nodes, k),
+    law_fp = None if why else Footprint(_law_cells(size, n_nodes, k) + tree_cells(n_nodes, k),
                                         2.0 * (n_nodes + 2 * k + 2) * float(size) ** 3,
                                         what=what)
     n = float(chains)
     samplers = (TableSampler.cells((k + 1) * size, size),
                 TableSampler.work((k + 1) * size, size) + TableSampler.work(size, size))
-    play_fp = Footprint(2 * (k + 1) * float(size) ** 2 + samplers[0] + 3 * n * (n_nodes + 1)
-                        + 2 * n * (gamma + 1) + 14 * n,
+    # play_tree's own tree tables beside draft_tree's (each builds them)
+    play_fp = Footprint(2 * (k + 1) * float(size) ** 2 + samplers[0] + draft_cells(chains, shape)
+                        + tree_cells(n_nodes, k) + 2 * n * (gamma + 1) + 14 * n,
                         samplers[1] + 10 * n * (n_nodes + (gamma + 1) * (6 * k + 10)),
                         what=f"simulation ({chains} chains at once)")
     return LawSize(size, law_fp, play_fp, why or "")
