@@ -31,7 +31,8 @@ if workflow.is_main_process:
 
 onstart:
     DISK.start()
-    os.environ[RERUN_ENV] = rerun_command()  # what a damage report names, in its jobs too
+    # what a damage report names to rebuild, in this run's jobs too
+    os.environ[RERUN_ENV] = rerun_command()
     refuse_damaged_inputs()
 
 
