@@ -93,6 +93,8 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
                                         for t in only if Path(t).parts[:1] == workdir_name.parts}
 
     def unchecked(path: Path) -> bool:
+        if not skipped and wanted is None:
+            return False
         where = path.resolve()
         return where in skipped or (wanted is not None and where not in wanted)
 
@@ -126,9 +128,9 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
     for folder in unreadable:
         found.setdefault(folder, Damage(str(folder), str(workdir_name / folder.relative_to(base)),
                                         "directory cannot be listed: its files are unchecked"))
+    grid, sim, exact = ((base / name).resolve() for name in ("grid.json", "sim", "exact"))
     readers = wanted is None or any(  # files that verify themselves, through their readers
-        w == (base / "grid.json").resolve() or w.is_relative_to((base / "sim").resolve())
-        or w.is_relative_to((base / "exact").resolve()) for w in wanted)
+        w == grid or w.is_relative_to(sim) or w.is_relative_to(exact) for w in wanted)
     for path, problem in {**_listed(base, set(found)),
                           **(_self_verifying(base, set(found), unchecked) if readers else {})
                           }.items():
@@ -190,11 +192,12 @@ def _self_verifying(base: Path, known: set[Path], unchecked: Callable[[Path], bo
     out: dict[Path, str] = {}
     for point in grid.points:
         measure = measure_of(point.measure)
+        want = None  # the point's digest, computed once it is needed
         for folder, kind in (("sim", measure.sim_schema), ("exact", measure.exact_schema)):
             path = base / folder / f"{point.path}.parquet"
             if path in known or unchecked(path):
                 continue
-            want = describe(grid, point)["digest"]
+            want = want or describe(grid, point)["digest"]
             if not path.exists():
                 out[path] = f"missing (grid point {point.point_id})"
                 continue
@@ -231,11 +234,11 @@ def report(damage: list[Damage], note: str = "", snakemake: str | None = None,
     ours = os.environ.get(RERUN_ENV)
     snakemake = snakemake or ours or DEFAULT_SNAKEMAKE
     lines = [f"DAMAGED {d.path}: {d.problem}" for d in damage]
-    strays = sorted({d.path for d in damage if built is not None and d.target not in built})
+    strays = {d.path for d in damage if built is not None and d.target not in built}
     targets = " ".join(sorted({d.target for d in damage if d.path not in strays}))
     if strays:
         lines.append(f"{len(strays)} of them no job writes (not in {MANIFEST}): delete "
-                     f"{'it' if len(strays) == 1 else 'them'}: rm -- {shlex.join(strays)}")
+                     f"{'it' if len(strays) == 1 else 'them'}: rm -- {shlex.join(sorted(strays))}")
     if not targets:
         return "\n".join(lines)
     where = ("" if ours else " from the directory holding results/, with the -s/--configfile "

@@ -24,8 +24,8 @@ from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
 # printing tracebacks. Only the main process checks: a job's subprocess (a `run:` rule re-reads
 # this file) starts after the main one made its locks and logs, and would stop with no log.
 if workflow.is_main_process:
-    if room_to_start("."):
-        sys.exit(f"specsim: {room_to_start('.')}")
+    if no_room_here := room_to_start("."):
+        sys.exit(f"specsim: {no_room_here}")
     DISK = run_guard(".")
 
 
@@ -219,10 +219,11 @@ def all_inputs(wildcards):
     return ["results/checks.ok", *(f for f in built_files() if not os.path.exists(f))]
 
 
-def built_files():
+def built_files(points=True):
     """Every file the run builds but the manifest and results/checks.ok: what the manifest
-    lists (specsim.integrity.MANIFEST)."""
-    return [*all_targets(), *RT_TARGETS, *LLM_TARGETS]
+    lists (specsim.integrity.MANIFEST); without the point files when ``points`` is false.
+    """
+    return [*all_targets(points), *RT_TARGETS, *LLM_TARGETS]
 
 
 def manifest_inputs(wildcards):
@@ -232,7 +233,7 @@ def manifest_inputs(wildcards):
     runs, does not name every point twice)."""
     refuse_stale_results()
     announce_studies()
-    return [*all_targets(points=False), *RT_TARGETS, *LLM_TARGETS]
+    return built_files(points=False)
 
 
 def figure_outputs(ext):

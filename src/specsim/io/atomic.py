@@ -33,11 +33,16 @@ class IntegrityError(RuntimeError):
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 
 
+def disk_full_line(filename: object) -> str:
+    """What a write that ran out of space says: one line naming the file (when it is known)."""
+    return f"disk full writing {filename}" if filename else "disk full (no file named)"
+
+
 class DiskFullError(OSError):
     """A write that ran out of disk space or quota; ``str()`` is one line naming the file."""
 
     def __str__(self) -> str:
-        return f"disk full writing {self.filename}"
+        return disk_full_line(self.filename)
 
 
 def disk_full(err: BaseException) -> bool:

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from specsim.io.atomic import DiskFullError, disk_full, free_bytes, no_room
+from specsim.io.atomic import DiskFullError, disk_full, disk_full_line, free_bytes, no_room
 
 RESERVE = Path(".snakemake") / "specsim-reserve"
 NOTE = Path(".snakemake") / "specsim-disk-full"
@@ -101,7 +101,7 @@ def release_reserve(line: str, directory: str | os.PathLike[str] = ".") -> bool:
 def met_full_disk(err: OSError) -> str:
     """A job met a full disk: free the run's reserve (Snakemake's metadata gets room to end
     the run) and leave the job's line for the run's end. The line (without the program's name)."""
-    line = f"disk full writing {err.filename}" if err.filename else "disk full (no file named)"
+    line = disk_full_line(err.filename)
     release_reserve(line)
     return line
 
