@@ -27,7 +27,9 @@ Followed from sgl-project/sglang (files read at the commits named):
 
 What is written: the one value of the smallest batch size as static flags, and, where SGLang's
 adaptive mode runs, one key per range (its first batch) pinned to the measured K -- replacing
-the EMA's acceptance-only choice with the measured best.
+the EMA's acceptance-only choice with the measured best. The ``throughput_aware`` strategy
+(verifier costs profiled at startup, ``throughput_aware_controller.py``) was not read here and
+is not compared.
 """
 
 from __future__ import annotations
