@@ -234,3 +234,29 @@ def test_the_plan_runs_every_batch_at_zero_and_k_and_ends_in_a_measured_advise()
     for line in text.splitlines():
         if line.startswith("llama-server"):
             ref.llamacpp_parse(line)
+
+
+def test_advise_writes_the_plan_with_the_counters_rates(tmp_path) -> None:
+    """``specsim advise`` writes measurement_plan.md: a run per batch asked, and vLLM replays of
+    exactly the counters' a_i / N (read back from the same metrics file)."""
+    from pathlib import Path
+
+    from specsim.acceptance.readers import read_metrics
+    from specsim.cli import main
+
+    metrics = Path(__file__).parent / "data" / "engine" / "vllm_metrics.prom"
+    (tmp_path / "lat.csv").write_text(
+        "role,batch,tokens,seconds\ntarget,1,1,0.020\ntarget,1,9,0.025\ntarget,16,1,0.030\n"
+        "target,16,9,0.100\ndraft,1,1,0.003\ndraft,16,1,0.006\n")
+    out = tmp_path / "advice"
+    assert main(["advise", "--metrics", str(metrics), "--latency", str(tmp_path / "lat.csv"),
+                 "--out", str(out), "--batch", "1", "2", "16"]) == 0
+    text = (out / "measurement_plan.md").read_text()
+    counts = read_metrics(metrics)
+    assert all(f"--max-concurrency {b} --save-result" in text for b in (1, 2, 16))
+    replayed = [json.loads(m)["synthetic_acceptance_rates"]
+                for m in re.findall(r"--speculative-config '(.*)'", text)
+                if "synthetic" in m]
+    assert len(replayed) == counts.max_gamma - 1
+    for rates in replayed:
+        assert rates == pytest.approx(counts.per_position[:len(rates)], abs=1e-6)
