@@ -226,10 +226,11 @@ def test_the_plan_runs_every_batch_at_zero_and_k_and_ends_in_a_measured_advise()
             assert f"k={g}:runs/vllm_k{g}_b{b}.json" in vllm_part
     advise = next(s for s in vllm_part.splitlines() if s.startswith("specsim advise"))
     assert "--baseline vllm_before.prom" in advise and "--metrics vllm_after.prom" in advise
-    served = [json.loads(m) for m in re.findall(r"--speculative-config '(.*)'", vllm_part)]
+    served = [json.loads(m) for m in re.findall(r"--speculative-config '(\{.*)'", vllm_part)]
     for cfg in served:
         ref.vllm_validate_config(cfg)
     assert {c["num_speculative_tokens"] for c in served} == {1, 2, 3}
+    assert all(f"vllm_schedule_b{b}.json" in vllm_part for b in (1, 4, 16))
     assert "K' = 4..5 cannot be replayed" in text
     for line in text.splitlines():
         if line.startswith("llama-server"):

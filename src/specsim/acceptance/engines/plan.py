@@ -91,7 +91,15 @@ def _vllm(batches: Sequence[int], k: int, rates: Sequence[float] | None, method:
         out += [_bench(b, f"vllm_k{g}_b{b}.json") for b in batches]
         runs += [f"k={g}:runs/vllm_k{g}_b{b}.json" for b in batches]
     out += ["# 4. the fully measured schedule",
-            _advise("vllm_after.prom", "vllm_before.prom", runs), "```", ""]
+            _advise("vllm_after.prom", "vllm_before.prom", runs),
+            "# 5. check: serve the pasted engine_config.md schedule, the same runs again",
+            f"{serve} --speculative-config '<engine_config.md JSON>'"]
+    out += [_bench(b, f"vllm_schedule_b{b}.json") for b in batches]
+    out += ["```", "",
+            "- Step 5's `output_throughput` at batch b should match `tokens_per_second` of the "
+            "best K' at b in advice-measured/schedule.csv within its interval; a per-batch "
+            "schedule can change what vLLM captures (CUDA graphs), which only such a run shows.",
+            ""]
     return out
 
 
