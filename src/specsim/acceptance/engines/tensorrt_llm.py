@@ -86,6 +86,8 @@ def snippet(ranges: Ranges, method: str = "draft_model") -> Snippet:
     stop = stops_at(ranges)
     floor_txt = ("its floor min_runtime_draft_len" if floor is None
                  else f"min_runtime_draft_len = {floor} for {decoding}")
+    head.append("Older TensorRT-LLM read the keys as lower bounds (the largest key <= b, key 1 "
+                "required): this schedule is for the commit named.")
     notes = head + notes + [
         f"Beyond batch {top} TensorRT-LLM drafts {floor_txt}"
         + (f"; the schedule measured up to batch {last}." if stop is None else

@@ -14,7 +14,10 @@ Followed from vllm-project/vllm (files read at the commits named):
   ranges positive, start <= end, non-overlapping and sorted, the first starting at 1, K >= 0)
   and ``build_dynamic_sd_schedule_lookup``: batch b in [lo, hi] takes ``min(K,
   num_speculative_tokens)``, a gap takes the previous range's K, batches above the last range
-  (up to ``max_num_seqs``) keep the last K.
+  (up to ``max_num_seqs``) keep the last K. The version at a6f6bb1d3c1707ede85d03a7c7d47a105a1873fc
+  has the same rules for these 3-item entries (no context buckets) and, for DSpark,
+  ``derive_dynamic_sd_schedule``/``DSparkLiveRederivation``: vLLM re-derives such a schedule
+  online from a startup cost profile and the live acceptance.
 - ``vllm/v1/spec_decode/dynamic/drafting_manager.py`` at
   222c80b02df234e24ef28748256f493b1efa4ec3: ``plan_batch`` looks the K up by the number of
   scheduled requests; a batch that holds a prefill takes the K of the largest batch size.
