@@ -261,3 +261,21 @@ def test_advise_writes_the_plan_with_the_counters_rates(tmp_path) -> None:
     assert len(replayed) == counts.max_gamma - 1
     for rates in replayed:
         assert rates == pytest.approx(counts.per_position[:len(rates)], abs=1e-6)
+
+
+def test_tensorrt_llm_max_concurrency_is_the_same_schedule_where_it_is_offered() -> None:
+    """``max_concurrency: c`` is translated by TensorRT-LLM to ``{c: max_draft_len}``
+    (llm_args.py at 011d0933dcb5e592f5fa2626beaf42a96324c578): offered only when it looks up
+    the same K at every batch as the schedule."""
+    offered = 0
+    for ranges in SCHEDULES:
+        part = tensorrt_llm.snippet(ranges, "ngram")
+        note = next((n for n in part.notes if "max_concurrency: " in n), None)
+        if note is None:
+            continue
+        offered += 1
+        c = int(re.search(r"max_concurrency: (\d+)", note).group(1))
+        kmax, _ = _trt(part.code)
+        for b in range(1, ranges[-1][1] + 8):
+            assert ref.trt_lookup({c: kmax}, b, kmax, 0) == _expected(ranges, b, 0)
+    assert offered >= 2
