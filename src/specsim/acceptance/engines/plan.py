@@ -161,7 +161,7 @@ def _llama_cpp(batches: Sequence[int], k: int, method: str) -> list[str]:
                 f"curl -s {url}/metrics > llama_after_b{b}.prom"]
         runs += [f"k=0:runs/llama_k0_b{b}.json", f"k={k}:runs/llama_k{k}_b{b}.json"]
     b0 = batches[0]
-    out += ["# the counters of one batch size (acceptance does not depend on it)",
+    out += ["# the counters of the smallest batch (acceptance taken as the same at every batch)",
             _advise(f"llama_after_b{b0}.prom", f"llama_before_b{b0}.prom", runs), "```", "",
             "- llama-server drafts one length for all slots: its schedule is the best K per "
             "`-np` (engine_config.md).", ""]
