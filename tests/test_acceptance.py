@@ -214,19 +214,19 @@ def test_best_ties_go_to_the_shorter_draft(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ snippets
 def test_snippets_follow_each_engines_format(profile: LatencyProfile) -> None:
+    """The schedule best_by_batch gives reaches each engine's snippet (the engines' own
+    validation and lookup of them: tests/test_snippets.py)."""
     c = AcceptanceCounts.from_histogram([300, 200, 250, 250])
     ranges = best_by_batch(c, profile, 1, 16, 6)
     assert ranges[0][0] == 1 and ranges[-1][1] == 16
     assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))
     s = snippets(ranges, "eagle")
-    vllm = json.loads(s["vllm"].split("\n", 1)[1].split("\n#", 1)[0])
-    per = vllm["speculative_config"]["num_speculative_tokens_per_batch_size"]
-    assert per == {f"{lo}-{hi}": k for lo, hi, k in ranges}
-    assert vllm["speculative_config"]["num_speculative_tokens"] == max(k for *_, k in ranges)
-    assert "draft_len_schedule" in s["tensorrt_llm"] and f"    {ranges[-1][1]}: " in \
-        s["tensorrt_llm"]
-    assert f"--speculative-num-steps {ranges[0][2]}" in s["sglang"]
-    assert f"--draft-max {ranges[0][2]}" in s["llama_cpp"]
+    vllm = json.loads(s["vllm"].code.split("--speculative-config '", 1)[1].split("'", 1)[0])
+    assert vllm["num_speculative_tokens_per_batch_size"] == [list(r) for r in ranges]
+    assert vllm["num_speculative_tokens"] == max(k for *_, k in ranges)
+    assert f"    {ranges[0][1]}: {ranges[0][2]}" in s["tensorrt_llm"].code
+    assert f"--speculative-num-steps {ranges[0][2]}" in s["sglang"].code
+    assert f"--spec-draft-n-max {ranges[0][2]}" in s["llama_cpp"].code
     assert "## TensorRT-LLM" in render(ranges)
 
 
@@ -289,7 +289,8 @@ def test_advise_writes_the_schedule_snippets_and_figure(tmp_path: Path, capsys) 
     assert want <= set(df.columns) and len(df) == 4 * 7
     assert (df.groupby("batch")["best"].sum() == 1).all()
     assert (df.loc[df["gamma"] == 0, "speedup"] == 1).all()
-    for name in ("engine_config.md", "schedule.pdf", "schedule.png", "schedule.md"):
+    for name in ("engine_config.md", "measurement_plan.md", "schedule.pdf", "schedule.png",
+                 "schedule.md"):
         assert (out / name).is_file(), name
     text = capsys.readouterr().out
     assert "best K" in text and "speculation" in text

@@ -2,7 +2,9 @@
 
 Engines expose acceptance counters, not draft probabilities; with a measured profile of step
 latencies they give the speedup of every draft length K' at every batch size b
-(:mod:`.schedule`), the schedule the engines' per-batch-size settings take (:mod:`.snippets`).
+(:mod:`.schedule`), the schedule the engines' per-batch-size settings take (:mod:`.snippets`,
+one module per engine in :mod:`.engines`, with the measurement plan that collects the engine's
+own runs: :mod:`.engines.plan`).
 
 - :mod:`.counts` -- the counters and the tokens per call they identify (with intervals);
 - :mod:`.readers` -- vLLM's Prometheus text and log lines, per-request histograms (vLLM,

@@ -7,7 +7,9 @@ Needs no config and no LLM extra::
 
 writes ``advice/schedule.csv`` (+ ``.md``; one row per batch size and draft length, K' = 0
 included, :data:`specsim.acceptance.schedule.COLUMNS`), ``advice/engine_config.md`` (vLLM,
-TensorRT-LLM, SGLang, llama.cpp snippets), ``advice/schedule.pdf``/``.png``, and prints the
+TensorRT-LLM, SGLang, llama.cpp snippets), ``advice/measurement_plan.md`` (the commands that
+collect each engine's counters and runs for a fully measured schedule:
+:mod:`specsim.acceptance.engines.plan`), ``advice/schedule.pdf``/``.png``, and prints the
 schedule as a short table. Every input is checked before anything is written: a malformed
 metrics or latency file, or a profile that does not cover the batch sizes asked, is one line
 naming the file and the problem (exit status 1).
@@ -70,6 +72,7 @@ def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int]
            lines: str = "sum", method: str = "draft_model",
            allow_short_drafts: bool = False) -> Any:
     """Read, check, compute, then write: the :class:`~specsim.acceptance.schedule.Schedule`."""
+    from specsim.acceptance.engines.plan import measurement_plan
     from specsim.acceptance.figure import figure_schedule
     from specsim.acceptance.latency import LatencyProfile
     from specsim.acceptance.readers import read_many
@@ -90,6 +93,8 @@ def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int]
     out.mkdir(parents=True, exist_ok=True)
     write_table(sched.table, out / "schedule.csv")
     write_text(out / "engine_config.md", render(ranges, method))
+    write_text(out / "measurement_plan.md", measurement_plan(
+        asked, counts.max_gamma, counts.per_position.tolist(), method, max_gamma))
     figure_schedule(sched.table, str(out / "schedule.pdf"),
                     f"{counts.source}: K = {counts.max_gamma}, {counts.rounds} rounds")
     return sched
@@ -107,5 +112,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"specsim advise: error: {err}", file=sys.stderr)
         return 1
     print(sched.summary())
-    print(f"wrote {args.out}/schedule.csv, engine_config.md, schedule.pdf/.png")
+    print(f"wrote {args.out}/schedule.csv, engine_config.md, measurement_plan.md, "
+          "schedule.pdf/.png")
     return 0
