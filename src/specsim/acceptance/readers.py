@@ -14,7 +14,8 @@ Formats (each from the engine's source, named in its module's docstring):
   (:mod:`.formats.requests`).
 
 ``format="auto"`` detects JSON by parsing it (a log whose lines start with ``[`` is a log),
-then an SSE capture by its ``data:`` lines, then the first engine line found.
+then an SSE capture by its ``data:`` lines, then the engine's lines (llama.cpp: its per-request
+lines where they carry positions, else its ``statistics`` lines).
 
 Each file yields counters per draft length K (:mod:`.formats.context`); several files are
 pooled per K. One K is then used: ``--draft-length K``, else the largest K carrying rounds;
@@ -126,9 +127,11 @@ def _has_marker(path: Path) -> str:
                 return "prometheus"
             if "SpecDecoding metrics:" in line:
                 return "vllm-log"
+            if "acceptance rate per position" in line or "acc per pos" in line:
+                return "llamacpp"  # per-request lines with positions: summed per request
             if "#acc rate/pos" in line:
-                return "llamacpp-stats"
-            if "draft acceptance" in line:
+                llama = "llamacpp-stats"
+            elif "draft acceptance" in line and not llama:
                 llama = "llamacpp"
     return llama
 

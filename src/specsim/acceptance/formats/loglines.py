@@ -69,12 +69,16 @@ class _Pool:
     def __init__(self, ctx: ReadContext) -> None:
         self.ctx, self.n, self.a, self.slack = ctx, 0, [0], [0]
         self.lines = self.rounded = 0
-        self.last: tuple[int, AcceptanceCounts, tuple[int, ...]] | None = None
+        self.pending: tuple[int, tuple[object, ...], dict[str, int]] | None = None
+
+    def take(self, lineno: int, *line: object, **known: int) -> None:
+        """One line: recovered now, or (``--lines last``) kept until it is the last."""
+        if self.ctx.options.lines == "last":
+            self.pending = (lineno, line, known)
+            return
+        self.add(lineno, *recover(lineno, *line, self.ctx, **known))  # type: ignore[arg-type]
 
     def add(self, lineno: int, c: AcceptanceCounts, slack: tuple[int, ...]) -> None:
-        if self.ctx.options.lines == "last":
-            self.last = (lineno, c, slack)
-            return
         if self.lines and c.max_gamma != len(self.a):
             raise self.ctx.error(f"{c.max_gamma} positions, earlier lines {len(self.a)}: one "
                                  f"draft length per file", lineno)
@@ -87,8 +91,9 @@ class _Pool:
         self.rounded += any(slack)
 
     def result(self, what: str) -> dict[int, AcceptanceCounts]:
-        if self.last is not None:
-            _, c, slack = self.last
+        if self.pending is not None:
+            lineno, line, known = self.pending
+            c, slack = recover(lineno, *line, self.ctx, **known)  # type: ignore[arg-type]
             self.lines, self.rounded, self.n = 1, int(any(slack)), c.rounds
             self.a, self.slack = list(c.accepted), list(slack)
         if not self.lines:
@@ -123,7 +128,7 @@ def vllm_log(ctx: ReadContext) -> dict[int, AcceptanceCounts]:
                 raise ctx.error(f"rates without counts: no {', '.join(map(repr, absent))}",
                                 lineno)
             mean, acc, drafted, rates = m.groups()
-            pool.add(lineno, *recover(lineno, int(acc), int(drafted), mean, rates, ctx))
+            pool.take(lineno, int(acc), int(drafted), mean, rates)
     if idle:
         ctx.note(f"{idle} idle 'nan' lines (intervals with no draft) skipped")
     return pool.result("no 'SpecDecoding metrics:' line with counts")
@@ -138,7 +143,7 @@ def llamacpp(ctx: ReadContext) -> dict[int, AcceptanceCounts]:
                 nxt = _LLAMA_POS.search(line)
                 if nxt is None:
                     _no_positions(pending[0], ctx)
-                pool.add(pending[0], *recover(*pending, nxt.group(1), ctx))
+                pool.take(pending[0], *pending[1:], nxt.group(1))
                 pending = None
             m = _LLAMA.search(line)
             if m is None:
@@ -149,7 +154,7 @@ def llamacpp(ctx: ReadContext) -> dict[int, AcceptanceCounts]:
             if rates is None:
                 pending = (lineno, int(accepted), int(generated), mean)
                 continue
-            pool.add(lineno, *recover(lineno, int(accepted), int(generated), mean, rates, ctx))
+            pool.take(lineno, int(accepted), int(generated), mean, rates)
     if pending is not None:
         _no_positions(pending[0], ctx)
     return pool.result("no llama.cpp 'draft acceptance = ... (A accepted / G generated)' line")
@@ -157,8 +162,9 @@ def llamacpp(ctx: ReadContext) -> dict[int, AcceptanceCounts]:
 
 def _no_positions(lineno: int, ctx: ReadContext) -> None:
     raise ctx.error("draft acceptance without per-position rates (and mean length): the counts "
-                    "per position cannot be recovered (llama-server prints them since PR "
-                    "#24536; 'acc per pos' needs trace verbosity; or use its /metrics)", lineno)
+                    "per position cannot be recovered ('acc per pos' needs trace verbosity; the "
+                    "'statistics ... #acc rate/pos' lines carry them: --format llamacpp-stats; "
+                    "or scrape llama-server's /metrics)", lineno)
 
 
 def llamacpp_stats(ctx: ReadContext) -> dict[int, AcceptanceCounts]:
@@ -193,8 +199,7 @@ def llamacpp_stats(ctx: ReadContext) -> dict[int, AcceptanceCounts]:
         if rates is None:
             raise ctx.error(f"statistics {kind}: no '#acc rate/pos': the counts per position "
                             f"are not in the line (a build printing them is needed)", lineno)
-        pool.add(lineno, *recover(lineno, int(accepted), int(drafted), mean, rates, ctx,
-                                  n=int(n), a1=int(a1)))
+        pool.take(lineno, int(accepted), int(drafted), mean, rates, n=int(n), a1=int(a1))
     return pool.result("no statistics line")
 
 

@@ -9,7 +9,8 @@ interval of tokens per call instead of refusing the file.
 The bound is carried by *corner* counters: for each split g of the positions, the counts with
 positions 1..g raised by their slack and g+1..K lowered (and the mirror), which reach the
 extremes of T(g') = 1 + sum_{i<=g'} a_i / N for g' = g while keeping the total accepted (which
-the engines print exactly); and N at both ends of its printed range. ``tokens_per_call`` is the
+the engines print exactly): T(g) can be off by at most min(sum_{i<=g} s_i, sum_{i>g} s_i) / N;
+and N at both ends of its printed range. ``tokens_per_call`` is the
 union of the central interval and every corner's, so whatever model gives T beyond K (the tail
 of :meth:`~specsim.acceptance.counts.AcceptanceCounts.tokens_per_call`) sees the corners too.
 """
@@ -37,8 +38,7 @@ class RoundedCounts(AcceptanceCounts):
     def corners(self) -> list[AcceptanceCounts]:
         """The counters at the extremes the rounding allows (module docstring)."""
         a, n, s = list(self.accepted), self.rounds, self.slack
-        out = [_valid(n, [x + sign * (s[i] if i < g else -s[i]) for i, x in enumerate(a)],
-                      self.source)
+        out = [_valid(n, _shift(a, s, g, sign), self.source)
                for g in range(1, len(a)) for sign in (1, -1) if any(s)]
         out += [AcceptanceCounts(m, self.accepted, self.source) for m in self.other_rounds
                 if m >= max(a[0], 1)]
@@ -86,6 +86,20 @@ def rounded(counts: AcceptanceCounts, *slacks: Sequence[int], why: str = "",
     if not any(s) and not others:
         return plain
     return RoundedCounts(counts.rounds, counts.accepted, counts.source, s, others, why)
+
+
+def _shift(a: list[int], s: tuple[int, ...], g: int, sign: int) -> list[int]:
+    """Positions 1..g moved by d = min(their slack, the rest's) one way, g+1..K the other:
+    T(g) at its extreme, the total accepted (printed exactly) unchanged."""
+    d = min(sum(s[:g]), sum(s[g:]))
+    b, left, right = list(a), d, d
+    for i in range(g):  # leftmost first keeps the counts non-increasing
+        step = min(s[i], left)
+        b[i], left = b[i] + sign * step, left - step
+    for i in reversed(range(g, len(a))):
+        step = min(s[i], right)
+        b[i], right = b[i] - sign * step, right - step
+    return b
 
 
 def _valid(n: int, a: list[int], source: str) -> AcceptanceCounts:

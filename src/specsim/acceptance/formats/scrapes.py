@@ -75,6 +75,7 @@ class Value:
     value: float
     err: float
     lineno: int
+    raw: str = ""
 
 
 def _err(engine: str, raw: str) -> float:
@@ -100,7 +101,8 @@ def _scan(path: Path, ctx: ReadContext) -> dict[Key, Value]:
             if name.startswith(esc):
                 name = canon + name[len(esc):]
         engine = next((e for e, p in ENGINES.items() if name.startswith(p)), "")
-        out[(name, tuple(sorted(s.labels)))] = Value(s.value, _err(engine, s.raw), s.lineno)
+        out[(name, tuple(sorted(s.labels)))] = Value(s.value, _err(engine, s.raw), s.lineno,
+                                                     s.raw)
     return out
 
 
@@ -121,7 +123,8 @@ def _minus(after: dict[Key, Value], before: dict[Key, Value], base: Path,
                             f"(--baseline {base}) to {a.value:g}: the server restarted; "
                             f"scrape again after the restart", a.lineno)
     return {k: Value(v.value - before[k].value if k in before else v.value,
-                     v.err + (before[k].err if k in before else 0.0), v.lineno)
+                     v.err + (before[k].err if k in before else 0.0), v.lineno,
+                     f"{v.raw} - {before[k].raw}" if k in before else v.raw)
             for k, v in after.items()}
 
 
@@ -238,6 +241,8 @@ def _vllm_like(group: dict[Key, Value], prefix: str, engine: str,
                             f"increase along the draft)", pos[i].lineno)
         prev, what = x, f"position {i}'s {x}"
     acc = one[prefix + _ROLES["accepted"]]
+    for role in ("accepted", "draft_tokens"):
+        _count(prefix + _ROLES[role], one[prefix + _ROLES[role]], ctx)
     if abs(sum(a) - acc.value) > acc.err:
         raise ctx.error(f"{prefix + _ROLES['accepted']} {acc.value:g} != {sum(a)}, the sum of "
                         f"the per-position counts", acc.lineno)
@@ -247,9 +252,10 @@ def _vllm_like(group: dict[Key, Value], prefix: str, engine: str,
     counts = ctx.counts(n, a)
     if drafts.err:
         lo, hi = math.ceil(drafts.value - drafts.err), math.floor(drafts.value + drafts.err)
-        counts = rounded(counts, rounds=(max(lo, a[0], 1), hi),
-                         why=f"N printed as {drafts.value:g} (6 significant digits): "
-                             f"{max(lo, a[0])}..{hi} rounds")
+        why = (f"{prefix}{_ROLES['drafts']} printed as {drafts.raw or drafts.value} "
+               f"(6 significant digits): N in {max(lo, a[0])}..{hi}, carried into the intervals")
+        ctx.note(why)
+        counts = rounded(counts, rounds=(max(lo, a[0], 1), hi), why=why)
     return {len(a): counts}
 
 
