@@ -269,6 +269,7 @@ def _sglang(d: dict[str, Any], at: str, ctx: ReadContext) -> dict[int, list[int]
                             f"{len(h) - 1}) and the entry has no spec_num_proposed_drafts; pass "
                             f"--draft-length K (the --speculative-num-steps served)")
     if mixed:
+        k = ctx.options.draft_length or _k(d, at, ctx) or max(k, len(h) - 1)
         if not ctx.options.short_drafts:
             raise ctx.error(f"{at}: {what}: the draft length changed within the request "
                             f"(adaptive steps) and its histogram cannot be split by K; "
