@@ -331,3 +331,25 @@ def test_advise_refusals_name_flags_and_write_nothing(tmp_path: Path, capsys, ar
     assert err.startswith("specsim advise: error: ") and message in err, err
     assert err.count("\n") == 1 and not out.exists()
     assert "allow_short" not in err and "=True" not in err
+
+
+def test_detection_parses_json_past_its_head(tmp_path: Path) -> None:
+    """A JSON document longer than the head read for detection (long generated texts) is
+    read whole; a long log whose lines start with '[' is a log."""
+    doc = [{"text": "x" * 40_000, "meta_info": {"spec_verify_ct": 20,
+                                                "spec_correct_drafts_histogram": [3, 5, 12],
+                                                "spec_num_proposed_drafts": 60}}] * 3
+    c = read_metrics(write(tmp_path, json.dumps(doc), "big.json"))
+    # 3 x [3, 5, 12]; K = 60 / 20 = 3 though no round accepted 3 (the histogram stops at 2)
+    assert (c.rounds, c.accepted) == (60, (51, 36, 0))
+    log = "\n".join(vllm_line(40, (30, 20, 12), prefix=f"[2026-12-05 11:00:{i % 60:02d}] ")
+                    for i in range(400))
+    r = read_counts([write(tmp_path, log, "big.log")])
+    assert r.counts.source.endswith("(vllm-log)") and r.counts.rounds == 400 * 40
+
+
+def test_rounded_files_pool_their_slack(tmp_path: Path) -> None:
+    busy = write(tmp_path, vllm_line(5000, (4000, 3000, 2000)) + "\n", "busy.log")
+    c = read_counts([busy, busy]).counts
+    assert isinstance(c, RoundedCounts)
+    assert (c.rounds, c.accepted, c.slack) == (10000, (8000, 6000, 4000), (8, 8, 8))

@@ -75,24 +75,36 @@ def to_prometheus(counts: AcceptanceCounts, labels: Mapping[str, str] | None = N
 
 
 def _detect(path: Path, fmt: str) -> tuple[str, str | None]:
-    """The format and, for a JSON document, its text (parsed here: JSON is detected by
-    parsing, not by its first character)."""
+    """The format and, for a JSON document, its text. JSON is detected by parsing: the
+    file's head is parsed, and only a head cut off mid-document is worth reading whole (a log
+    whose lines start with ``[`` fails within its first line and is read a line at a time)."""
     size = path.stat().st_size
     with path.open(encoding="utf-8") as f:
         head = f.read(_HEAD)
-    if not head.strip() and size <= len(head.encode()):
+    whole_head = size <= len(head.encode())
+    if not head.strip() and whole_head:
         raise MetricsError(f"{path}: empty file")
-    first = head.lstrip()[:1]
-    if fmt in ("auto", "histograms") and first in ("[", "{") and size <= MAX_JSON_BYTES:
-        whole = path.read_text(encoding="utf-8")
+    if fmt in ("auto", "histograms") and head.lstrip()[:1] in ("[", "{"):
         try:
-            json.loads(whole)
-            return "histograms", whole
+            json.loads(head)
+            return "histograms", head
         except json.JSONDecodeError as e:
-            line1 = whole.lstrip().split("\n", 1)[0]
+            if e.msg == "Extra data":  # one value, then more: JSON lines
+                return "histograms", None
+            cut = not whole_head and (e.pos >= len(head.rstrip()) - 1
+                                      or e.msg.startswith("Unterminated string"))
+            if cut and size > MAX_JSON_BYTES:
+                raise MetricsError(f"{path}: a JSON document of {size} bytes, more than "
+                                   f"{MAX_JSON_BYTES >> 20} MiB: write it as JSON lines "
+                                   f"(one response a line)") from None
+            if cut:
+                whole = path.read_text(encoding="utf-8")
+                try:
+                    json.loads(whole)
+                    return "histograms", whole
+                except json.JSONDecodeError as e2:
+                    e = e2
             if fmt == "histograms" or not _has_marker(path):
-                if _parses(line1):
-                    return "histograms", None
                 raise MetricsError(f"{path}:{e.lineno}: not JSON: {e.msg} (column "
                                    f"{e.colno})") from None
     if fmt != "auto":
@@ -106,14 +118,6 @@ def _detect(path: Path, fmt: str) -> tuple[str, str | None]:
                        f"trtllm_spec_decode_* counter, no 'SpecDecoding metrics:' line, no "
                        f"llama.cpp 'draft acceptance' or 'statistics' line (--format to name "
                        f"one: {', '.join(FORMATS)})")
-
-
-def _parses(line: str) -> bool:
-    try:
-        json.loads(line)
-    except json.JSONDecodeError:
-        return False
-    return True
 
 
 def _has_marker(path: Path) -> str:
