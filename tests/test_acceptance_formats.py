@@ -353,3 +353,26 @@ def test_rounded_files_pool_their_slack(tmp_path: Path) -> None:
     c = read_counts([busy, busy]).counts
     assert isinstance(c, RoundedCounts)
     assert (c.rounds, c.accepted, c.slack) == (10000, (8000, 6000, 4000), (8, 8, 8))
+
+
+def test_vllm_detailed_per_step_arrays(tmp_path: Path) -> None:
+    """``detailed``: one (drafted, accepted) per step -> rows K=3 [1, 1, 0, 1], K=2 [0, 0, 1]."""
+    doc = [{"metrics": {"speculative_decoding": {"per_step_drafted": [3, 3, 2, 3],
+                                                 "per_step_accepted": [1, 3, 2, 0],
+                                                 "num_spec_tokens": 3}}}]
+    p = write(tmp_path, json.dumps(doc), "d.json")
+    r = read_counts([p])
+    assert (r.gamma, r.counts.rounds, r.counts.accepted) == (3, 3, (2, 1, 1))
+    assert read_counts([p], ReadOptions(draft_length=2)).counts.accepted == (1, 1)
+
+
+def test_advise_flags_rounded_counts(tmp_path: Path, capsys) -> None:
+    from specsim.cli import main
+
+    (tmp_path / "lat.csv").write_text(PROFILE)
+    log = write(tmp_path, "\n".join([vllm_line(5000, (4000, 3000, 2000)), IDLE]), "v.log")
+    assert main(["advise", "--metrics", str(log), "--latency", str(tmp_path / "lat.csv"),
+                 "--out", str(tmp_path / "advice")]) == 0
+    text = capsys.readouterr().out
+    assert "rounding is carried into the intervals" in text
+    assert "1 idle 'nan' lines" in text
