@@ -10,14 +10,17 @@ Read from each engine's source (stored index; commits named):
   Prometheus that escapes names, ``vllm:`` becomes ``vllm_`` (``vllm_spec_decode_*``): read
   the same.
 - **llama-server** ``/metrics`` -- ``tools/server/server-task.cpp``
-  (``server_task_result_metrics::to_metrics``; ggml-org/llama.cpp, stored version
-  17f5f8a80d8ac9c18c23ecb2321640daeec77096, PR #26389): the same four names under
+  (``server_task_result_metrics::to_metrics``, ggml-org/llama.cpp PR #26389; read from the
+  index, where the file's one pinned commit, 17f5f8a80d8ac9c18c23ecb2321640daeec77096,
+  predates it, so no commit is named): the same four names under
   ``llamacpp:``, no labels. The totals are C++ doubles written with ``operator<<`` (6
   significant digits: ``1.23457e+06``); the per-position counts are integers, exact. The
   accepted total is checked against the per-position sum within its printed precision, and
   a rounded N is carried into the intervals (:mod:`.rounding`).
 - **TensorRT-LLM** ``/prometheus/metrics`` -- ``tensorrt_llm/metrics/collector.py``
-  (``MetricsCollector``, PR NVIDIA/TensorRT-LLM#12636): ``trtllm_spec_decode_drafted_tokens_
+  (``MetricsCollector.log_request_metrics_dict``, PR NVIDIA/TensorRT-LLM#12636; read from the
+  index, where the file's one pinned commit, 89fd9b74ab7ae753b4c6b3db25a400dca7ea54a0,
+  predates the counters): ``trtllm_spec_decode_drafted_tokens_
   total{token_position="i"}`` (rounds that drafted position i) and ``..._accepted_tokens_total
   {token_position="i"}`` (rounds that accepted it), incremented per finished request only
   where the count is > 0 (an absent accepted position is 0). N = drafted at position 0. If
