@@ -15,10 +15,11 @@ Read from the engines' source (stored index; commits named):
   len = %5.2f`` with ``acc per pos = (...)`` on the next line (trace verbosity); summed.
   Older lines without positions are refused.
 - **llama.cpp** ``statistics`` line (``common/speculative.cpp``,
-  ``common_speculative_print_stats``; ggml-org/llama.cpp, stored version
-  6c8a04576e2cfa04261019fe8cbdc90c5cfc90fb, which prints up to ``#acc tokens``; current
-  builds append ``, #mean acc len = %.2f, #acc rate/pos = (%.3f, ...)`` once a draft was
-  accepted): ``statistics %16s: #calls(b,g,a) = ..., #gen drafts = N, #acc drafts = a_1,
+  ``common_speculative_print_stats``, ggml-org/llama.cpp; the index's versions print up to
+  ``#acc tokens``, current builds append ``, #mean acc len = %.2f, #acc rate/pos = (%.3f,
+  ...)`` once a draft was accepted, as the llama-server logs quoted in the tests show; no
+  commit of that form could be pinned): ``statistics %16s: #calls(b,g,a) = ..., #gen drafts
+  = N, #acc drafts = a_1,
   #gen tokens = drafted, #acc tokens = accepted, ...``. N and a_1 are printed as counts. The
   numbers are cumulative for one slot's drafter, so the last line of each (slot, drafter
   type) is taken and slots are summed; several drafter types are refused unless

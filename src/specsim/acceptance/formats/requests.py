@@ -15,7 +15,8 @@ An entry is one response (a JSON list, JSON lines, or a server-sent-events captu
   rides the final usage chunk.
 - **SGLang** ``sglext.spec_tokens_details`` of an OpenAI-compatible response
   (``python/sglang/srt/entrypoints/openai/utils.py``, ``spec_tokens_details_from_meta_info``,
-  at 9e738dbafab35954e694d4f038a29ea48923ff6e; PR sgl-project/sglang#33518), or ``meta_info``
+  PR sgl-project/sglang#33518; read from the index, where the file's one pinned commit,
+  9e738dbafab35954e694d4f038a29ea48923ff6e, predates it), or ``meta_info``
   of ``/generate``: ``spec_correct_drafts_histogram`` (legacy ``spec_accept_histogram``; index
   = accepted drafts, grown only as far as the longest accepted run, so its length does not
   give K), ``spec_verify_ct`` (N), ``spec_num_correct_drafts`` (= sum j h_j),
