@@ -7,8 +7,9 @@ one module per engine in :mod:`.engines`, with the measurement plan that collect
 own runs: :mod:`.engines.plan`).
 
 - :mod:`.counts` -- the counters and the tokens per call they identify (with intervals);
-- :mod:`.readers` -- vLLM's Prometheus text and log lines, per-request histograms (vLLM,
-  SGLang), llama.cpp's per-request line -> :class:`~.counts.AcceptanceCounts`;
+- :mod:`.readers` -- every engine's metrics files (:mod:`.formats`: vLLM, llama-server and
+  TensorRT-LLM scrapes, vLLM and llama.cpp log lines, vLLM and SGLang per-request JSON) ->
+  :class:`~.counts.AcceptanceCounts` per draft length;
 - :mod:`.latency` -- the latency profile T(role, batch, tokens per sequence);
 - :mod:`.schedule` -- speedup(b, K'), the best K' per batch, the batch where speculation
   stops paying.

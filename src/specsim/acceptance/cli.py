@@ -31,17 +31,31 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                                       "batch size", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--metrics", required=True, action="append", nargs="+", metavar="FILE",
-                   help="engine acceptance metrics: vLLM Prometheus text or log lines, a JSON "
-                        "list of per-request histograms (vLLM, SGLang), llama.cpp's line; "
-                        "several files are pooled (same draft length)")
+                   help="engine acceptance metrics: a /metrics scrape (vLLM, llama-server, "
+                        "TensorRT-LLM), vLLM or llama.cpp log lines, per-request JSON, JSON "
+                        "lines or SSE captures (vLLM, SGLang); several files are pooled per "
+                        "draft length")
     p.add_argument("--format", default="auto", help="metrics format (default: detected)")
+    p.add_argument("--baseline", nargs="+", default=[], metavar="FILE",
+                   help="Prometheus scrapes taken before the run, one per --metrics file in "
+                        "the same order: the counters' difference is used")
     p.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
-                   help="select Prometheus series by label, e.g. --label engine=0")
+                   help="select Prometheus series by label, e.g. --label engine=0 (llama.cpp "
+                        "statistics lines: --label type=draft-mtp)")
+    p.add_argument("--sum-series", action="store_true",
+                   help="pool every Prometheus series (replicas, data-parallel engines); "
+                        "refused when their draft lengths differ")
     p.add_argument("--lines", choices=("sum", "last"), default="sum",
                    help="vLLM log lines: sum every interval's counts, or take the last line")
-    p.add_argument("--allow-short-drafts", action="store_true",
-                   help="accept counters whose rounds drafted fewer than K tokens (llama.cpp "
-                        "cuts drafts short): a_i / N then mixes draft lengths")
+    p.add_argument("--draft-length", type=int, metavar="K",
+                   help="use the rounds that drafted K tokens (default: the largest K the "
+                        "metrics carry with rounds); also SGLang's K when its histograms do "
+                        "not say")
+    p.add_argument("--short-drafts", action="store_true",
+                   help="drafts were cut short per round under one K (confidence threshold, "
+                        "n-gram misses): tokens per call stays exact, the cost and the tail "
+                        "beyond K do not; without it such counters are refused, since a "
+                        "draft length that changed with load biases them")
     p.add_argument("--latency", required=True, metavar="FILE",
                    help="latency profile CSV: role,batch,tokens,seconds[,seconds_low,"
                         "seconds_high]")
@@ -68,20 +82,20 @@ def _labels(items: list[str]) -> dict[str, str]:
 
 
 def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int] | None = None,
-           max_gamma: int | None = None, fmt: str = "auto", labels: dict[str, str] | None = None,
-           lines: str = "sum", method: str = "draft_model",
-           allow_short_drafts: bool = False) -> Any:
+           max_gamma: int | None = None, method: str = "draft_model",
+           reading: Any = None, baseline: list[str] | None = None,
+           echo: Any = None) -> Any:
     """Read, check, compute, then write: the :class:`~specsim.acceptance.schedule.Schedule`."""
     from specsim.acceptance.engines.plan import measurement_plan
     from specsim.acceptance.figure import figure_schedule
     from specsim.acceptance.latency import LatencyProfile
-    from specsim.acceptance.readers import read_many
+    from specsim.acceptance.readers import ReadOptions, read_counts
     from specsim.acceptance.schedule import best_by_batch, schedule
     from specsim.acceptance.snippets import render
     from specsim.io import write_table, write_text
 
-    counts = read_many(metrics, format=fmt, labels=labels or None, lines=lines,
-                       allow_short_drafts=allow_short_drafts)
+    read = read_counts(metrics, reading or ReadOptions(), baseline or ())
+    counts = read.counts
     profile = LatencyProfile.read(latency)
     asked = sorted(set(batches)) if batches else list(profile.batches("target"))
     if max_gamma is not None and max_gamma < 1:
@@ -97,17 +111,23 @@ def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int]
         asked, counts.max_gamma, counts.per_position.tolist(), method, max_gamma))
     figure_schedule(sched.table, str(out / "schedule.pdf"),
                     f"{counts.source}: K = {counts.max_gamma}, {counts.rounds} rounds")
+    if echo is not None:
+        echo(read.summary())
     return sched
 
 
 def run(args: argparse.Namespace) -> int:
     from specsim.acceptance.latency import LatencyError
-    from specsim.acceptance.readers import MetricsError
+    from specsim.acceptance.readers import MetricsError, ReadOptions
 
     files = [f for group in args.metrics for f in group]
     try:
-        sched = advise(files, args.latency, args.out, args.batch, args.max_gamma, args.format,
-                       _labels(args.label), args.lines, args.method, args.allow_short_drafts)
+        if args.draft_length is not None and args.draft_length < 1:
+            raise ValueError(f"--draft-length {args.draft_length}: need at least 1")
+        opts = ReadOptions(args.format, _labels(args.label), args.lines, args.draft_length,
+                           args.short_drafts, args.sum_series)
+        sched = advise(files, args.latency, args.out, args.batch, args.max_gamma, args.method,
+                       opts, args.baseline, echo=print)
     except (MetricsError, LatencyError, ValueError) as err:
         print(f"specsim advise: error: {err}", file=sys.stderr)
         return 1

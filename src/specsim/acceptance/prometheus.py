@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["COUNTERS", "ExpositionError", "Sample", "parse_exposition", "to_prometheus"]
+__all__ = ["COUNTERS", "ExpositionError", "Sample", "parse_exposition", "scan_exposition",
+           "to_prometheus"]
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
@@ -57,6 +58,8 @@ class Sample:
     labels: tuple[tuple[str, str], ...]
     value: float
     lineno: int
+    #: the value as printed (llama-server prints 6 significant digits: the text says how many)
+    raw: str = ""
 
     def label(self, key: str) -> str | None:
         return dict(self.labels).get(key)
@@ -64,11 +67,18 @@ class Sample:
 
 def parse_exposition(text: str) -> list[Sample]:
     """Every sample of an exposition text; refuses a malformed line or a repeated series."""
+    return scan_exposition(text.splitlines())
+
+
+def scan_exposition(lines: Iterable[str], prefixes: tuple[str, ...] = ("",)) -> list[Sample]:
+    """The samples whose names start with one of ``prefixes``, read a line at a time (a
+    100 MB scrape holds few of them: other lines are skipped unparsed); refuses a malformed
+    kept line or a repeated series."""
     samples: list[Sample] = []
     seen: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or not line.startswith(prefixes):
             continue
         sample = _parse_sample(line, lineno)
         key = (sample.name, tuple(sorted(sample.labels)))
@@ -104,7 +114,7 @@ def _parse_sample(line: str, lineno: int) -> Sample:
     names = [k for k, _ in labels]
     if len(set(names)) != len(names):
         raise ExpositionError(lineno, f"{name}: a label repeated in {names}")
-    return Sample(name, tuple(labels), value, lineno)
+    return Sample(name, tuple(labels), value, lineno, fields[0])
 
 
 def _parse_labels(line: str, i: int, lineno: int) -> tuple[list[tuple[str, str]], int]:
