@@ -120,12 +120,15 @@ def _sglang(batches: Sequence[int], k: int, method: str) -> list[str]:
             "'{\"text\": \"<prompt>\", \"sampling_params\": {\"max_new_tokens\": 256}}' "
             "| jq -c .; done > sglang_histograms.jsonl",
             "# 3. (SGLang has no acceptance replay: run each other K' with its own flags)",
-            "specsim advise --metrics sglang_histograms.jsonl --runs "
+            "specsim advise --metrics sglang_histograms.jsonl "
+            f"--draft-length {k} --runs "
             f"k=0:runs/sglang_k0.jsonl k={k}:runs/sglang_k{k}.jsonl --out advice-measured/",
             "```", "",
             "- SGLang's `/metrics` carries gauges (`spec_accept_length`), not per-position "
             "counts; the histograms are the counters. Their sum is over the requests saved, so "
-            "no `--baseline` is needed.", ""]
+            "no `--baseline` is needed. `meta_info` does not say how many drafts a round "
+            "proposed (a histogram grows only as far as the longest accepted run), so "
+            "`--draft-length` names the K the server ran.", ""]
     return out
 
 
