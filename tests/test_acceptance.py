@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specsim.acceptance.counts import AcceptanceCounts, tail_mean
+from specsim.acceptance.counts import AcceptanceCounts
 from specsim.acceptance.latency import LatencyError, LatencyProfile
 from specsim.acceptance.schedule import best_by_batch, schedule
 from specsim.acceptance.shortcut import expected_counters, shortcut_table
 from specsim.acceptance.snippets import render, snippets
+from specsim.acceptance.tail import tail_mean
 from specsim.exact import expected_tokens
 
 PROFILE = """role,batch,tokens,seconds,seconds_low,seconds_high

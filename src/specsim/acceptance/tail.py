@@ -1,0 +1,260 @@
+"""Beyond the engine's K: how conditional acceptance changes with position, and T(K') from it.
+
+Counters at draft length K identify T(K') for K' <= K only (:mod:`.counts`). Beyond K this
+module is the one home of the extrapolation. The conditional acceptance of position i,
+r_i = a_i / a_{i-1} (a_0 = N), follows a binomial GLM in the log of the position::
+
+    logit r_i = u + v log(i / K)        (u: logit r_K, v: the slope per log position)
+
+fitted by maximum likelihood on the identified positions i = 1..K, a_i successes of a_{i-1}
+trials. With prefix acceptance the product of these binomials *is* the multinomial likelihood of
+the histogram of accepted drafts (a continuation-ratio model), so the fit and its likelihood
+are exact for the counters. Then a_{K+m} / N = (a_K / N) prod_{j<=m} r_{K+j} and
+T(K') = T(K) + (a_K / N) S, S = sum_{m=1}^{K'-K} prod_{j=1}^{m} r_{K+j}.
+
+Why the log of the position: conditional acceptance changes most over the first positions and
+then flattens -- on real LLM pairs it falls (issue 41's vLLM sweep: the constant tail from K = 1
+was +5% at T(2) and +10% at T(3) on average; v = -1.0 reproduces both, +5.1% and +9.8%, at
+r_1 = 0.5, where a slope linear in i that gives +5% at T(2) overshoots T(3) by 12-17%), and on
+the n-gram pairs' traces it rises by 0.1-0.3 in logit from position 1 to 2 and by < 0.05 per
+position after 4. A slope in log i keeps both from running away.
+
+The interval: the profile-likelihood interval of S, i.e. S's extremes over the likelihood
+region {(u, v): 2 (l_hat - l(u, v)) <= z^2} (for a scalar function of the parameters, the
+profile-likelihood interval is its range over that region); it is combined with a_K / N's
+Wilson interval and T(K)'s own interval end to end (conservative: three intervals at their
+ends). Its coverage is tested by Monte Carlo on simulated rounds (tests/test_acceptance_tail.py).
+
+K = 1 identifies one position and no slope. Then the slope is bracketed:
+[:data:`SLOPE_FLOOR`, 0] -- the low end the decline of the worst real pair seen (issue 41's
++22% at T(3) from K = 1 needs v = -1.67..-2.04 for r_1 = 0.6..0.9), the high end the constant
+tail (Leviathan's constant alpha) -- and the point estimate is the average real decline,
+:data:`SLOPE_TYPICAL`. Neither is identified: the schedule recommends an extrapolated K' only
+when its low end beats the best identified one (:mod:`.schedule`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from specsim.stats import normal_quantile, wilson_interval
+
+__all__ = ["SLOPE_FLOOR", "SLOPE_TYPICAL", "Tail", "constant_tail", "fit_tail", "tail_mean",
+           "tail_share_interval"]
+
+SLOPE_TYPICAL = -1.0  # K = 1: the average decline on issue 41's real pairs (point estimate)
+SLOPE_FLOOR = -2.0  # K = 1: the worst real pair's decline (the interval's low end)
+_BOX = 30.0  # |u|, |v| bound: separated counters (r_i = 0 or 1) put the MLE at infinity
+_GRID = 65  # slopes across the likelihood region where S's extremes are searched
+
+
+def _log_sigmoid(eta: float) -> float:
+    """log(1 / (1 + e^-eta)), stable at both ends."""
+    return -math.log1p(math.exp(-eta)) if eta >= 0 else eta - math.log1p(math.exp(eta))
+
+
+def _sigmoid(eta: float) -> float:
+    return 1.0 / (1.0 + math.exp(-eta)) if eta >= 0 else math.exp(eta) / (1.0 + math.exp(eta))
+
+
+def _logit(r: float) -> float:
+    if r <= 0.0:
+        return -_BOX
+    if r >= 1.0:
+        return _BOX
+    return min(max(math.log(r / (1.0 - r)), -_BOX), _BOX)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The tail model fitted on counters at K: logit r_{K+j} = u + v log((K + j) / K)."""
+
+    K: int
+    intercept: float  # u: logit of the conditional acceptance at position K
+    slope: float  # v
+    identified: bool  # the slope was fitted (K >= 2), not the K = 1 bracket's point
+
+    def share(self, extra: int, intercept: float | None = None,
+              slope: float | None = None) -> float:
+        """S = sum_{m=1}^{extra} prod_{j<=m} r_{K+j}: the extra positions' share of a_K / N
+        (at another ``intercept``/``slope`` when given)."""
+        u = self.intercept if intercept is None else intercept
+        v = self.slope if slope is None else slope
+        return _share(self.K, u, v, extra)
+
+
+def _share(K: int, u: float, v: float, extra: int) -> float:
+    total, prod = 0.0, 1.0
+    for j in range(1, extra + 1):
+        prod *= _sigmoid(u + v * math.log((K + j) / K))
+        total += prod
+    return total
+
+
+def _data(rounds: float, accepted: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(y, n, x): successes a_i, trials a_{i-1} and covariate log(i / K) of positions 1..K."""
+    a = np.array((rounds, *accepted), dtype=np.float64)
+    K = a.size - 1
+    return a[1:], a[:-1], np.log(np.arange(1, K + 1) / K)
+
+
+def _loglik(y: np.ndarray, n: np.ndarray, x: np.ndarray, u: float, v: float) -> float:
+    total = 0.0
+    for yi, ni, xi in zip(y.tolist(), n.tolist(), x.tolist(), strict=True):
+        eta = u + v * xi
+        if yi > 0:
+            total += yi * _log_sigmoid(eta)
+        if ni > yi:
+            total += (ni - yi) * _log_sigmoid(-eta)
+    return total
+
+
+def _mle(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[float, float]:
+    """(u, v) maximising the binomial likelihood (Newton's method, steps halved until the
+    likelihood rises; kept inside the box where the counters separate)."""
+    u, v = _logit(float(y[-1] / n[-1]) if n[-1] > 0 else 0.0), 0.0
+    best = _loglik(y, n, x, u, v)
+    for _ in range(100):
+        eta = np.clip(u + v * x, -_BOX, _BOX)
+        r = 1.0 / (1.0 + np.exp(-eta))
+        w = n * r * (1.0 - r)
+        g = np.array([np.sum(y - n * r), np.sum((y - n * r) * x)])
+        h = np.array([[w.sum(), (w * x).sum()], [(w * x).sum(), (w * x * x).sum()]])
+        det = h[0, 0] * h[1, 1] - h[0, 1] ** 2
+        if not det > 1e-300:
+            break
+        step = np.array([h[1, 1] * g[0] - h[0, 1] * g[1], h[0, 0] * g[1] - h[0, 1] * g[0]]) / det
+        t = 1.0
+        while t > 1e-6:
+            nu = min(max(u + t * step[0], -_BOX), _BOX)
+            nv = min(max(v + t * step[1], -_BOX), _BOX)
+            ll = _loglik(y, n, x, nu, nv)
+            if ll >= best:
+                break
+            t /= 2
+        else:
+            break
+        moved = abs(nu - u) + abs(nv - v)
+        u, v, best = nu, nv, ll
+        if moved < 1e-12:
+            break
+    return u, v
+
+
+def fit_tail(per_position: Sequence[float] | np.ndarray) -> Tail:
+    """The point fit from per-position fractions p_i = a_i / N (or counts: the fit is the same
+    at any scale); K = 1: r_1 with :data:`SLOPE_TYPICAL`."""
+    p = np.asarray(per_position, dtype=np.float64)
+    K = p.size
+    if K == 1:
+        return Tail(1, _logit(float(p[0])), SLOPE_TYPICAL, False)
+    y, n, x = _data(1.0, p)
+    u, v = _mle(y, n, x)
+    return Tail(K, u, v, True)
+
+
+def constant_tail(per_position: Sequence[float] | np.ndarray) -> Tail:
+    """Leviathan's constant tail, the model before this one (kept to measure against): every
+    position beyond K accepts as position K did, r = p_K / p_{K-1} (p_0 = 1), slope 0."""
+    p = np.asarray(per_position, dtype=np.float64)
+    prev = 1.0 if p.size == 1 else float(p[-2])
+    return Tail(p.size, _logit(float(p[-1]) / prev if prev > 0 else 0.0), 0.0, False)
+
+
+def tail_mean(per_position: Sequence[float] | np.ndarray, gamma: int,
+              tail: Tail | None = None) -> float:
+    """T(gamma) from the per-position fractions p_i = a_i / N (i = 1..K): their sum up to gamma
+    where gamma <= K, beyond K p_K S of the fitted tail (module docstring); ``tail`` reuses a
+    fit of the same fractions."""
+    p = np.asarray(per_position, dtype=np.float64)
+    K = p.size
+    if gamma <= K:
+        return 1.0 + math.fsum(p[:gamma].tolist())
+    head = 1.0 + math.fsum(p.tolist())
+    if not p[-1] > 0:
+        return head
+    t = fit_tail(p) if tail is None else tail
+    return head + float(p[-1]) * t.share(gamma - K)
+
+
+def tail_share_interval(rounds: int, accepted: Sequence[int], extra: int,
+                        level: float = 0.95) -> tuple[float, float]:
+    """S's interval for ``extra`` positions beyond K (module docstring): the profile-likelihood
+    interval when K >= 2, the slope bracket [SLOPE_FLOOR, 0] with r_1's Wilson interval at K = 1."""
+    return _region(int(rounds), tuple(int(a) for a in accepted), float(level)).share(extra)
+
+
+@dataclass(frozen=True)
+class _Region:
+    """Boundary of the likelihood region: per slope, the lowest and highest intercept."""
+
+    K: int
+    slopes: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+    def share(self, extra: int) -> tuple[float, float]:
+        lo = min(_share(self.K, u, v, extra) for u, v in zip(self.low, self.slopes, strict=True))
+        hi = max(_share(self.K, u, v, extra) for u, v in zip(self.high, self.slopes,
+                                                             strict=True))
+        return lo, hi
+
+
+@lru_cache(maxsize=256)
+def _region(rounds: int, accepted: tuple[int, ...], level: float) -> _Region:
+    K = len(accepted)
+    if K == 1:
+        r_lo, r_hi = (float(z) for z in wilson_interval(accepted[0], rounds, level))
+        return _Region(1, (SLOPE_FLOOR, 0.0), (_logit(r_lo), _logit(r_lo)),
+                       (_logit(r_hi), _logit(r_hi)))
+    y, n, x = _data(rounds, accepted)
+    u_hat, v_hat = _mle(y, n, x)
+    z = float(normal_quantile(0.5 + 0.5 * level))
+    cut = _loglik(y, n, x, u_hat, v_hat) - 0.5 * z * z
+
+    def best_u(v: float) -> float:
+        # the likelihood is concave in u: bisect its derivative's sign
+        lo, hi = -_BOX, _BOX
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            eta = mid + v * x
+            if float(np.sum(y - n / (1.0 + np.exp(-eta)))) > 0:
+                lo = mid
+            else:
+                hi = mid
+        return 0.5 * (lo + hi)
+
+    def edge(inside: float, outside: float, inside_ok) -> float:
+        if inside_ok(outside):
+            return outside
+        for _ in range(60):
+            mid = 0.5 * (inside + outside)
+            if inside_ok(mid):
+                inside = mid
+            else:
+                outside = mid
+        return inside
+
+    def profile_ok(v: float) -> bool:
+        return _loglik(y, n, x, best_u(v), v) >= cut
+
+    v_lo = edge(v_hat, -_BOX, profile_ok)
+    v_hi = edge(v_hat, _BOX, profile_ok)
+    slopes, low, high = [], [], []
+    for v in sorted({*np.linspace(v_lo, v_hi, _GRID).tolist(), v_hat}):
+        u0 = best_u(v)
+        if _loglik(y, n, x, u0, v) < cut:
+            continue
+
+        def ok(u: float, v: float = v) -> bool:
+            return _loglik(y, n, x, u, v) >= cut
+
+        slopes.append(v)
+        low.append(edge(u0, -_BOX, ok))
+        high.append(edge(u0, _BOX, ok))
+    return _Region(K, tuple(slopes), tuple(low), tuple(high))
