@@ -7,30 +7,42 @@ r_i = a_i / a_{i-1} (a_0 = N), follows a binomial GLM in the log of the position
     logit r_i = u + v log(i / K)        (u: logit r_K, v: the slope per log position)
 
 fitted by maximum likelihood on the identified positions i = 1..K, a_i successes of a_{i-1}
-trials. With prefix acceptance the product of these binomials *is* the multinomial likelihood of
-the histogram of accepted drafts (a continuation-ratio model), so the fit and its likelihood
-are exact for the counters. Then a_{K+m} / N = (a_K / N) prod_{j<=m} r_{K+j} and
-T(K') = T(K) + (a_K / N) S, S = sum_{m=1}^{K'-K} prod_{j=1}^{m} r_{K+j}.
+trials, over slopes v <= 0. With prefix acceptance the product of these binomials *is* the
+multinomial likelihood of the histogram of accepted drafts (a continuation-ratio model), so
+the fit and its likelihood are exact for the counters. Then a_{K+m} / N = (a_K / N)
+prod_{j<=m} r_{K+j} and T(K') = T(K) + (a_K / N) S, S = sum_{m=1}^{K'-K} prod_{j=1}^{m} r_{K+j}.
 
 Why the log of the position: conditional acceptance changes most over the first positions and
-then flattens -- on real LLM pairs it falls (issue 41's vLLM sweep: the constant tail from K = 1
+then flattens. On real LLM pairs it falls (issue 41's vLLM sweep: the constant tail from K = 1
 was +5% at T(2) and +10% at T(3) on average; v = -1.0 reproduces both, +5.1% and +9.8%, at
-r_1 = 0.5, where a slope linear in i that gives +5% at T(2) overshoots T(3) by 12-17%), and on
-the n-gram pairs' traces it rises by 0.1-0.3 in logit from position 1 to 2 and by < 0.05 per
-position after 4. A slope in log i keeps both from running away.
+r_1 = 0.5, where a slope linear in i that gives +5% at T(2) overshoots T(3) by 12-17%).
+Why v <= 0: a rise along the counters' positions is a selection (rounds that got far are in
+easy text) that longer drafts do not keep. On the n-gram pairs' traces r_i rises by 0.1-0.3 in
+logit from position 1 to 2 and by < 0.05 per position after 4, yet T(K') beyond K lies *below*
+the constant tail from every K >= 2 (results/tables/engine_shortcut.csv); a free fit
+extrapolating the rise was 1-6% too high there. Under the constraint a rising fit becomes
+v = 0 at the pooled conditional acceptance sum a_i / sum a_{i-1}.
 
 The interval: the profile-likelihood interval of S, i.e. S's extremes over the likelihood
-region {(u, v): 2 (l_hat - l(u, v)) <= z^2} (for a scalar function of the parameters, the
-profile-likelihood interval is its range over that region); it is combined with a_K / N's
+region {(u, v), v <= 0: 2 (l_hat - l(u, v)) <= z^2} (for a scalar function of the parameters,
+the profile-likelihood interval is its range over that region); it is combined with a_K / N's
 Wilson interval and T(K)'s own interval end to end (conservative: three intervals at their
-ends). Its coverage is tested by Monte Carlo on simulated rounds (tests/test_acceptance_tail.py).
+ends). Its coverage is tested by Monte Carlo on simulated rounds (tests/test_tail.py). It
+holds the counters' sampling and slope uncertainty, not what the counters cannot see: rounds
+of a run at K' start elsewhere in the text than those of the run at K (the shortcut's error,
+about 1% on the n-gram pairs, :mod:`.shortcut`).
 
-K = 1 identifies one position and no slope. Then the slope is bracketed:
-[:data:`SLOPE_FLOOR`, 0] -- the low end the decline of the worst real pair seen (issue 41's
-+22% at T(3) from K = 1 needs v = -1.67..-2.04 for r_1 = 0.6..0.9), the high end the constant
-tail (Leviathan's constant alpha) -- and the point estimate is the average real decline,
-:data:`SLOPE_TYPICAL`. Neither is identified: the schedule recommends an extrapolated K' only
-when its low end beats the best identified one (:mod:`.schedule`).
+K = 1 identifies one position and no slope. The point estimate is then the constant tail
+(Leviathan's constant alpha, the one model without a free parameter) and the slope is bracketed
+by [:data:`SLOPE_FLOOR`, :data:`SLOPE_CEILING`]. The low end is the decline of the worst real
+pair seen: issue 41's +22% at T(3) from K = 1 needs v = -1.67..-2.04 for r_1 = 0.6..0.9. The
+high end is the steepest rise seen from K = 1 on the default run's sampled traces (the slope
+that makes the K = 1 tail exact at K' = 2..8: -0.03..+0.25 on the twelve n-gram pairs' traces at
+temperatures 0.5, 1 and 1.5). Greedy (temperature 0) traces, whose acceptance is 0 or 1 at
+every position of a few looping texts, fall outside both ends (-3.7..+2.4) and
+results/tables/engine_shortcut.csv shows them uncovered. Neither end is identified: the schedule
+recommends an extrapolated K' only when its low end beats the best identified one
+(:mod:`.schedule`).
 """
 
 from __future__ import annotations
@@ -44,11 +56,11 @@ import numpy as np
 
 from specsim.stats import normal_quantile, wilson_interval
 
-__all__ = ["SLOPE_FLOOR", "SLOPE_TYPICAL", "Tail", "constant_tail", "fit_tail", "tail_mean",
+__all__ = ["SLOPE_CEILING", "SLOPE_FLOOR", "Tail", "constant_tail", "fit_tail", "tail_mean",
            "tail_share_interval"]
 
-SLOPE_TYPICAL = -1.0  # K = 1: the average decline on issue 41's real pairs (point estimate)
 SLOPE_FLOOR = -2.0  # K = 1: the worst real pair's decline (the interval's low end)
+SLOPE_CEILING = 0.3  # K = 1: the steepest rise on the sampled traces (the interval's high end)
 _BOX = 30.0  # |u|, |v| bound: separated counters (r_i = 0 or 1) put the MLE at infinity
 _GRID = 65  # slopes across the likelihood region where S's extremes are searched
 
@@ -77,7 +89,7 @@ class Tail:
     K: int
     intercept: float  # u: logit of the conditional acceptance at position K
     slope: float  # v
-    identified: bool  # the slope was fitted (K >= 2), not the K = 1 bracket's point
+    identified: bool  # the slope was fitted (K >= 2), not K = 1's constant point
 
     def share(self, extra: int, intercept: float | None = None,
               slope: float | None = None) -> float:
@@ -146,15 +158,24 @@ def _mle(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[float, float]:
     return u, v
 
 
+def _fit(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[float, float]:
+    """The MLE over slopes v <= 0: the free MLE when it declines, else (the likelihood being
+    concave) v = 0 and u the logit of the pooled conditional acceptance sum a_i / sum a_{i-1}."""
+    u, v = _mle(y, n, x)
+    if v <= 0.0:
+        return u, v
+    return _logit(float(y.sum() / n.sum())), 0.0
+
+
 def fit_tail(per_position: Sequence[float] | np.ndarray) -> Tail:
     """The point fit from per-position fractions p_i = a_i / N (or counts: the fit is the same
-    at any scale); K = 1: r_1 with :data:`SLOPE_TYPICAL`."""
+    at any scale); K = 1: the constant tail at r_1."""
     p = np.asarray(per_position, dtype=np.float64)
     K = p.size
     if K == 1:
-        return Tail(1, _logit(float(p[0])), SLOPE_TYPICAL, False)
+        return Tail(1, _logit(float(p[0])), 0.0, False)
     y, n, x = _data(1.0, p)
-    u, v = _mle(y, n, x)
+    u, v = _fit(y, n, x)
     return Tail(K, u, v, True)
 
 
@@ -185,7 +206,8 @@ def tail_mean(per_position: Sequence[float] | np.ndarray, gamma: int,
 def tail_share_interval(rounds: int, accepted: Sequence[int], extra: int,
                         level: float = 0.95) -> tuple[float, float]:
     """S's interval for ``extra`` positions beyond K (module docstring): the profile-likelihood
-    interval when K >= 2, the slope bracket [SLOPE_FLOOR, 0] with r_1's Wilson interval at K = 1."""
+    interval when K >= 2, the slope bracket [SLOPE_FLOOR, SLOPE_CEILING] with r_1's Wilson
+    interval at K = 1."""
     return _region(int(rounds), tuple(int(a) for a in accepted), float(level)).share(extra)
 
 
@@ -210,10 +232,10 @@ def _region(rounds: int, accepted: tuple[int, ...], level: float) -> _Region:
     K = len(accepted)
     if K == 1:
         r_lo, r_hi = (float(z) for z in wilson_interval(accepted[0], rounds, level))
-        return _Region(1, (SLOPE_FLOOR, 0.0), (_logit(r_lo), _logit(r_lo)),
+        return _Region(1, (SLOPE_FLOOR, SLOPE_CEILING), (_logit(r_lo), _logit(r_lo)),
                        (_logit(r_hi), _logit(r_hi)))
     y, n, x = _data(rounds, accepted)
-    u_hat, v_hat = _mle(y, n, x)
+    u_hat, v_hat = _fit(y, n, x)
     z = float(normal_quantile(0.5 + 0.5 * level))
     cut = _loglik(y, n, x, u_hat, v_hat) - 0.5 * z * z
 
@@ -244,7 +266,7 @@ def _region(rounds: int, accepted: tuple[int, ...], level: float) -> _Region:
         return _loglik(y, n, x, best_u(v), v) >= cut
 
     v_lo = edge(v_hat, -_BOX, profile_ok)
-    v_hi = edge(v_hat, _BOX, profile_ok)
+    v_hi = edge(v_hat, 0.0, profile_ok)
     slopes, low, high = [], [], []
     for v in sorted({*np.linspace(v_lo, v_hi, _GRID).tolist(), v_hat}):
         u0 = best_u(v)
