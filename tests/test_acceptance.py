@@ -258,6 +258,8 @@ def test_expected_counters_sum_to_the_documents_tokens() -> None:
 
 
 def test_shortcut_is_exact_at_the_engines_K_and_errs_elsewhere() -> None:
+    from specsim.traces.positional import acceptance
+
     t = _trace([40, 60, 25, 50], 2)
     df = shortcut_table(t, "t", 3, 6, seed=5, resamples=200)
     at_k = df[df["gamma"] == 3].iloc[0]
@@ -267,6 +269,21 @@ def test_shortcut_is_exact_at_the_engines_K_and_errs_elsewhere() -> None:
     assert (df["error"] <= df["error_ci_high"] + 1e-12).all()
     assert df.loc[df["gamma"] != 3, "error"].abs().max() > 1e-6  # contexts matter
     assert (df["tokens_exact"] >= 1).all() and math.isfinite(df["relative_error"].sum())
+    # the route's own interval holds its point; covered says whether it holds the truth
+    assert (df["tokens_counters_ci_low"] <= df["tokens_counters"] + 1e-12).all()
+    assert (df["tokens_counters"] <= df["tokens_counters_ci_high"] + 1e-12).all()
+    inside = (df["tokens_counters_ci_low"] <= df["tokens_exact"]) & (
+        df["tokens_exact"] <= df["tokens_counters_ci_high"])
+    assert df["covered"].tolist() == inside.tolist()
+    # identified K' are the same under both tails; beyond K the constant tail is r_K's
+    ident = df[~df["extrapolated"]]
+    assert np.allclose(ident["tokens_constant_tail"], ident["tokens_counters"], rtol=1e-15)
+    n = expected_counters(acceptance(t, "correct"), t.doc_start, 3).sum(axis=0)
+    p = n[1:] / n[0]
+    r = p[2] / p[1]
+    for row in df[df["extrapolated"]].itertuples():
+        want = 1 + p.sum() + p[2] * sum(r**m for m in range(1, row.gamma - 2))
+        assert row.tokens_constant_tail == pytest.approx(want, rel=1e-12)
 
 
 # ------------------------------------------------------------------ specsim advise

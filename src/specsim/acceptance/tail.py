@@ -146,14 +146,14 @@ def _mle(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[float, float]:
             nu = min(max(u + t * step[0], -_BOX), _BOX)
             nv = min(max(v + t * step[1], -_BOX), _BOX)
             ll = _loglik(y, n, x, nu, nv)
-            if ll >= best:
+            if ll >= best - 1e-12 * (1.0 + abs(best)):  # near the top: rounding, not descent
                 break
             t /= 2
         else:
             break
         moved = abs(nu - u) + abs(nv - v)
         u, v, best = nu, nv, ll
-        if moved < 1e-12:
+        if moved < 1e-14:
             break
     return u, v
 
