@@ -23,13 +23,11 @@ truth: a tail model is honest where its interval does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pandas as pd
 
 from specsim.acceptance.counts import AcceptanceCounts
-from specsim.acceptance.tail import Tail, constant_tail, fit_tail, tail_mean
+from specsim.acceptance.tail import tail_means
 from specsim.traces.format import Trace
 from specsim.traces.positional import (
     BOOTSTRAP,
@@ -63,13 +61,11 @@ def _counters(law: PositionalLaw) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def _route(sums: np.ndarray, gammas: list[int],
-           model: Callable[[np.ndarray], Tail] = fit_tail) -> np.ndarray:
-    """T_cnt at each K' from summed counters [N, a_1..a_K] (one row of sums), the tail
-    fitted once by ``model`` (:func:`.tail.fit_tail` or :func:`.tail.constant_tail`)."""
-    per_position = sums[1:] / sums[0]
-    tail: Tail | None = model(per_position) if per_position[-1] > 0 else None
-    return np.array([tail_mean(per_position, g, tail) for g in gammas])
+def _route(sums: np.ndarray, gammas: list[int], constant: bool = False) -> np.ndarray:
+    """T_cnt at each K' from summed counters [N, a_1..a_K] (rows (R, K + 1) -> (R, len(gammas)));
+    beyond K the fitted tail, or with ``constant`` the constant one (:func:`.tail.tail_means`)."""
+    sums = np.atleast_2d(sums)
+    return tail_means(sums[:, 1:] / sums[:, :1], gammas, constant)
 
 
 def _reported(sums: np.ndarray, replicas: int, gammas: list[int],
@@ -104,10 +100,10 @@ def shortcut_table(trace: Trace, name: str, engine_gamma: int, max_gamma: int,
     point = np.array([c.sum() for c in cols])
     boot = resampled_sums(cols, seed, resamples)
     rows = []
-    route = _route(point[:k], gammas)
-    constant = _route(point[:k], gammas, constant_tail)
+    route = _route(point[:k], gammas)[0]
+    constant = _route(point[:k], gammas, constant=True)[0]
     reported = _reported(point[:k], replicas, gammas, level)
-    route_boot = np.stack([_route(s[:k], gammas) for s in boot])
+    route_boot = _route(boot[:, :k], gammas)
     for j, g in enumerate(gammas):
         truth = point[k] / point[k + 1 + j]
         truth_boot = boot[:, k] / boot[:, k + 1 + j]

@@ -56,8 +56,8 @@ import numpy as np
 
 from specsim.stats import normal_quantile, wilson_interval
 
-__all__ = ["SLOPE_CEILING", "SLOPE_FLOOR", "Tail", "constant_tail", "fit_tail", "tail_mean",
-           "tail_share_interval"]
+__all__ = ["SLOPE_CEILING", "SLOPE_FLOOR", "Tail", "constant_tail", "fit_tail", "fit_tails",
+           "tail_mean", "tail_means", "tail_share_interval"]
 
 SLOPE_FLOOR = -2.0  # K = 1: the worst real pair's decline (the interval's low end)
 SLOPE_CEILING = 0.3  # K = 1: the steepest rise on the sampled traces (the interval's high end)
@@ -65,13 +65,13 @@ _BOX = 30.0  # |u|, |v| bound: separated counters (r_i = 0 or 1) put the MLE at 
 _GRID = 65  # slopes across the likelihood region where S's extremes are searched
 
 
-def _log_sigmoid(eta: float) -> float:
+def _log_sigmoid(eta: np.ndarray) -> np.ndarray:
     """log(1 / (1 + e^-eta)), stable at both ends."""
-    return -math.log1p(math.exp(-eta)) if eta >= 0 else eta - math.log1p(math.exp(eta))
+    return -np.logaddexp(0.0, -eta)
 
 
-def _sigmoid(eta: float) -> float:
-    return 1.0 / (1.0 + math.exp(-eta)) if eta >= 0 else math.exp(eta) / (1.0 + math.exp(eta))
+def _sigmoid(eta: np.ndarray | float) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(eta, dtype=np.float64)))
 
 
 def _logit(r: float) -> float:
@@ -100,12 +100,14 @@ class Tail:
         return _share(self.K, u, v, extra)
 
 
-def _share(K: int, u: float, v: float, extra: int) -> float:
-    total, prod = 0.0, 1.0
+def _share(K: int, u: np.ndarray | float, v: np.ndarray | float, extra: int) -> np.ndarray:
+    """S for each (u, v) (arrays broadcast; a float for floats)."""
+    total = np.zeros(np.broadcast(np.asarray(u), np.asarray(v)).shape)
+    prod = np.ones_like(total)
     for j in range(1, extra + 1):
-        prod *= _sigmoid(u + v * math.log((K + j) / K))
-        total += prod
-    return total
+        prod = prod * _sigmoid(u + v * math.log((K + j) / K))
+        total = total + prod
+    return total if total.ndim else float(total)
 
 
 def _data(rounds: float, accepted: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,76 +117,109 @@ def _data(rounds: float, accepted: Sequence[float]) -> tuple[np.ndarray, np.ndar
     return a[1:], a[:-1], np.log(np.arange(1, K + 1) / K)
 
 
-def _loglik(y: np.ndarray, n: np.ndarray, x: np.ndarray, u: float, v: float) -> float:
-    total = 0.0
-    for yi, ni, xi in zip(y.tolist(), n.tolist(), x.tolist(), strict=True):
-        eta = u + v * xi
-        if yi > 0:
-            total += yi * _log_sigmoid(eta)
-        if ni > yi:
-            total += (ni - yi) * _log_sigmoid(-eta)
-    return total
+def _loglik(y: np.ndarray, n: np.ndarray, x: np.ndarray, u: np.ndarray | float,
+            v: np.ndarray | float) -> np.ndarray:
+    """The binomial log-likelihood of each row of (y, n) (shape (..., K)) at its (u, v)."""
+    eta = np.asarray(u)[..., None] + np.asarray(v)[..., None] * x
+    return np.sum(y * _log_sigmoid(eta) + (n - y) * _log_sigmoid(-eta), axis=-1)
 
 
-def _mle(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[float, float]:
-    """(u, v) maximising the binomial likelihood (Newton's method, steps halved until the
-    likelihood rises; kept inside the box where the counters separate)."""
-    u, v = _logit(float(y[-1] / n[-1]) if n[-1] > 0 else 0.0), 0.0
+def _mle(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(u, v) maximising each row's binomial likelihood (rows (R, K)): Newton's method, a
+    row's step halved until its likelihood rises, kept inside the box where counters separate."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.clip(np.log(y[:, -1]) - np.log(n[:, -1] - y[:, -1]), -_BOX, _BOX)
+    u = np.where(np.isnan(u), 0.0, u)
+    v = np.zeros_like(u)
     best = _loglik(y, n, x, u, v)
+    going = np.ones(u.shape, dtype=bool)
     for _ in range(100):
-        eta = np.clip(u + v * x, -_BOX, _BOX)
-        r = 1.0 / (1.0 + np.exp(-eta))
-        w = n * r * (1.0 - r)
-        g = np.array([np.sum(y - n * r), np.sum((y - n * r) * x)])
-        h = np.array([[w.sum(), (w * x).sum()], [(w * x).sum(), (w * x * x).sum()]])
-        det = h[0, 0] * h[1, 1] - h[0, 1] ** 2
-        if not det > 1e-300:
-            break
-        step = np.array([h[1, 1] * g[0] - h[0, 1] * g[1], h[0, 0] * g[1] - h[0, 1] * g[0]]) / det
-        t = 1.0
-        while t > 1e-6:
-            nu = min(max(u + t * step[0], -_BOX), _BOX)
-            nv = min(max(v + t * step[1], -_BOX), _BOX)
+        r = _sigmoid(np.clip(u[:, None] + v[:, None] * x, -_BOX, _BOX))
+        w, res = n * r * (1.0 - r), y - n * r
+        g0, g1 = res.sum(axis=1), (res * x).sum(axis=1)
+        h00, h01, h11 = w.sum(axis=1), (w * x).sum(axis=1), (w * x * x).sum(axis=1)
+        det = h00 * h11 - h01**2
+        going &= det > 1e-300
+        safe = np.where(going, det, 1.0)
+        su, sv = (h11 * g0 - h01 * g1) / safe, (h00 * g1 - h01 * g0) / safe
+        t = np.where(going, 1.0, 0.0)
+        for _ in range(40):
+            nu, nv = np.clip(u + t * su, -_BOX, _BOX), np.clip(v + t * sv, -_BOX, _BOX)
             ll = _loglik(y, n, x, nu, nv)
-            if ll >= best - 1e-12 * (1.0 + abs(best)):  # near the top: rounding, not descent
+            up = ll >= best - 1e-12 * (1.0 + np.abs(best))  # near the top: rounding
+            if up.all():
                 break
-            t /= 2
-        else:
-            break
-        moved = abs(nu - u) + abs(nv - v)
-        u, v, best = nu, nv, ll
-        if moved < 1e-14:
+            t = np.where(up, t, 0.5 * t)
+        going &= up
+        moved = np.abs(nu - u) + np.abs(nv - v)
+        u, v, best = np.where(going, nu, u), np.where(going, nv, v), np.where(going, ll, best)
+        going &= moved >= 1e-14
+        if not going.any():
             break
     return u, v
 
 
-def _fit(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[float, float]:
-    """The MLE over slopes v <= 0: the free MLE when it declines, else (the likelihood being
-    concave) v = 0 and u the logit of the pooled conditional acceptance sum a_i / sum a_{i-1}."""
+def _fit(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The MLE over slopes v <= 0 of each row: the free MLE where it declines, else (the
+    likelihood being concave) v = 0 and u the logit of the pooled conditional acceptance
+    sum a_i / sum a_{i-1}."""
     u, v = _mle(y, n, x)
-    if v <= 0.0:
-        return u, v
-    return _logit(float(y.sum() / n.sum())), 0.0
+    pooled = y.sum(axis=1) / n.sum(axis=1)
+    with np.errstate(divide="ignore"):
+        flat = np.clip(np.log(pooled) - np.log1p(-pooled), -_BOX, _BOX)
+    rising = v > 0.0
+    return np.where(rising, flat, u), np.where(rising, 0.0, v)
+
+
+def fit_tails(per_position: np.ndarray, constant: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(u, v) of every row of per-position fractions (R, K): the fitted tail, or with
+    ``constant`` Leviathan's constant tail (the model before this one, kept to measure
+    against: r_K = p_K / p_{K-1} at every later position, p_0 = 1, slope 0); K = 1 fits the
+    constant tail at r_1."""
+    p = np.asarray(per_position, dtype=np.float64)
+    R, K = p.shape
+    trials = np.concatenate([np.ones((R, 1)), p[:, :-1]], axis=1)
+    if constant or K == 1:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(trials[:, -1] > 0, p[:, -1] / trials[:, -1], 0.0)
+            u = np.clip(np.log(r) - np.log1p(-r), -_BOX, _BOX)
+        return np.where(np.isnan(u), 0.0, u), np.zeros(R)
+    x = np.log(np.arange(1, K + 1) / K)
+    return _fit(p, trials, x)
+
+
+def tail_means(per_position: np.ndarray, gammas: Sequence[int],
+               constant: bool = False) -> np.ndarray:
+    """(R, len(gammas)): T(gamma) of every row of per-position fractions (R, K), by the fitted
+    tail (or the constant one) beyond K -- the one home of the extrapolation."""
+    p = np.asarray(per_position, dtype=np.float64)
+    K = p.shape[1]
+    head = 1.0 + np.cumsum(p, axis=1)
+    out = np.empty((p.shape[0], len(gammas)))
+    u = v = None
+    for j, g in enumerate(gammas):
+        if g <= K:
+            out[:, j] = head[:, g - 1] if g > 0 else 1.0
+            continue
+        if u is None:
+            u, v = fit_tails(p, constant)
+        out[:, j] = head[:, -1] + p[:, -1] * _share(K, u, v, g - K)
+    return out
 
 
 def fit_tail(per_position: Sequence[float] | np.ndarray) -> Tail:
     """The point fit from per-position fractions p_i = a_i / N (or counts: the fit is the same
     at any scale); K = 1: the constant tail at r_1."""
-    p = np.asarray(per_position, dtype=np.float64)
-    K = p.size
-    if K == 1:
-        return Tail(1, _logit(float(p[0])), 0.0, False)
-    y, n, x = _data(1.0, p)
-    u, v = _fit(y, n, x)
-    return Tail(K, u, v, True)
+    p = np.asarray(per_position, dtype=np.float64)[None, :]
+    u, v = fit_tails(p)
+    return Tail(p.shape[1], float(u[0]), float(v[0]), p.shape[1] > 1)
 
 
 def constant_tail(per_position: Sequence[float] | np.ndarray) -> Tail:
-    """Leviathan's constant tail, the model before this one (kept to measure against): every
-    position beyond K accepts as position K did, r = p_K / p_{K-1} (p_0 = 1), slope 0."""
-    p = np.asarray(per_position, dtype=np.float64)
-    prev = 1.0 if p.size == 1 else float(p[-2])
-    return Tail(p.size, _logit(float(p[-1]) / prev if prev > 0 else 0.0), 0.0, False)
+    """Leviathan's constant tail (:func:`fit_tails` with ``constant``)."""
+    p = np.asarray(per_position, dtype=np.float64)[None, :]
+    u = fit_tails(p, constant=True)[0]
+    return Tail(p.shape[1], float(u[0]), 0.0, False)
 
 
 def tail_mean(per_position: Sequence[float] | np.ndarray, gamma: int,
@@ -235,7 +270,8 @@ def _region(rounds: int, accepted: tuple[int, ...], level: float) -> _Region:
         return _Region(1, (SLOPE_FLOOR, SLOPE_CEILING), (_logit(r_lo), _logit(r_lo)),
                        (_logit(r_hi), _logit(r_hi)))
     y, n, x = _data(rounds, accepted)
-    u_hat, v_hat = _fit(y, n, x)
+    u_fit, v_fit = _fit(y[None, :], n[None, :], x)
+    u_hat, v_hat = float(u_fit[0]), float(v_fit[0])
     z = float(normal_quantile(0.5 + 0.5 * level))
     cut = _loglik(y, n, x, u_hat, v_hat) - 0.5 * z * z
 
@@ -245,7 +281,7 @@ def _region(rounds: int, accepted: tuple[int, ...], level: float) -> _Region:
         for _ in range(60):
             mid = 0.5 * (lo + hi)
             eta = mid + v * x
-            if float(np.sum(y - n / (1.0 + np.exp(-eta)))) > 0:
+            if float(np.sum(y - n * _sigmoid(eta))) > 0:
                 lo = mid
             else:
                 hi = mid
