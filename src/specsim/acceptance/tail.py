@@ -275,44 +275,38 @@ def _region(rounds: int, accepted: tuple[int, ...], level: float) -> _Region:
     z = float(normal_quantile(0.5 + 0.5 * level))
     cut = _loglik(y, n, x, u_hat, v_hat) - 0.5 * z * z
 
-    def best_u(v: float) -> float:
-        # the likelihood is concave in u: bisect its derivative's sign
-        lo, hi = -_BOX, _BOX
-        for _ in range(60):
+    def best_u(v: np.ndarray) -> np.ndarray:
+        # the likelihood is concave in u: bisect its derivative's sign, every slope at once
+        lo, hi = np.full(v.shape, -_BOX), np.full(v.shape, _BOX)
+        for _ in range(50):
             mid = 0.5 * (lo + hi)
-            eta = mid + v * x
-            if float(np.sum(y - n * _sigmoid(eta))) > 0:
-                lo = mid
-            else:
-                hi = mid
+            rising = np.sum(y - n * _sigmoid(mid[:, None] + v[:, None] * x), axis=1) > 0
+            lo, hi = np.where(rising, mid, lo), np.where(rising, hi, mid)
         return 0.5 * (lo + hi)
 
-    def edge(inside: float, outside: float, inside_ok) -> float:
-        if inside_ok(outside):
-            return outside
-        for _ in range(60):
+    def edge(inside: np.ndarray, outside: np.ndarray, ok) -> np.ndarray:
+        # the last point of each segment inside -> outside where ok holds (ok at inside)
+        inside, outside = inside.astype(np.float64), outside.astype(np.float64)
+        done = ok(outside)
+        for _ in range(50):
             mid = 0.5 * (inside + outside)
-            if inside_ok(mid):
-                inside = mid
-            else:
-                outside = mid
-        return inside
+            good = ok(mid)
+            inside, outside = np.where(good, mid, inside), np.where(good, outside, mid)
+        return np.where(done, outside, inside)
 
-    def profile_ok(v: float) -> bool:
+    def profile_ok(v: np.ndarray) -> np.ndarray:
         return _loglik(y, n, x, best_u(v), v) >= cut
 
-    v_lo = edge(v_hat, -_BOX, profile_ok)
-    v_hi = edge(v_hat, 0.0, profile_ok)
-    slopes, low, high = [], [], []
-    for v in sorted({*np.linspace(v_lo, v_hi, _GRID).tolist(), v_hat}):
-        u0 = best_u(v)
-        if _loglik(y, n, x, u0, v) < cut:
-            continue
+    v_lo, v_hi = edge(np.array([v_hat, v_hat]), np.array([-_BOX, 0.0]), profile_ok)
+    v = np.array(sorted({*np.linspace(v_lo, v_hi, _GRID).tolist(), v_hat}))
+    u0 = best_u(v)
+    inside = _loglik(y, n, x, u0, v) >= cut
+    v, u0 = v[inside], u0[inside]
 
-        def ok(u: float, v: float = v) -> bool:
-            return _loglik(y, n, x, u, v) >= cut
+    def ok(u: np.ndarray) -> np.ndarray:
+        return _loglik(y, n, x, u, v) >= cut
 
-        slopes.append(v)
-        low.append(edge(u0, -_BOX, ok))
-        high.append(edge(u0, _BOX, ok))
+    slopes = v.tolist()
+    low = edge(u0, np.full(v.shape, -_BOX), ok).tolist()
+    high = edge(u0, np.full(v.shape, _BOX), ok).tolist()
     return _Region(K, tuple(slopes), tuple(low), tuple(high))
