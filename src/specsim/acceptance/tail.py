@@ -20,7 +20,7 @@ Why v <= 0: a rise along the counters' positions is a selection (rounds that got
 easy text) that longer drafts do not keep. On the n-gram pairs' traces r_i rises by 0.1-0.3 in
 logit from position 1 to 2 and by < 0.05 per position after 4, yet T(K') beyond K lies *below*
 the constant tail from every K >= 2 (results/tables/engine_shortcut.csv); a free fit
-extrapolating the rise was 1-6% too high there. Under the constraint a rising fit becomes
+extrapolating the rise was up to 6% too high there. Under the constraint a rising fit becomes
 v = 0 at the pooled conditional acceptance sum a_i / sum a_{i-1}.
 
 The interval: the profile-likelihood interval of S, i.e. S's extremes over the likelihood
