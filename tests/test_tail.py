@@ -15,7 +15,6 @@ from specsim.acceptance.schedule import Schedule, choose_best
 from specsim.acceptance.tail import (
     SLOPE_CEILING,
     SLOPE_FLOOR,
-    constant_tail,
     fit_tail,
     tail_mean,
     tail_share_interval,
@@ -120,7 +119,7 @@ def test_tail_interval_covers_a_declining_law_over_many_runs() -> None:
             want = truth(u, v, K, g)
             misses[g] += not t.low <= want <= t.high
             errors[g].append(t.mean - want)
-            const[g].append(tail_mean(c.per_position, g, constant_tail(c.per_position)) - want)
+            const[g].append(tail_mean(c.per_position, g, constant=True) - want)
     for g in gammas:
         e = np.array(errors[g])
         assert misses[g] <= hi_miss, (g, misses[g])

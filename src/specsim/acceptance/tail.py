@@ -56,8 +56,8 @@ import numpy as np
 
 from specsim.stats import normal_quantile, wilson_interval
 
-__all__ = ["SLOPE_CEILING", "SLOPE_FLOOR", "Tail", "constant_tail", "fit_tail", "fit_tails",
-           "tail_mean", "tail_means", "tail_share_interval"]
+__all__ = ["SLOPE_CEILING", "SLOPE_FLOOR", "Tail", "fit_tail", "fit_tails", "tail_mean",
+           "tail_means", "tail_share_interval"]
 
 SLOPE_FLOOR = -2.0  # K = 1: the worst real pair's decline (the interval's low end)
 SLOPE_CEILING = 0.3  # K = 1: the steepest rise on the sampled traces (the interval's high end)
@@ -91,23 +91,16 @@ class Tail:
     slope: float  # v
     identified: bool  # the slope was fitted (K >= 2), not K = 1's constant point
 
-    def share(self, extra: int, intercept: float | None = None,
-              slope: float | None = None) -> float:
-        """S = sum_{m=1}^{extra} prod_{j<=m} r_{K+j}: the extra positions' share of a_K / N
-        (at another ``intercept``/``slope`` when given)."""
-        u = self.intercept if intercept is None else intercept
-        v = self.slope if slope is None else slope
-        return _share(self.K, u, v, extra)
 
-
-def _share(K: int, u: np.ndarray | float, v: np.ndarray | float, extra: int) -> np.ndarray:
-    """S for each (u, v) (arrays broadcast; a float for floats)."""
-    total = np.zeros(np.broadcast(np.asarray(u), np.asarray(v)).shape)
+def _share(K: int, u: np.ndarray, v: np.ndarray, extra: int) -> np.ndarray:
+    """S = sum_{m=1}^{extra} prod_{j<=m} r_{K+j} for each (u, v): the extra positions' share
+    of a_K / N."""
+    total = np.zeros(np.broadcast(u, v).shape)
     prod = np.ones_like(total)
     for j in range(1, extra + 1):
         prod = prod * _sigmoid(u + v * math.log((K + j) / K))
         total = total + prod
-    return total if total.ndim else float(total)
+    return total
 
 
 def _data(rounds: float, accepted: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -215,27 +208,11 @@ def fit_tail(per_position: Sequence[float] | np.ndarray) -> Tail:
     return Tail(p.shape[1], float(u[0]), float(v[0]), p.shape[1] > 1)
 
 
-def constant_tail(per_position: Sequence[float] | np.ndarray) -> Tail:
-    """Leviathan's constant tail (:func:`fit_tails` with ``constant``)."""
-    p = np.asarray(per_position, dtype=np.float64)[None, :]
-    u = fit_tails(p, constant=True)[0]
-    return Tail(p.shape[1], float(u[0]), 0.0, False)
-
-
 def tail_mean(per_position: Sequence[float] | np.ndarray, gamma: int,
-              tail: Tail | None = None) -> float:
-    """T(gamma) from the per-position fractions p_i = a_i / N (i = 1..K): their sum up to gamma
-    where gamma <= K, beyond K p_K S of the fitted tail (module docstring); ``tail`` reuses a
-    fit of the same fractions."""
-    p = np.asarray(per_position, dtype=np.float64)
-    K = p.size
-    if gamma <= K:
-        return 1.0 + math.fsum(p[:gamma].tolist())
-    head = 1.0 + math.fsum(p.tolist())
-    if not p[-1] > 0:
-        return head
-    t = fit_tail(p) if tail is None else tail
-    return head + float(p[-1]) * t.share(gamma - K)
+              constant: bool = False) -> float:
+    """T(gamma) from one row of per-position fractions p_i = a_i / N (:func:`tail_means`)."""
+    return float(tail_means(np.asarray(per_position, dtype=np.float64)[None, :], [gamma],
+                            constant)[0, 0])
 
 
 def tail_share_interval(rounds: int, accepted: Sequence[int], extra: int,
@@ -256,10 +233,9 @@ class _Region:
     high: tuple[float, ...]
 
     def share(self, extra: int) -> tuple[float, float]:
-        lo = min(_share(self.K, u, v, extra) for u, v in zip(self.low, self.slopes, strict=True))
-        hi = max(_share(self.K, u, v, extra) for u, v in zip(self.high, self.slopes,
-                                                             strict=True))
-        return lo, hi
+        v = np.array(self.slopes)
+        return (float(_share(self.K, np.array(self.low), v, extra).min()),
+                float(_share(self.K, np.array(self.high), v, extra).max()))
 
 
 @lru_cache(maxsize=256)
