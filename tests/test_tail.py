@@ -174,3 +174,30 @@ def test_the_summary_says_why_an_extrapolated_k_was_or_was_not_chosen() -> None:
     assert "low end does not beat this" in text[1] and text[1].split()[1] == "2"
     assert "even its low end beats every identified" in text[2] and text[2].split()[1] == "4"
 
+
+
+def test_k1_interval_covers_declines_up_to_the_floor() -> None:
+    """From K = 1 counters of a law declining at slope v (logit r_i = u + v log i), the
+    interval holds T(K') for every v in [SLOPE_FLOOR, SLOPE_CEILING]; the constant tail's point
+    is too high by the decline's share, as issue 41 measured."""
+    u = math.log(0.8 / 0.2)
+    c = AcceptanceCounts(10**6, (800000,))
+    for v in (SLOPE_FLOOR, -1.0, 0.0, SLOPE_CEILING):
+        for g in (2, 3, 6):
+            t, want = c.tokens_per_call(g), truth(u, v, 1, g)
+            assert t.low <= want <= t.high, (v, g)
+    assert c.tokens_per_call(3).mean / truth(u, -1.0, 1, 3) > 1.08  # the optimism it brackets
+    assert c.tokens_per_call(3).low > truth(u, 2 * SLOPE_FLOOR, 1, 3)  # and no further
+
+
+@pytest.mark.parametrize(("rounds", "accepted"), [(10, (10, 10)), (100, (100, 60)),
+                                                  (100, (3, 3, 3)), (50, (1, 0, 0)),
+                                                  (1000, (999, 1))])
+def test_extreme_counters_give_finite_ordered_intervals(rounds: int, accepted: tuple) -> None:
+    c = AcceptanceCounts(rounds, accepted)
+    K = len(accepted)
+    for g in (K + 1, K + 4):
+        t = c.tokens_per_call(g)
+        assert all(math.isfinite(x) for x in (t.low, t.mean, t.high))
+        assert 1.0 <= t.low <= t.mean <= t.high <= 1.0 + g
+        assert t.low >= c.tokens_per_call(K).low - 1e-12
