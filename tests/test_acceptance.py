@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specsim.acceptance.counts import AcceptanceCounts, tail_mean
+from specsim.acceptance.counts import AcceptanceCounts
 from specsim.acceptance.latency import LatencyError, LatencyProfile
 from specsim.acceptance.schedule import best_by_batch, schedule
 from specsim.acceptance.shortcut import expected_counters, shortcut_table
 from specsim.acceptance.snippets import render, snippets
+from specsim.acceptance.tail import tail_mean
 from specsim.exact import expected_tokens
 
 PROFILE = """role,batch,tokens,seconds,seconds_low,seconds_high
@@ -182,14 +183,22 @@ def test_schedule_is_the_formula_with_one_best_per_batch(profile: LatencyProfile
     assert s.stops_paying_at is None and "pays at every batch size" in s.summary()
 
 
-def test_speculation_stops_paying_where_verifying_costs_what_it_saves(tmp_path: Path) -> None:
+def linear_profile(path: Path, tokens: int, slope_1: float, per_batch: float,
+                   draft: float) -> LatencyProfile:
+    """Batch sizes 1, 8, 64: the target's pass 0.01 s (1 + (n - 1) slope) for n tokens, slope
+    ``slope_1`` at batch 1 and b / ``per_batch`` above; a draft step ``draft`` b seconds."""
     rows = ["role,batch,tokens,seconds"]
     for b in (1, 8, 64):
-        for n in range(1, 6):
-            rows.append(f"target,{b},{n},{0.01 * (1 + (n - 1) * (0.02 if b == 1 else b / 16))}")
-        rows.append(f"draft,{b},1,{0.001 * b}")
-    (tmp_path / "p.csv").write_text("\n".join(rows) + "\n")
-    s = schedule(geometric(0.6, 4), LatencyProfile.read(tmp_path / "p.csv"), [1, 8, 64])
+        slope = slope_1 if b == 1 else b / per_batch
+        rows += [f"target,{b},{n},{0.01 * (1 + (n - 1) * slope)}" for n in range(1, tokens + 1)]
+        rows.append(f"draft,{b},1,{draft * b}")
+    path.write_text("\n".join(rows) + "\n")
+    return LatencyProfile.read(path)
+
+
+def test_speculation_stops_paying_where_verifying_costs_what_it_saves(tmp_path: Path) -> None:
+    s = schedule(geometric(0.6, 4), linear_profile(tmp_path / "p.csv", 5, 0.02, 16, 0.001),
+                 [1, 8, 64])
     best = s.best_gamma()
     assert best[1] >= 2 and best[64] == 0 and s.stops_paying_at in (8, 64)
     assert f"stops paying at batch {s.stops_paying_at}" in s.summary()
@@ -210,6 +219,29 @@ def test_best_ties_go_to_the_shorter_draft(tmp_path: Path) -> None:
     c = AcceptanceCounts(10, (10, 0))
     s = schedule(c, LatencyProfile.read(tmp_path / "p.csv"), [1])
     assert s.best_gamma() == {1: 1}
+
+
+def test_the_schedule_recommends_an_extrapolated_k_only_on_its_low_end(tmp_path: Path) -> None:
+    """Issue 41: at every batch size, an extrapolated best K' has speedup_ci_low above every
+    identified K''s speedup; otherwise the best is the identified maximum, held_back exactly
+    when an extrapolated point estimate is larger."""
+    profile = linear_profile(tmp_path / "p.csv", 8, 0.005, 64, 0.0002)
+    chosen = set()
+    for counts in (AcceptanceCounts(400, (330, 270)), AcceptanceCounts(10**6, (900000, 810000)),
+                   AcceptanceCounts(2000, (1700,))):
+        t = schedule(counts, profile, [1, 8, 64], max_gamma=7).table
+        for _, g in t.groupby("batch"):
+            best = g[g["best"]].iloc[0]
+            top = g.loc[~g["extrapolated"], "speedup"].max()
+            if best["extrapolated"]:
+                assert best["speedup_ci_low"] > top and best["chosen_by"] == "low_bound"
+            else:
+                assert best["speedup"] == top
+                assert (best["chosen_by"] == "held_back") == bool(
+                    (g.loc[g["extrapolated"], "speedup"] > top * (1 + 1e-9)).any())
+            assert (g.loc[~g["best"], "chosen_by"] == "").all()
+            chosen.add(best["chosen_by"])
+    assert chosen == {"identified", "held_back", "low_bound"}  # the cases all occur
 
 
 # ------------------------------------------------------------------ snippets
@@ -257,6 +289,8 @@ def test_expected_counters_sum_to_the_documents_tokens() -> None:
 
 
 def test_shortcut_is_exact_at_the_engines_K_and_errs_elsewhere() -> None:
+    from specsim.traces.positional import acceptance
+
     t = _trace([40, 60, 25, 50], 2)
     df = shortcut_table(t, "t", 3, 6, seed=5, resamples=200)
     at_k = df[df["gamma"] == 3].iloc[0]
@@ -266,6 +300,21 @@ def test_shortcut_is_exact_at_the_engines_K_and_errs_elsewhere() -> None:
     assert (df["error"] <= df["error_ci_high"] + 1e-12).all()
     assert df.loc[df["gamma"] != 3, "error"].abs().max() > 1e-6  # contexts matter
     assert (df["tokens_exact"] >= 1).all() and math.isfinite(df["relative_error"].sum())
+    # the route's own interval holds its point; covered says whether it holds the truth
+    assert (df["tokens_counters_ci_low"] <= df["tokens_counters"] + 1e-12).all()
+    assert (df["tokens_counters"] <= df["tokens_counters_ci_high"] + 1e-12).all()
+    inside = (df["tokens_counters_ci_low"] <= df["tokens_exact"]) & (
+        df["tokens_exact"] <= df["tokens_counters_ci_high"])
+    assert df["covered"].tolist() == inside.tolist()
+    # identified K' are the same under both tails; beyond K the constant tail is r_K's
+    ident = df[~df["extrapolated"]]
+    assert np.allclose(ident["tokens_constant_tail"], ident["tokens_counters"], rtol=1e-15)
+    n = expected_counters(acceptance(t, "correct"), t.doc_start, 3).sum(axis=0)
+    p = n[1:] / n[0]
+    r = p[2] / p[1]
+    for row in df[df["extrapolated"]].itertuples():
+        want = 1 + p.sum() + p[2] * sum(r**m for m in range(1, row.gamma - 2))
+        assert row.tokens_constant_tail == pytest.approx(want, rel=1e-12)
 
 
 # ------------------------------------------------------------------ specsim advise

@@ -291,7 +291,8 @@ rule realtext_pair_optimal:
 
 # The engine route (`specsim advise` on the DAG): each pair's measured speculative runs record
 # an engine's acceptance counters, written as vLLM's Prometheus text; the next rule reads them
-# back as an engine's, with the latency profile, into the schedule, snippets and figure.
+# back as an engine's, with the latency profile, into the schedule, snippets and figure; the
+# shortcut table measures the counters' route on every trace (the tempered ones too).
 rule realtext_engine_counters:
     input:
         model="results/realtext/model.npz",
@@ -313,6 +314,7 @@ rule realtext_engine:
     input:
         counters=RT_COUNTERS,
         traces=RT_TRACES,
+        tempered=RT_TEMPERED_TRACES,
         latency=engine_latency_file,
     output:
         schedule="results/tables/engine_schedule.csv",
@@ -330,6 +332,7 @@ rule realtext_engine:
     shell:
         "specsim realtext --settings {params.settings:q} --seed {params.seed} engine "
         "--counters {input.counters:q} --traces {input.traces:q} "
+        "--more-traces {input.tempered:q} "
         "--schedule {output.schedule:q} --shortcut {output.shortcut:q} "
         "--config-md {output.config_md:q} --figure {output.pdf:q} 2> {log:q}"
 

@@ -20,11 +20,10 @@ the histogram). Engine counters do not say which context each round started in, 
 taken as independent draws from the serving mix; :mod:`specsim.acceptance.shortcut` measures
 what that costs against a trace's exact positional model.
 
-K' > K is not identified by the counters. It is extrapolated by a stated model: the
-conditional acceptance at every position beyond K equals the last measured one,
-r_K = a_K / a_{K-1} (a_0 = N; Leviathan's constant-alpha assumption on the tail only), so
-a_{K+m} = a_K r_K^m. Its interval takes r_K's Wilson interval (a_K successes of a_{K-1} trials)
-at both ends, widened by T(K)'s own interval; rows that use it are flagged ``extrapolated``.
+K' > K is not identified by the counters. It is extrapolated by the stated model of
+:mod:`.tail` (conditional acceptance fitted along the positions, its profile-likelihood
+interval; at K = 1 a bracket of slopes from the constant tail down to the steepest decline seen
+on real pairs), widened by T(K)'s own interval; rows that use it are flagged ``extrapolated``.
 """
 
 from __future__ import annotations
@@ -35,9 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsim.acceptance.tail import tail_mean, tail_share_interval
 from specsim.stats import normal_quantile, wilson_interval
 
-__all__ = ["AcceptanceCounts", "TokensPerCall", "tail_mean"]
+__all__ = ["AcceptanceCounts", "TokensPerCall"]
 
 
 @dataclass(frozen=True)
@@ -146,17 +146,15 @@ class AcceptanceCounts:
         if gamma <= K:
             return self._identified(gamma, z)
         base = self._identified(K, z)
-        trials = self.rounds if K == 1 else self.accepted[K - 2]
         a_k = self.accepted[-1]
-        if trials == 0:  # no round reached position K: nothing beyond it is accepted either
+        if a_k == 0:  # no round accepted position K: nothing beyond it is accepted either
             return TokensPerCall(gamma, base.mean, base.low, base.high, True)
-        r_lo, r_hi = (float(x) for x in wilson_interval(a_k, trials, level))
+        s_lo, s_hi = tail_share_interval(self.rounds, self.accepted, gamma - K, level)
         # a_K / N at its own interval's ends: (p_K's Wilson interval over the N rounds)
         p_lo, p_hi = (float(x) for x in wilson_interval(a_k, self.rounds, level))
-        m = gamma - K
         mean = tail_mean(self.per_position, gamma)
-        low = base.low + p_lo * _geometric_sum(r_lo, m)
-        high = base.high + p_hi * _geometric_sum(r_hi, m)
+        low = base.low + p_lo * s_lo
+        high = min(base.high + p_hi * s_hi, 1.0 + gamma)
         return TokensPerCall(gamma, mean, min(low, mean), max(high, mean), True)
 
     def _identified(self, gamma: int, z: float) -> TokensPerCall:
@@ -169,23 +167,3 @@ class AcceptanceCounts:
         half = z * math.sqrt(var / n)
         return TokensPerCall(gamma, mean, max(mean - half, 1.0), min(mean + half, 1.0 + gamma),
                              False)
-
-
-def tail_mean(per_position: Sequence[float] | np.ndarray, gamma: int) -> float:
-    """T(gamma) from the per-position fractions p_i = a_i / N (i = 1..K, floats): their sum up
-    to gamma where gamma <= K, and beyond K the tail model p_{K+m} = p_K r^m,
-    r = p_K / p_{K-1} (p_0 = 1) -- the one home of the extrapolation (module docstring)."""
-    p = np.asarray(per_position, dtype=np.float64)
-    K = p.size
-    if gamma <= K:
-        return 1.0 + math.fsum(p[:gamma].tolist())
-    prev = 1.0 if K == 1 else float(p[-2])
-    r = float(p[-1]) / prev if prev > 0 else 0.0
-    return 1.0 + math.fsum(p.tolist()) + float(p[-1]) * _geometric_sum(r, gamma - K)
-
-
-def _geometric_sum(r: float, m: int) -> float:
-    """r + r^2 + ... + r^m (the extra positions' share of a_K / N)."""
-    if r >= 1.0:
-        return float(m)
-    return r * (1.0 - r**m) / (1.0 - r)

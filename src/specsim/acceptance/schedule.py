@@ -13,9 +13,16 @@ tokens per sequence on average. K' = 0 is plain decoding: speedup 1 exactly.
 The interval of the speedup is interval arithmetic on T(K')'s interval and the profile's spreads
 (low tokens and the slowest times for its low end, and the other way round): conservative, and
 exactly T(K')'s interval scaled when the profile gives no spreads. The best K' at a batch size
-is the largest point estimate (ties within :data:`specsim.precision.EXACT_RTOL` to the smaller
-K', the same on every CPU); 0 means turn speculation off there. Speculation *stops paying* at
-the smallest batch size asked from which on every larger one asked is best at K' = 0.
+is the largest point estimate among the identified K' <= K (ties within
+:data:`specsim.precision.EXACT_RTOL` to the smaller K', the same on every CPU); 0 means turn
+speculation off there. An extrapolated K' > K replaces it only when its pessimistic bound
+(``speedup_ci_low``) beats that best identified point estimate (then the largest point estimate
+among those that do): the tail is a model (:mod:`.tail`), never recommended on its optimistic
+side. Column ``chosen_by`` says which happened on the best row: ``identified`` (no extrapolated
+K' looked better), ``held_back`` (an extrapolated K' had a larger point estimate but its low end
+did not beat this one) or ``low_bound`` (extrapolated, its low end beats the best identified).
+Speculation *stops paying* at the smallest batch size asked from which on every larger one asked
+is best at K' = 0.
 """
 
 from __future__ import annotations
@@ -27,14 +34,14 @@ import pandas as pd
 
 from specsim.acceptance.counts import AcceptanceCounts
 from specsim.acceptance.latency import LatencyError, LatencyProfile
-from specsim.precision import first_max
+from specsim.precision import at_least, first_max
 
-__all__ = ["COLUMNS", "Schedule", "best_by_batch", "schedule"]
+__all__ = ["COLUMNS", "Schedule", "best_by_batch", "choose_best", "schedule"]
 
 COLUMNS = ("batch", "gamma", "tokens_per_call", "tokens_per_call_ci_low",
            "tokens_per_call_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high",
            "extrapolated", "best", "round_seconds", "plain_seconds", "draft_seconds",
-           "verify_seconds", "tokens_per_second", "pays")
+           "verify_seconds", "tokens_per_second", "pays", "chosen_by")
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,11 @@ class Schedule:
         """The schedule as a short text table (what ``specsim advise`` prints)."""
         lines = [f"{'batch':>6} {'best K':>6} {'speedup':>8} {'95% CI':>17} {'tokens/call':>11}"]
         for r in self.best.itertuples():
-            flag = f"  (extrapolated beyond K = {self.engine_gamma})" if r.extrapolated else ""
+            flag = {"low_bound": f"  (extrapolated beyond K = {self.engine_gamma}: even its "
+                                 f"low end beats every identified K')",
+                    "held_back": f"  (identified; an extrapolated K' > {self.engine_gamma} "
+                                 f"looks faster but its low end does not beat this)",
+                    }.get(r.chosen_by, "")
             lines.append(f"{r.batch:>6} {r.gamma:>6} {r.speedup:>8.3f} "
                          f"[{r.speedup_ci_low:>6.3f}, {r.speedup_ci_high:>6.3f}] "
                          f"{r.tokens_per_call:>11.3f}{flag}")
@@ -116,13 +127,29 @@ def schedule(counts: AcceptanceCounts, profile: LatencyProfile, batches: Sequenc
                          "verify_seconds": verify.median,
                          "tokens_per_second": b * t.mean / cost})
     table = pd.DataFrame(rows)
-    table["best"] = False
+    table["best"], table["chosen_by"] = False, ""
     for _, idx in table.groupby("batch").groups.items():
-        best = idx[first_max(table.loc[idx, "speedup"].to_numpy())]
-        table.loc[best, "best"] = True
+        best, why = choose_best(table.loc[idx])
+        table.loc[best, ["best", "chosen_by"]] = [True, why]
     # speculation at this batch size is best and surely pays (its interval above 1)
     table["pays"] = table["best"] & (table["gamma"] > 0) & (table["speedup_ci_low"] > 1.0)
     return Schedule(table.loc[:, list(COLUMNS)], counts.max_gamma)
+
+
+def choose_best(rows: pd.DataFrame) -> tuple[object, str]:
+    """(index label, ``chosen_by``) of the best of one batch size's rows (module docstring):
+    the identified K' with the largest point estimate, replaced by an extrapolated K' only
+    when its ``speedup_ci_low`` beats that point estimate."""
+    ident = rows[~rows["extrapolated"].astype(bool)]
+    top = first_max(ident["speedup"].to_numpy())
+    best, bar = ident.index[top], float(ident["speedup"].to_numpy()[top])
+    extra = rows[rows["extrapolated"].astype(bool)]
+    sure = extra[extra["speedup_ci_low"] > bar]
+    if len(sure):
+        return sure.index[first_max(sure["speedup"].to_numpy())], "low_bound"
+    if len(extra) and not bool(at_least(bar, float(extra["speedup"].max()))):
+        return best, "held_back"
+    return best, "identified"
 
 
 def best_by_batch(counts: AcceptanceCounts, profile: LatencyProfile, low: int, high: int,

@@ -10,12 +10,15 @@ the counters lose), and beyond K the tail model extrapolates. On a trace both ar
   a_{i,d} = Σ_t v_t P(J_t >= i), v_t the expected rounds starting at t, J_t the drafts a round
   from t accepts (cut at the document's end, as an engine stops at a request's end);
 - their route: T_cnt(K') = 1 + Σ_{i<=K'} Σ_d a_{i,d} / Σ_d N_d for K' <= K, and
-  :meth:`.counts.AcceptanceCounts.tokens_per_call`'s tail model beyond;
+  :mod:`.tail`'s model beyond (beside it the constant tail it replaced, to measure both);
 - the truth: T(K') = Σ_d T_d / Σ_d E[calls_d at K'] (the positional law at K').
 
 The error T_cnt(K') - T(K') is exact given the trace; its interval is a percentile bootstrap
 over documents (one resample draws both: how much the error depends on which text the trace
-followed), as every trace interval is.
+followed), as every trace interval is. Beside it, the interval the counters' route itself
+reports (:meth:`.counts.AcceptanceCounts.tokens_per_call`) for counters of that expected
+shape at the size of a run of ``replicas`` chains per document, and whether it covers the
+truth: a tail model is honest where its interval does.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from specsim.acceptance.counts import tail_mean
+from specsim.acceptance.counts import AcceptanceCounts
+from specsim.acceptance.tail import tail_means
 from specsim.traces.format import Trace
 from specsim.traces.positional import (
     BOOTSTRAP,
@@ -57,17 +61,33 @@ def _counters(law: PositionalLaw) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def _route(sums: np.ndarray, gammas: list[int]) -> np.ndarray:
-    """T_cnt at each K' from summed counters [N, a_1..a_K] (one row of sums)."""
-    per_position = sums[1:] / sums[0]
-    return np.array([tail_mean(per_position, g) for g in gammas])
+def _route(sums: np.ndarray, gammas: list[int], constant: bool = False) -> np.ndarray:
+    """T_cnt at each K' from summed counters [N, a_1..a_K] (rows (R, K + 1) -> (R, len(gammas)));
+    beyond K the fitted tail, or with ``constant`` the constant one (:func:`.tail.tail_means`)."""
+    sums = np.atleast_2d(sums)
+    return tail_means(sums[:, 1:] / sums[:, :1], gammas, constant)
+
+
+def _reported(sums: np.ndarray, replicas: int, gammas: list[int],
+              level: float) -> list[tuple[float, float]]:
+    """The interval the counters' route reports at each K' for counters of the expected shape
+    ``sums`` at the size of a run of ``replicas`` chains per document (rounded to counts)."""
+    n = np.round(replicas * sums).astype(np.int64)
+    c = AcceptanceCounts(int(n[0]), tuple(int(a) for a in np.minimum.accumulate(n[1:])))
+    out = []
+    for g in gammas:
+        t = c.tokens_per_call(g, level)
+        out.append((t.low, t.high))
+    return out
 
 
 def shortcut_table(trace: Trace, name: str, engine_gamma: int, max_gamma: int,
                    seed: int | np.random.SeedSequence, rule: str = "correct",
-                   resamples: int = BOOTSTRAP, level: float = 0.95) -> pd.DataFrame:
+                   resamples: int = BOOTSTRAP, level: float = 0.95,
+                   replicas: int = 1) -> pd.DataFrame:
     """One row per K' = 1..max_gamma: the counters' route from a run at ``engine_gamma``
-    against the positional law at K', the error and its bootstrap interval over documents."""
+    against the positional law at K', the error and its bootstrap interval over documents, the
+    constant tail's error, and the route's own interval at ``replicas`` chains per document."""
     beta = acceptance(trace, rule)
     ds = trace.doc_start
     gammas = list(range(1, max_gamma + 1))
@@ -80,8 +100,10 @@ def shortcut_table(trace: Trace, name: str, engine_gamma: int, max_gamma: int,
     point = np.array([c.sum() for c in cols])
     boot = resampled_sums(cols, seed, resamples)
     rows = []
-    route = _route(point[:k], gammas)
-    route_boot = np.stack([_route(s[:k], gammas) for s in boot])
+    route = _route(point[:k], gammas)[0]
+    constant = _route(point[:k], gammas, constant=True)[0]
+    reported = _reported(point[:k], replicas, gammas, level)
+    route_boot = _route(boot[:, :k], gammas)
     for j, g in enumerate(gammas):
         truth = point[k] / point[k + 1 + j]
         truth_boot = boot[:, k] / boot[:, k + 1 + j]
@@ -91,5 +113,10 @@ def shortcut_table(trace: Trace, name: str, engine_gamma: int, max_gamma: int,
                      "extrapolated": g > engine_gamma, "tokens_exact": truth,
                      "tokens_counters": route[j], "error": err, "error_ci_low": lo,
                      "error_ci_high": hi, "relative_error": err / truth,
-                     "documents": trace.n_docs})
+                     "documents": trace.n_docs,
+                     "tokens_counters_ci_low": reported[j][0],
+                     "tokens_counters_ci_high": reported[j][1],
+                     "covered": reported[j][0] <= truth <= reported[j][1],
+                     "tokens_constant_tail": constant[j],
+                     "relative_error_constant_tail": (constant[j] - truth) / truth})
     return pd.DataFrame(rows)

@@ -171,7 +171,8 @@ TABLES = (
             "rounds": "N: drafting rounds behind the counters",
             "batch": "batch size b: sequences decoded together",
             "gamma": "draft length K' (0: plain decoding)",
-            "tokens_per_call": "T(K') = 1 + sum_{i<=K'} a_i / N (tail model beyond K)",
+            "tokens_per_call": "T(K') = 1 + sum_{i<=K'} a_i / N (tail model beyond K: "
+                               "conditional acceptance fitted along log position)",
             "tokens_per_call_ci_low": "lower end of its 95% interval (multinomial; beyond K "
                                       "the tail model's)",
             "tokens_per_call_ci_high": "upper end of that interval",
@@ -179,13 +180,18 @@ TABLES = (
             "speedup_ci_low": "lower end of its interval (counts and latency spreads)",
             "speedup_ci_high": "upper end of that interval",
             "extrapolated": "K' > K: beyond what the counters identify",
-            "best": "the best K' at this batch size (ties to the smaller)",
+            "best": "the best K' at this batch size (ties to the smaller; an extrapolated K' "
+                    "only when its speedup_ci_low beats the best identified speedup)",
             "round_seconds": "K' T_draft(b,1) + T_target(b,K'+1): one round",
             "plain_seconds": "T_target(b, 1): one plain decoding step",
             "draft_seconds": "T_draft(b, 1): one draft step",
             "verify_seconds": "T_target(b, K'+1): verifying K' drafts",
             "tokens_per_second": "b T(K') / round_seconds: the batch's throughput",
             "pays": "best, K' > 0 and the speedup's interval above 1",
+            "chosen_by": "on the best row: identified (no extrapolated K' looked better), "
+                         "held_back (an extrapolated K' had a larger speedup but its low end "
+                         "did not beat this one) or low_bound (extrapolated: its low end beats "
+                         "the best identified K')",
             "latency": "the latency profile (file, or roofline target/draft on device)",
         }),
     Table(
@@ -193,11 +199,16 @@ TABLES = (
         title="Your engine: what the counters' shortcut costs, on the real pairs' traces",
         about="Engine counters lose which context each round started in: from a run at K they "
               "give T(K') for K' <= K as if rounds of K' started where the rounds of K did, and "
-              "extrapolate beyond K. On each trace both are exact (the positional model): the "
-              "counters' route beside the exact T(K'), the error with a bootstrap interval over "
-              "the trace's documents, and the measured runs' counters' own estimate.",
+              "extrapolate beyond K (the tail model: conditional acceptance fitted along the "
+              "positions). On each trace both are exact (the positional model): the counters' "
+              "route from every K = 1..engine.gamma beside the exact T(K'), the error with a "
+              "bootstrap interval over the trace's documents, the interval the route itself "
+              "reports and whether it covers the truth, the constant tail it replaced, and the "
+              "measured runs' counters' own estimate. Every trace of the run: the pairs' and "
+              "their tempered ones (pair_T<t>).",
         columns={
-            "pair": "the pair (its trace: results/traces/<pair>.parquet)",
+            "pair": "the trace: results/traces/<pair>.parquet (a pair, or a pair at "
+                    "temperature t: <pair>_T<t>)",
             "engine_gamma": "K: the draft length of the counters",
             "gamma": "draft length K'",
             "extrapolated": "K' > K (the tail model)",
@@ -208,7 +219,17 @@ TABLES = (
             "error_ci_high": "upper end of that interval",
             "relative_error": "error / tokens_exact",
             "documents": "documents of the trace",
-            "tokens_measured_counters": "the counters' route from the measured runs' counters",
+            "tokens_counters_ci_low": "lower end of the 95% interval the route reports for "
+                                      "these counters at the measured runs' size (replicas "
+                                      "chains per document)",
+            "tokens_counters_ci_high": "upper end of that interval",
+            "covered": "that interval holds tokens_exact",
+            "tokens_constant_tail": "the route with the constant tail beyond K (r_K at every "
+                                    "later position; the model before the fitted one)",
+            "relative_error_constant_tail": "(tokens_constant_tail - tokens_exact) / "
+                                            "tokens_exact",
+            "tokens_measured_counters": "the counters' route from the measured runs' counters "
+                                        "(at their K; empty at the other K and traces)",
             "tokens_measured_counters_ci_low": "lower end of its 95% interval",
             "tokens_measured_counters_ci_high": "upper end of that interval",
         }),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from specsim import realtext, timing
@@ -72,6 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     e.add_argument("--traces", required=True, nargs="+", help="the pairs' trace files")
     e.add_argument("--schedule", required=True, help="engine_schedule .csv")
     e.add_argument("--shortcut", required=True, help="engine_shortcut .csv")
+    e.add_argument("--more-traces", nargs="*", default=[],
+                   help="the pairs' traces at other temperatures (<pair>_T<t>.parquet): "
+                        "the shortcut table only (no counters)")
     e.add_argument("--config-md", required=True, help="the engines' snippets (.md)")
     e.add_argument("--figure", required=True, help="engine_schedule .pdf (and .png)")
     f = sub.add_parser("figures", help="realtext figures (PDF + PNG) from the tables")
@@ -172,11 +176,14 @@ def run(args: argparse.Namespace) -> int:
                 write_text(path, to_prometheus(c, {"engine": "0", "model_name": name}))
         else:
             from specsim.acceptance.readers import read_metrics
+            from specsim.traces.format import read_trace
 
             counts = {name: read_metrics(path) for name, path in zip(traces, args.counters,
                                                                      strict=True)}
+            more = {Path(p).name.removesuffix(".parquet"): read_trace(p)
+                    for p in args.more_traces}
             engine.write_outputs(counts, traces, s, args.seed, args.schedule, args.shortcut,
-                                 args.config_md, args.figure)
+                                 args.config_md, args.figure, more)
     elif args.step == "model":
         from specsim.realtext.experiments import models_tables
 

@@ -13,7 +13,9 @@ Two steps (two rules of workflow/rules/realtext.smk), exactly the path a user of
   (``results/tables/engine_schedule.csv``, one row per pair, batch size and K' = 0..max_gamma),
   its figure and the engines' configuration snippets of the best pair; and the counters' route
   against each trace's exact positional model (``results/tables/engine_shortcut.csv``,
-  :mod:`specsim.acceptance.shortcut`), beside the measured counters' own estimate and interval.
+  :mod:`specsim.acceptance.shortcut`) from every K = 1..``engine.gamma`` (how the tail does
+  from fewer identified positions), beside the measured counters' own estimate and interval
+  (at the measured K; empty at the other K).
 """
 
 from __future__ import annotations
@@ -52,29 +54,40 @@ def latency_profile(s: Settings) -> LatencyProfile:
 
 
 def schedule_tables(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace], s: Settings,
-                    seed: int, profile: LatencyProfile) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    seed: int, profile: LatencyProfile,
+                    more: dict[str, Trace] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(engine_schedule, engine_shortcut): every pair's schedule on ``profile``, and the
-    counters' route against its trace's exact positional model with the measured counters
-    beside it."""
+    counters' route from every K = 1..``engine.gamma`` against its trace's exact positional
+    model, with the measured counters beside it at their K; ``more`` traces (the pairs at other
+    temperatures, by name) add shortcut rows only."""
     from specsim.acceptance.schedule import schedule
-    from specsim.acceptance.shortcut import shortcut_table
 
     scheds, shortcuts = [], []
     for name, c in counts.items():
         t = schedule(c, profile, s.engine_batch, s.engine_max_gamma).table
         scheds.append(t.assign(pair=name, engine_gamma=c.max_gamma, rounds=c.rounds,
                                latency=profile.source))
-        sc = shortcut_table(traces[name], name, s.engine_gamma, s.engine_max_gamma,
-                            seed_for(seed, "engine", "shortcut", name))
-        measured = [c.tokens_per_call(int(g)) for g in sc["gamma"]]
-        sc["tokens_measured_counters"] = [m.mean for m in measured]
-        sc["tokens_measured_counters_ci_low"] = [m.low for m in measured]
-        sc["tokens_measured_counters_ci_high"] = [m.high for m in measured]
-        shortcuts.append(sc)
+        for k in range(1, s.engine_gamma + 1):
+            sc = _shortcut(traces[name], name, k, s, seed)
+            if k == c.max_gamma:
+                measured = [c.tokens_per_call(int(g)) for g in sc["gamma"]]
+                sc["tokens_measured_counters"] = [m.mean for m in measured]
+                sc["tokens_measured_counters_ci_low"] = [m.low for m in measured]
+                sc["tokens_measured_counters_ci_high"] = [m.high for m in measured]
+            shortcuts.append(sc)
+    for name, trace in (more or {}).items():
+        shortcuts += [_shortcut(trace, name, k, s, seed) for k in range(1, s.engine_gamma + 1)]
     sched = pd.concat(scheds, ignore_index=True)
     first = ["pair", "engine_gamma", "rounds"]
     sched = sched[first + [c for c in sched.columns if c not in first]]
     return sched, pd.concat(shortcuts, ignore_index=True)
+
+
+def _shortcut(trace: Trace, name: str, k: int, s: Settings, seed: int) -> pd.DataFrame:
+    from specsim.acceptance.shortcut import shortcut_table
+
+    return shortcut_table(trace, name, k, s.engine_max_gamma,
+                          seed_for(seed, "engine", "shortcut", name, k), replicas=s.engine_replicas)
 
 
 def best_pair(sched: pd.DataFrame) -> str:
@@ -85,15 +98,16 @@ def best_pair(sched: pd.DataFrame) -> str:
 
 def write_outputs(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace], s: Settings,
                   seed: int, schedule_csv: str, shortcut_csv: str, config_md: str,
-                  figure_pdf: str) -> None:
-    """Both tables, the best pair's engine snippets and the schedule figure."""
+                  figure_pdf: str, more: dict[str, Trace] | None = None) -> None:
+    """Both tables (``more``: traces adding shortcut rows), the best pair's engine snippets and
+    the schedule figure."""
     from specsim.acceptance.figure import figure_schedule
     from specsim.acceptance.schedule import best_by_batch
     from specsim.acceptance.snippets import render
     from specsim.io import write_table, write_text
 
     profile = latency_profile(s)
-    sched, shortcut = schedule_tables(counts, traces, s, seed, profile)
+    sched, shortcut = schedule_tables(counts, traces, s, seed, profile, more)
     write_table(sched, schedule_csv)
     write_table(shortcut, shortcut_csv)
     name = best_pair(sched)
