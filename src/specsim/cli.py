@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
+from specsim.errors import InputError
 from specsim.process import exit_on_sigterm
 
 
@@ -56,10 +57,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split())  # one line, whatever the message
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-class _InputError(Exception):
-    """An input that exists but cannot be used (a corrupt point file, ...): exit status 1."""
 
 
 # --- argument types: each refuses a bad value with a one-line reason ---------------------------
@@ -315,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"specsim: {met_full_disk(err)}", file=sys.stderr)  # frees the run's reserve
         return 1
-    except (_InputError, IntegrityError) as err:  # bad input, or a result failed verification
+    except (InputError, IntegrityError) as err:  # bad input, or a damaged result
         print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)
         return 1
 
@@ -330,7 +327,7 @@ def _run(args: argparse.Namespace, sub: _Parser, t0: float) -> int:
         try:
             n = _collect(args, sub)
         except RuntimeError as err:  # a corrupt, stale or foreign point file, named
-            raise _InputError(str(err)) from None
+            raise InputError(str(err)) from None
         _say(f"done: collect, {n} grid points joined into {args.out} in {took()}")
         return 0
     if args.cmd == "tables":
