@@ -52,11 +52,48 @@ def _without_pandas() -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr, exit status 2, no usage dump."""
+    """An ArgumentParser whose errors are one line on stderr, exit status 2, no usage dump;
+    an unknown flag is named before the required arguments it may have pushed aside (argparse
+    checks those first: ``specsim point --jbo X`` would be told --job is missing)."""
+
+    argv: list[str] = []  # the command line parse_args was given (set on the class)
+    root: argparse.ArgumentParser | None = None  # the top-level parser (every step below it)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        _Parser.argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split())  # one line, whatever the message
+        if message.startswith("the following arguments are required"):
+            unknown = _unknown_flags(self, _Parser.argv)
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}"
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """The words of ``argv`` that look like flags and that no parser of the command knows
+    (``parser``, the sub-command that failed, and the parsers above it share ``argv``)."""
+    known = set(parser._option_string_actions)
+    todo = [_Parser.root] if _Parser.root is not None else [parser]
+    while todo:  # every parser of the command: a flag of a parent step is no typo
+        p = todo.pop()
+        known |= set(p._option_string_actions)
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += list(action.choices.values())
+    flags = [w.split("=", 1)[0] for w in argv if w.startswith("-") and w != "-"
+             and not _number(w)]
+    return [f for f in flags if f not in known and f != "--"]
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 # --- argument types: each refuses a bad value with a one-line reason ---------------------------
@@ -161,6 +198,7 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     ``full`` is false (a point job: no output declarations, no real-model tiers to load)."""
     parser = _Parser(prog="specsim", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    _Parser.root = parser
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="STEP",
                                 title="steps (specsim STEP --help for each)")
     grid_help = "the grid file (results/grid.json, written by the workflow's grid rule)"
