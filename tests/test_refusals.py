@@ -3,6 +3,8 @@ the required arguments it may have pushed aside (exit status 2)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from specsim import cli
@@ -33,3 +35,33 @@ def test_missing_arguments_alone_are_still_named(capsys: pytest.CaptureFixture[s
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "required: --corpus, --model, --out-dir" in err
+
+
+def test_record_hf_without_network_or_cache_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Neither a local directory, nor in the Hub's cache, nor reachable: one line naming the
+    model and why, exit 1 -- before torch is even looked for (the hub client would print a
+    line per retry)."""
+    from specsim.llm.record_cli import unreachable
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    argv = ["record", "hf", "--target", "org/big", "--draft", "org/small",
+            "--out", str(tmp_path / "t.parquet")]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("specsim record hf: error: --target org/big: model 'org/big' is not "
+                          "in the local cache") and "HF_HUB_OFFLINE" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "t.parquet").exists()
+    # network on, but the Hub's host refuses: the same line, naming the host
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    why = unreachable("--draft", "org/small", timeout=1.0)
+    assert why is not None and "127.0.0.1:9 unreachable" in why and "--draft" in why
+    # in the cache, or a local directory: nothing to say
+    (tmp_path / "hf" / "hub" / "models--org--small").mkdir(parents=True)
+    assert unreachable("--draft", "org/small") is None
+    assert unreachable("--draft", str(tmp_path)) is None
