@@ -29,7 +29,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from specsim.errors import InputError
 from specsim.process import exit_on_sigterm
@@ -56,8 +56,8 @@ class _Parser(argparse.ArgumentParser):
     an unknown flag is named before the required arguments it may have pushed aside (argparse
     checks those first: ``specsim point --jbo X`` would be told --job is missing)."""
 
-    argv: list[str] = []  # the command line parse_args was given (set on the class)
-    root: argparse.ArgumentParser | None = None  # the top-level parser (every step below it)
+    argv: ClassVar[list[str]] = []  # the command line parse_args was given
+    root: ClassVar[argparse.ArgumentParser | None] = None  # the top-level parser (every step below it)
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         _Parser.argv = list(sys.argv[1:] if args is None else args)
