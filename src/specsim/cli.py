@@ -57,7 +57,7 @@ class _Parser(argparse.ArgumentParser):
     checks those first: ``specsim point --jbo X`` would be told --job is missing)."""
 
     argv: ClassVar[list[str]] = []  # the command line parse_args was given
-    root: ClassVar[argparse.ArgumentParser | None] = None  # the top-level parser (every step below it)
+    root: ClassVar[argparse.ArgumentParser | None] = None  # the top-level parser
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         _Parser.argv = list(sys.argv[1:] if args is None else args)
