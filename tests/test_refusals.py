@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import SCHEMA
 
 from specsim import cli
 
@@ -65,3 +66,25 @@ def test_record_hf_without_network_or_cache_is_one_line(
     (tmp_path / "hf" / "hub" / "models--org--small").mkdir(parents=True)
     assert unreachable("--draft", "org/small") is None
     assert unreachable("--draft", str(tmp_path)) is None
+
+
+@pytest.mark.parametrize(("entries", "said"), [
+    (["2"] * 100_000, "100000 depths and over 10^18 nodes"),
+    (["1"] * 100_000, "it has 100000 nodes"),
+    (["9"] * 5_000, "5000 depths and over 10^18 nodes"),
+])
+def test_a_huge_branches_shape_is_one_line_naming_the_key(
+        tmp_path: Path, tiny_config: dict, entries: list[str], said: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The shape's node count is not carried past 10^18 (printing a 30000-digit count hit
+    Python's int-conversion limit, whose message names no key)."""
+    import yaml
+
+    tiny_config["studies"] = {"t": {"analysis": "schemes", "models": ["seed_good"],
+                                    "gamma": [2], "rule": ["tree"],
+                                    "knobs": {"branches": ["x".join(entries)]}}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(tiny_config))
+    assert cli.main(["check-config", str(path), "--schema", str(SCHEMA)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "studies.t.knobs.branches" in err and said in err, err
