@@ -34,8 +34,9 @@ the digest of its whole bytes, checked before anything is decoded); a file writt
 No file over :data:`specsim.io.READ_LIMITS` ``["trace"]`` bytes is read.
 
 Every read checks the whole file before anything uses it (:func:`read_trace`): the columns and
-their types, each row a distribution (probabilities in [0, 1], Σ p + p_tail = 1 within
-:data:`SUM_TOL`), α within what the kept rows allow (Σ_support min(p, q) <= α <= that plus
+their types, each row a distribution (probabilities in [0, 1], Σ p + p_tail = 1, both within
+:data:`SUM_TOL`, then clipped to [0, 1]: a draft equal to its target has α a rounding error
+above 1), α within what the kept rows allow (Σ_support min(p, q) <= α <= that plus
 min(p_tail, q_tail)), the documents numbered 0..D-1 in order with positions 0..T_d-1. A file
 that fails is refused with :class:`TraceFileError` naming the file and the column.
 """
@@ -50,7 +51,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from specsim.traces.checks import SUM_TOL, TraceFileError, check_trace
+from specsim.traces.checks import SUM_TOL, TraceFileError, check_trace, within_unit
 from specsim.traces.trace import Trace, concat_traces, from_full_rows, trace_meta
 
 __all__ = [
@@ -190,7 +191,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     trace = _from_table(table, meta, where)
     check_trace(trace, where, pos=np.asarray(table.column("pos").to_numpy(), dtype=np.int64),
                   doc=np.asarray(table.column("doc").to_numpy(), dtype=np.int64))
-    return trace
+    return within_unit(trace)
 
 
 def _from_table(table: pa.Table, meta: dict[str, Any], where: str) -> Trace:
