@@ -65,3 +65,19 @@ def test_the_optimal_policy_past_its_cap_on_a_trace_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^studies\.pair_policies_optimal\.gamma: trace model "
                                           r"'ngram_o4'.*optimal policy.*lower gamma"):
         load_grid(config, SCHEMA)
+
+
+@pytest.mark.parametrize(("roofline", "said"), [
+    (["Llama-2-700B", "Llama-2-7B", "H100-SXM"], "realtext.engine.roofline[0]: 'Llama-2-700B' "
+                                                 "is not a shape"),
+    (["Llama-2-70B", "GPT-5", "H100-SXM"], "realtext.engine.roofline[1]: 'GPT-5' is not a "
+                                           "shape"),
+    (["Llama-2-70B", "Llama-2-7B", "H100"], "realtext.engine.roofline[2]: 'H100' is not a "
+                                            "device"),
+])
+def test_the_engine_roofline_names_shapes_and_a_device(roofline: list[str], said: str) -> None:
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config["realtext"].setdefault("engine", {})["roofline"] = roofline
+    with pytest.raises(ConfigError) as err:
+        load_grid(config, SCHEMA)
+    assert str(err.value).startswith(said) and "\n" not in str(err.value)

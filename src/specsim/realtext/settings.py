@@ -164,6 +164,21 @@ class Settings:
                              "recorded always; list only the other temperatures")
 
 
+def check_section(section: Mapping[str, Any]) -> None:
+    """The whole ``realtext:`` section at config time (after the schema): the cross-field
+    checks of :class:`Settings`, and ``engine.roofline`` naming a shape, a shape and a device
+    of the intensity stage; one-line ValueError naming the key."""
+    s = Settings.from_dict(section)
+    from specsim.costs import DEVICE_NAMES, SHAPE_NAMES  # numpy: only when a config is checked
+
+    for i, (name, known) in enumerate(zip(s.engine_roofline,
+                                          (SHAPE_NAMES, SHAPE_NAMES, DEVICE_NAMES), strict=True)):
+        if name not in known:
+            kind = "device" if i == 2 else "shape"
+            raise ValueError(f"engine.roofline[{i}]: {name!r} is not a {kind} of the intensity "
+                             f"stage (one of {sorted(known)})")
+
+
 #: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``, one file per
 #: pair of :func:`trace_pairs`); a ``trace`` model names such a pair with ``pair:``
 #: (:mod:`specsim.families.trace`).
