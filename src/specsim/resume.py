@@ -20,6 +20,7 @@ processes only: where runs start from several hosts on a shared filesystem, unlo
 
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 import sys
@@ -114,7 +115,7 @@ def outputs_of(pid: int) -> list[str]:
             words += shlex.split(arg)
         except ValueError:
             words += arg.split()
-    return [w for flag, w in zip(words, words[1:], strict=False) if flag in OUTPUT_FLAGS]
+    return [w for flag, w in itertools.pairwise(words) if flag in OUTPUT_FLAGS]
 
 
 def _jobs_line(jobs: list[tuple[int, str]]) -> str:
