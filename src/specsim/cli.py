@@ -29,8 +29,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import Any
 
+from specsim.argtypes import Parser as _Parser
 from specsim.errors import InputError
 from specsim.process import exit_on_sigterm
 
@@ -49,51 +50,6 @@ def _without_pandas() -> None:
     of a point job's start-up. Point jobs run one per grid point, so they hide it."""
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr, exit status 2, no usage dump;
-    an unknown flag is named before the required arguments it may have pushed aside (argparse
-    checks those first: ``specsim point --jbo X`` would be told --job is missing)."""
-
-    argv: ClassVar[list[str]] = []  # the command line parse_args was given
-    root: ClassVar[argparse.ArgumentParser | None] = None  # the top-level parser
-
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
-        _Parser.argv = list(sys.argv[1:] if args is None else args)
-        return super().parse_args(args, namespace)
-
-    def error(self, message: str) -> NoReturn:
-        message = " ".join(message.split())  # one line, whatever the message
-        if message.startswith("the following arguments are required"):
-            unknown = _unknown_flags(self, _Parser.argv)
-            if unknown:
-                message = f"unrecognized arguments: {' '.join(unknown)}"
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _unknown_flags(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
-    """The words of ``argv`` that look like flags and that no parser of the command knows
-    (``parser``, the sub-command that failed, and the parsers above it share ``argv``)."""
-    known = set(parser._option_string_actions)
-    todo = [_Parser.root] if _Parser.root is not None else [parser]
-    while todo:  # every parser of the command: a flag of a parent step is no typo
-        p = todo.pop()
-        known |= set(p._option_string_actions)
-        for action in p._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                todo += list(action.choices.values())
-    flags = [w.split("=", 1)[0] for w in argv if w.startswith("-") and w != "-"
-             and not _number(w)]
-    return [f for f in flags if f not in known and f != "--"]
-
-
-def _number(word: str) -> bool:
-    try:
-        float(word)
-    except ValueError:
-        return False
-    return True
 
 
 # --- argument types: each refuses a bad value with a one-line reason ---------------------------

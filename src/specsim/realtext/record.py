@@ -13,7 +13,7 @@ standardised at T before anything else (Leviathan §2.2; :func:`specsim.models.m
 T = 0 the one-hot argmax), the text is sampled from the tempered target with the same
 uniforms, and the traces go to :func:`specsim.realtext.settings.tempered_trace_path`.
 
-Resumable: documents are recorded in blocks of :data:`BLOCK`; each block of each pair is a
+Resumable: documents are recorded in blocks (:func:`block_documents`); each block of each pair is a
 trace file of its own in ``<out>.parts/``, written atomically, and carries a key of everything
 that shapes it (settings, root seed, corpus and model digests). A run that was killed reuses
 every part whose key matches and records only the rest; the parts are combined into the trace
@@ -54,6 +54,15 @@ from specsim.traces.format import (
 )
 
 BLOCK = 64  # documents per part file (a resumed run loses at most one block per pair)
+#: Positions of one block at most (64 documents of the default 128 characters): longer
+#: documents go fewer to a block -- one at least -- so a block's full rows (positions x V per
+#: draft order) stay ~6 MB whatever ``trace.length``.
+BLOCK_POSITIONS = 8192
+
+
+def block_documents(s: Settings) -> int:
+    """Documents per block: :data:`BLOCK`, fewer when they are long (:data:`BLOCK_POSITIONS`)."""
+    return max(1, min(BLOCK, BLOCK_POSITIONS // s.trace_length))
 TEMPERATURE = 1.0
 
 
@@ -171,7 +180,8 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
     settings["trace"].pop("temperatures", None)  # which others are recorded shapes no trace
     shaping: dict[str, Any] = {
         "settings": {k: settings[k] for k in ("model", "trace")}, "seed": seed,
-        "corpus": corpus.sha256, "model": _file_digest(model_path), "block": BLOCK}
+        "corpus": corpus.sha256, "model": _file_digest(model_path),
+        "block": block_documents(s)}
     if temperature != TEMPERATURE:  # absent at 1.0: earlier runs' parts stay reusable
         shaping["temperature"] = temperature
     key = hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
@@ -191,10 +201,11 @@ def _record_blocks(model: NGramModel, s: Settings, seed: int, start: np.ndarray,
                    say: Callable[[str], None]) -> Recorded:
     """:func:`record_ngram`'s blocks, then the traces combined from them (the lock held)."""
     pairs = list(paths)
-    n_blocks = -(-s.trace_documents // BLOCK)
+    size = block_documents(s)
+    n_blocks = -(-s.trace_documents // size)
     recorded = reused = 0
     for b in range(n_blocks):
-        docs = np.arange(b * BLOCK, min((b + 1) * BLOCK, s.trace_documents))
+        docs = np.arange(b * size, min((b + 1) * size, s.trace_documents))
         files = {pair: parts[pair] / f"block-{b:05d}.parquet" for pair in pairs}
         if all(_reusable(f, key, docs) for f in files.values()):
             reused += 1

@@ -13,6 +13,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from specsim import trace_limits as limits
+
 RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context bookkeeping
 
 #: Deterministic tables, each ``results/tables/realtext_<name>.csv`` (measured costs, which are
@@ -138,6 +140,14 @@ class Settings:
             raise ValueError("trace.temperatures must be at least 0 (0: greedy)")
         if any(c <= 0 for c in self.optimal_c):
             raise ValueError("pair_optimal.c must be above 0")
+        positions = self.trace_documents * self.trace_length
+        entries = positions * min(2 * self.trace_top_k, TOKENS)
+        if positions > limits.MAX_POSITIONS or entries > limits.MAX_ENTRIES:
+            raise ValueError(f"trace.documents x trace.length: {self.trace_documents} x "
+                             f"{self.trace_length} positions keeping up to "
+                             f"{min(2 * self.trace_top_k, TOKENS)} tokens each ({entries} "
+                             f"entries) is over the trace limits ({limits.stated()}); lower "
+                             f"them")
         if self.trace_top_k > TOKENS:
             raise ValueError(f"trace.top_k must be at most {TOKENS} (the n-gram alphabet), "
                              f"got {self.trace_top_k}")
