@@ -82,3 +82,37 @@ def test_long_documents_go_fewer_to_a_block() -> None:
     assert docs(128) == record.BLOCK == 64  # the default: parts of earlier runs still match
     assert docs(1024) == 8 and docs(100_000) == 1
     assert all(docs(n) * n <= max(record.BLOCK_POSITIONS, n) for n in (1, 7, 500, 9000))
+
+
+def test_the_recorders_declared_memory_grows_with_its_trace() -> None:
+    """realtext_record declares record_memory_mb: 1500 MB for the default, more for long
+    traces, above the peaks measured at length 100000 (RECORD_* in specsim.realtext.settings:
+    1076 MB at 2 documents, 3272 MB at 10, the most the trace limits admit there)."""
+    from specsim.realtext.settings import record_memory_mb
+
+    assert record_memory_mb(None) == record_memory_mb({}) == 1500
+    assert record_memory_mb({"trace": {"documents": 2, "length": 100_000}}) >= 1076
+    assert record_memory_mb({"trace": {"documents": 10, "length": 100_000}}) >= 3272
+    with pytest.raises(ValueError, match="trace limits"):  # past them: nothing to declare
+        record_memory_mb({"trace": {"documents": 11, "length": 100_000}})
+
+
+def test_the_recorders_measured_peak_is_within_its_declaration(tmp_path) -> None:
+    """One recording job, its peak RSS (getrusage of the child) against record_memory_mb."""
+    import resource
+    import subprocess
+    import sys
+
+    from specsim import ngram
+    from specsim.realtext.settings import record_memory_mb
+
+    corpus = ngram.build_corpus(max_files=10)
+    ngram.save_corpus(corpus, tmp_path / "c.npz")
+    ngram.NGramModel.fit(corpus.train, 5).save(tmp_path / "m.npz")
+    section = {"model": {"draft_orders": [4]}, "trace": {"documents": 2, "length": 3000}}
+    subprocess.run([sys.executable, "-m", "specsim.cli", "record", "ngram", "--corpus",
+                    str(tmp_path / "c.npz"), "--model", str(tmp_path / "m.npz"), "--settings",
+                    json.dumps(section), "--out-dir", str(tmp_path / "o")],
+                   check=True, capture_output=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert 0 < peak_mb <= record_memory_mb(section)

@@ -189,6 +189,22 @@ def check_section(section: Mapping[str, Any]) -> None:
                              f"stage (one of {sorted(known)})")
 
 
+#: The recorder's memory (``realtext_record``, one job per temperature): a floor, and bytes per
+#: kept support entry of one pair's trace (its blocks read back, combined and written, one pair
+#: at a time). Measured (``/usr/bin/time -v specsim record ngram``, order-5 model, top_k 16:
+#: ~20-32 kept per position): 2 x 100000 positions peaked at 1076 MB, 10 x 100000 (the most
+#: ``trace_limits`` admits at that length) at 3272 MB; this bounds both (1210 and 3652 MB).
+RECORD_MB, RECORD_BYTES_PER_ENTRY = 600, 100
+
+
+def record_memory_mb(section: Mapping[str, Any] | None) -> int:
+    """``mem_mb`` of a recording job for a ``realtext:`` section: at least the 1500 MB the
+    default needs, more for long traces (:data:`RECORD_BYTES_PER_ENTRY`)."""
+    s = Settings.from_dict(section or {}, partial=True)
+    entries = s.trace_documents * s.trace_length * min(2 * s.trace_top_k, TOKENS)
+    return max(1500, RECORD_MB + -(-entries * RECORD_BYTES_PER_ENTRY // 2**20))
+
+
 #: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``, one file per
 #: pair of :func:`trace_pairs`); a ``trace`` model names such a pair with ``pair:``
 #: (:mod:`specsim.families.trace`).
