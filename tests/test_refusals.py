@@ -88,3 +88,22 @@ def test_a_huge_branches_shape_is_one_line_naming_the_key(
     assert cli.main(["check-config", str(path), "--schema", str(SCHEMA)]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "studies.t.knobs.branches" in err and said in err, err
+
+
+def test_an_unusable_output_path_of_any_step_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A file where a step's output directory goes: the OSError is named, not a traceback
+    (the corpus step on a small corpus)."""
+    from specsim import ngram
+
+    small = ngram.build_corpus(max_files=5)
+    monkeypatch.setattr(ngram, "build_corpus", lambda *_a, **_k: small)
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    status = cli.main(["realtext", "corpus", "--out", str(blocker / "c.npz"),
+                       "--meta", str(tmp_path / "m.json")])
+    err = capsys.readouterr().err.strip()
+    assert status == 1 and len(err.splitlines()) == 1
+    assert err.startswith("specsim realtext: error: ") and str(blocker) in err
+    assert "Traceback" not in err

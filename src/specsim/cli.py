@@ -302,9 +302,16 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.run(args))
         return _run(args, sub, time.perf_counter())
     except OSError as err:
-        if not disk_full(err):
+        if disk_full(err):
+            print(f"specsim: {met_full_disk(err)}", file=sys.stderr)  # frees the run's reserve
+            return 1
+        if err.filename is None:
             raise
-        print(f"specsim: {met_full_disk(err)}", file=sys.stderr)  # frees the run's reserve
+        # a path a step cannot use (a file where a directory goes, a directory where a file
+        # goes, no permission): named, in one line, whichever step met it
+        where = f"{err.filename}" + (f" -> {err.filename2}" if err.filename2 else "")
+        print(f"{sub.prog}: error: {where}: {err.strerror or type(err).__name__}; give a "
+              f"path that can be used there", file=sys.stderr)
         return 1
     except (InputError, IntegrityError) as err:  # bad input, or a damaged result
         print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)
