@@ -42,8 +42,9 @@ def within_unit(t: Trace) -> Trace:
     allowed them :data:`SUM_TOL` outside): what the exact laws take (1 - α >= 0)."""
     from dataclasses import replace
 
-    return replace(t, **{name: np.clip(getattr(t, name), 0.0, 1.0)
-                         for name in ("p", "q", "p_tail", "q_tail", "alpha")})
+    outside = {name: getattr(t, name) for name in ("p", "q", "p_tail", "q_tail", "alpha")}
+    outside = {k: v for k, v in outside.items() if v.size and (v.min() < 0 or v.max() > 1)}
+    return replace(t, **{k: np.clip(v, 0.0, 1.0) for k, v in outside.items()}) if outside else t
 
 
 def _fail(where: str, column: str, what: str, rows: np.ndarray) -> None:
@@ -79,10 +80,14 @@ def check_trace(t: Trace, where: str, pos: IntArray | None = None,
     bad_id = (t.support < 0) | (t.support >= vocab)
     _fail(where, "support", f"a token id outside [0, vocab = {vocab})",
           np.bincount(row[bad_id], minlength=n) > 0)
-    order = np.lexsort((t.support, row))
-    s, r = t.support[order], row[order]
-    dup = (s[1:] == s[:-1]) & (r[1:] == r[:-1])
-    _fail(where, "support", "a token id listed twice", np.bincount(r[1:][dup], minlength=n) > 0)
+    if n * vocab < 2**62:  # (row, token) pairs as one int each: one sort, one array
+        key = np.sort(row * np.int64(vocab) + t.support)
+        twice = key[1:][key[1:] == key[:-1]] // vocab
+    else:
+        order = np.lexsort((t.support, row))
+        s, r = t.support[order], row[order]
+        twice = r[1:][(s[1:] == s[:-1]) & (r[1:] == r[:-1])]
+    _fail(where, "support", "a token id listed twice", np.bincount(twice, minlength=n) > 0)
     for name in ("p", "q"):
         v = getattr(t, name)
         _fail(where, name, f"a probability that is not a finite number in [0, 1]{_WITHIN}",

@@ -249,7 +249,7 @@ def _from_table(table: pa.Table, meta: dict[str, Any], where: str) -> Trace:
         meta, np.append(starts, doc.size).astype(np.int64),
         np.asarray(table.column("token").to_numpy(), dtype=np.int64),
         np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-        lists["support"].astype(np.int64), lists["p"].astype(np.float64),
-        lists["q"].astype(np.float64),
+        lists["support"].astype(np.int64, copy=False),
+        lists["p"].astype(np.float64, copy=False), lists["q"].astype(np.float64, copy=False),
         *(np.asarray(table.column(k).to_numpy(), dtype=np.float64)
           for k in ("p_tail", "q_tail", "alpha")))
