@@ -116,3 +116,39 @@ def test_the_recorders_measured_peak_is_within_its_declaration(tmp_path) -> None
                    check=True, capture_output=True)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     assert 0 < peak_mb <= record_memory_mb(section)
+
+
+def test_a_point_job_on_a_large_trace_stays_within_its_declared_memory(
+        tmp_path, tiny_config: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace read dominates its point job's peak: the job's peak RSS (getrusage of the
+    child) against declared_mb, on a trace of 150000 positions keeping ~40 entries each."""
+    import resource
+    import subprocess
+    import sys
+
+    from specsim.config import load_grid
+    from specsim.job import describe
+    from specsim.work import declared_mb
+
+    rng = np.random.default_rng(5)
+    n, vocab = 150_000, 64
+    P = rng.dirichlet(np.full(vocab, 0.3), size=n)
+    Q = 0.7 * P + 0.3 * rng.dirichlet(np.full(vocab, 0.3), size=n)
+    cols = from_full_rows(P, Q, 24)
+    del P, Q
+    trace = Trace(trace_meta(pair="big", vocab=vocab, documents=3),
+                  np.array([0, 50_000, 100_000, n]), np.zeros(n, dtype=np.int64), *cols)
+    write_trace(tmp_path / "big.parquet", trace)
+    monkeypatch.chdir(tmp_path)
+    tiny_config["models"] = {"big": {"family": "trace", "file": "big.parquet"}}
+    tiny_config["studies"] = {"ac": {"analysis": "accept_curve", "models": ["big"],
+                                     "gamma": [4]}}
+    for key in ("cost", "worked_example"):
+        tiny_config.pop(key, None)
+    grid = load_grid(tiny_config, SCHEMA)
+    (point,) = grid.points
+    subprocess.run([sys.executable, "-m", "specsim.cli", "point", "--job",
+                    json.dumps(describe(grid, point)), "--sim", "s.parquet", "--exact",
+                    "e.parquet"], check=True, capture_output=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e6
+    assert declared_mb(grid, point) > 500 and peak_mb <= declared_mb(grid, point)

@@ -357,11 +357,11 @@ class TraceFamily(Family):
         return (point.gamma + 2) * w + 1, w
 
     def model_footprint(self, point: Point) -> Footprint:
-        """The trace as read (~6 float64 a kept entry, at most N x W; 10^6 positions, W = 26:
-        its long_run job peaked at 1388 MB, declares 2243 MB) and the window chain's tables."""
+        """The trace as read (its bytes, Arrow's table, the arrays: measured up to ~11 float64
+        per N x (W+1), 16 declared) and the window chain's tables (tests/test_trace_limits)."""
         n, w = trace_size(point.spec)
         s = self.chain_size(point)[0]
-        return Footprint(8.0 * n * (w + 1) + 4.0 * s * s, 10.0 * n * (w + 1),
+        return Footprint(16.0 * n * (w + 1) + 4.0 * s * s, 10.0 * n * (w + 1),
                          what=f"trace ({n} positions)")
 
     def long_run_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
