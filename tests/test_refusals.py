@@ -42,9 +42,15 @@ def test_record_hf_without_network_or_cache_is_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """Neither a local directory, nor in the Hub's cache, nor reachable: one line naming the
-    model and why, exit 1 -- before torch is even looked for (the hub client would print a
-    line per retry)."""
+    model and why, exit 1, before the hub client is asked (it printed a line per retry);
+    torch and transformers taken as installed (they are looked for first)."""
+    import importlib.util
+
     from specsim.llm.record_cli import unreachable
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: object() if m in (
+        "torch", "transformers") else real(m, *a))
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):

@@ -287,13 +287,6 @@ def build_grid(config: dict[str, Any]) -> Grid:
         studies[sname] = {"analysis": study["analysis"], "points": ids, "c": list(study["c"])}
     _check_worked_example(config, specs)
     check_cost(config, specs)
-    if config.get("realtext") is not None:
-        from specsim.realtext.settings import check_section
-        try:
-            check_section(config["realtext"])
-        except ValueError as err:  # most name the key within the section
-            named = str(err).split(".", 1)[0] in config["realtext"]
-            raise ConfigError(f"realtext{'.' if named else ': '}{err}") from None
     if len(points) > config["max_points"]:
         raise ConfigError(f"the studies define {len(points)} grid points, more than max_points="
                           f"{config['max_points']}; raise max_points to confirm a grid this large")

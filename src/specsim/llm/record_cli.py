@@ -106,11 +106,6 @@ def unreachable(flag: str, name: str, timeout: float = 3.0) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     prog = "specsim record hf"
-    for flag, name in (("--target", args.target), ("--draft", args.draft)):
-        why = unreachable(flag, name)
-        if why:
-            print(f"{prog}: error: {why}", file=sys.stderr)
-            return 1
     missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
     if missing:
         print(f"{prog}: error: needs {' and '.join(missing)} (pip install torch transformers, "
@@ -119,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.temperature > 0:
         print(f"{prog}: error: --temperature must be > 0", file=sys.stderr)
         return 2
+    for flag, name in (("--target", args.target), ("--draft", args.draft)):
+        why = unreachable(flag, name)
+        if why:
+            print(f"{prog}: error: {why}", file=sys.stderr)
+            return 1
     t0 = time.perf_counter()
     try:
         target, draft, tok = _load(args.target, args.draft, args.threads)
