@@ -113,3 +113,16 @@ def test_an_unusable_output_path_of_any_step_is_one_line(
     assert status == 1 and len(err.splitlines()) == 1
     assert err.startswith("specsim realtext: error: ") and str(blocker) in err
     assert "Traceback" not in err
+
+
+def test_a_reader_that_leaves_early_is_no_traceback() -> None:
+    """`specsim check-config | head -1`: the pipe closes before the summary is printed."""
+    import subprocess
+    import sys
+
+    from conftest import TINY
+
+    specsim = str(Path(sys.executable).with_name("specsim"))
+    out = subprocess.run(f"{specsim} check-config {TINY} --schema {SCHEMA} | head -c 1",
+                         shell=True, capture_output=True, text=True, check=False)
+    assert out.stdout == "c" and "Traceback" not in out.stderr, out.stderr

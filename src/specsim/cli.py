@@ -305,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         if disk_full(err):
             print(f"specsim: {met_full_disk(err)}", file=sys.stderr)  # frees the run's reserve
             return 1
+        if isinstance(err, BrokenPipeError):  # `specsim ... | head`: the reader left
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
         if err.filename is None:
             raise
         # a path a step cannot use (a file where a directory goes, a directory where a file
