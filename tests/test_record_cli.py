@@ -179,3 +179,34 @@ def test_a_model_of_lower_order_than_the_settings_is_named(
                           "--out-dir", str(tmp_path / "o"))
     assert status == 1
     _one_line(err, f"--model {model}", "order-3", "target_order 5")
+
+
+def test_two_recorders_of_one_pair_at_once(tmp_path: Path, inputs: tuple[Path, Path]) -> None:
+    """Two processes: the second, started while the first holds the lock, is refused in one
+    line naming the first's pid; the first finishes its traces."""
+    import subprocess
+    import sys
+    import time
+
+    corpus, model = inputs
+    out = tmp_path / "traces"
+    specsim = str(Path(sys.executable).with_name("specsim"))
+    slow = json.dumps({"model": {"target_order": 3, "draft_orders": [2]},
+                       "trace": {"documents": 256, "length": 600, "top_k": 4}})
+    cmd = [specsim, "record", "ngram", "--corpus", str(corpus), "--model", str(model),
+           "--out-dir", str(out)]
+    first = subprocess.Popen([*cmd, "--settings", slow], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    lock = out / ".ngram_o2.parquet.lock.tmp"
+    for _ in range(400):
+        if lock.exists() and lock.read_text().strip():
+            break
+        time.sleep(0.05)
+    second = subprocess.run([*cmd, "--settings", slow], capture_output=True, text=True,
+                            check=False)
+    still_running = first.poll() is None
+    assert first.wait(timeout=600) == 0 and (out / "ngram_o2.parquet").is_file()
+    assert still_running  # the refusal below met a live first recorder
+    assert second.returncode == 1
+    _one_line(second.stderr, "another recorder", f"pid {first.pid}")
+    assert not lock.exists()
