@@ -33,13 +33,15 @@ $(STAMP): $(SOURCES)
 # JSON or YAML" (and a --configfile is loaded before any workflow code can look at it); this
 # names the file, the line and the problem, and runs every other check of the config.
 # A run killed with kill -9 leaves Snakemake's lock behind ("Directory cannot be locked");
-# specsim.resume waits for the jobs the killed run left, and says the lock is stale only when no
-# snakemake or specsim process runs here: only then is it unlocked. Snakemake's last job
-# (`rule all`, which runs on every run) re-checks every file under results/, as make verify.
+# specsim.resume names the jobs the killed run left running (pids, what they write) and waits
+# for them, counting down, with the one command that stops them; it says the lock is stale
+# only when no snakemake or specsim process runs here: only then is it unlocked. When they
+# outlive its wait (exit status 2) make stops, the command to stop them printed. Snakemake's
+# last job (`rule all`, which runs on every run) re-checks every file under results/.
 CONFIG ?=
 run: setup  ## fresh machine -> every table and figure under results/
 	$(VENV)/bin/specsim check-config $(or $(CONFIG),config.yaml)
-	@if $(PY) -m specsim.resume .; then $(SNAKEMAKE) --unlock; fi
+	@if $(PY) -m specsim.resume .; then $(SNAKEMAKE) --unlock; elif [ $$? -eq 2 ]; then exit 1; fi
 	$(SNAKEMAKE) --cores $(CORES)$(if $(CONFIG), --configfile $(CONFIG))
 
 # Every file under results/ against its .sha256 sidecar (bit rot included), the grid and every

@@ -363,11 +363,9 @@ def test_deleted_point_files_are_rebuilt_through_a_kill_9_and_the_readme_resume(
     run.wait()
     refused = snakemake(work, TINY, "--cores", "2", check=False)
     assert refused.returncode != 0 and "cannot be locked" in refused.stdout + refused.stderr
-    for _ in range(1200):  # the killed run's jobs outlive it: a stale lock waits for them
-        if not runs_in(work):
-            break
-        time.sleep(0.05)
-    assert stale_lock(work)[0] is True
+    # the killed run's jobs outlive it: make run's resume waits for them, then unlocks
+    assert resume_main([str(work)], poll=0.05) == 0
+    assert not runs_in(work) and stale_lock(work)[0] is True
     snakemake(work, TINY, "--unlock")
     res = snakemake(work, TINY, "--cores", "2")
     assert re.search(r"\d+ of \d+ steps \(100%\) done", res.stdout + res.stderr)
@@ -386,4 +384,5 @@ def test_make_run_unlocks_only_a_stale_lock_then_verifies() -> None:
     assert order == sorted(order)
     assert not any("specsim verify" in ln for ln in lines)
     assert "specsim verify --results-dir results" in (ROOT / "Snakefile").read_text()
-    assert re.search(r"if .*-m specsim\.resume \.; then .*snakemake --unlock; fi", lines[order[0]])
+    assert re.search(r"if .*-m specsim\.resume \.; then .*snakemake --unlock; "
+                     r"elif \[ \$\? -eq 2 \]; then exit 1; fi", lines[order[0]])

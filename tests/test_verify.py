@@ -484,6 +484,14 @@ _X = np.array([1])
     ({"rng": None}, "rng is required"),
     ({"row_tol": -1.0}, "row_tol"),
     ({"p": "abc"}, "at least 2 axes|probabilities"),
+    ({"p": _P.astype(str)}, r"real probabilities, got dtype <U\d+ \(text\)"),
+    ({"q": _Q.astype(str)}, r"q must be an array of real probabilities.*text"),
+    ({"p": _P.astype(bytes)}, r"real probabilities.*\(bytes\)"),
+    ({"p": _P + 0.5j}, r"real probabilities, got dtype complex128 \(complex numbers\)"),
+    ({"q": _Q + 0j}, r"q must be an array of real probabilities.*complex"),
+    ({"q": [[0.6, 0.4j]]}, "complex"),
+    ({"p": _P.astype(object)}, r"got dtype object \(Python objects\)"),
+    ({"p": [["0.5", "0.5"], ["0.3", "0.7"]]}, r"\(text\)"),
 ])
 def test_bad_inputs_raise_one_line_value_errors(kwargs: dict, match: str) -> None:
     args = {"p": _P, "q": _Q, "x": _X, "rule": "correct", "rng": 0, "row_tol": 1e-4} | kwargs

@@ -29,8 +29,10 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from specsim.argtypes import Parser as _Parser
+from specsim.errors import InputError
 from specsim.process import exit_on_sigterm
 
 
@@ -48,18 +50,6 @@ def _without_pandas() -> None:
     of a point job's start-up. Point jobs run one per grid point, so they hide it."""
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr, exit status 2, no usage dump."""
-
-    def error(self, message: str) -> NoReturn:
-        message = " ".join(message.split())  # one line, whatever the message
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-class _InputError(Exception):
-    """An input that exists but cannot be used (a corrupt point file, ...): exit status 1."""
 
 
 # --- argument types: each refuses a bad value with a one-line reason ---------------------------
@@ -164,6 +154,7 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     ``full`` is false (a point job: no output declarations, no real-model tiers to load)."""
     parser = _Parser(prog="specsim", description=__doc__,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    _Parser.root = parser
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="STEP",
                                 title="steps (specsim STEP --help for each)")
     grid_help = "the grid file (results/grid.json, written by the workflow's grid rule)"
@@ -311,11 +302,21 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.run(args))
         return _run(args, sub, time.perf_counter())
     except OSError as err:
-        if not disk_full(err):
+        if disk_full(err):
+            print(f"specsim: {met_full_disk(err)}", file=sys.stderr)  # frees the run's reserve
+            return 1
+        if isinstance(err, BrokenPipeError):  # `specsim ... | head`: the reader left
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        if err.filename is None:
             raise
-        print(f"specsim: {met_full_disk(err)}", file=sys.stderr)  # frees the run's reserve
+        # a path a step cannot use (a file where a directory goes, a directory where a file
+        # goes, no permission): named, in one line, whichever step met it
+        where = f"{err.filename}" + (f" -> {err.filename2}" if err.filename2 else "")
+        print(f"{sub.prog}: error: {where}: {err.strerror or type(err).__name__}; give a "
+              f"path that can be used there", file=sys.stderr)
         return 1
-    except (_InputError, IntegrityError) as err:  # bad input, or a result failed verification
+    except (InputError, IntegrityError) as err:  # bad input, or a damaged result
         print(f"{sub.prog}: error: {err}{_withdraw_gate()}", file=sys.stderr)
         return 1
 
@@ -330,7 +331,7 @@ def _run(args: argparse.Namespace, sub: _Parser, t0: float) -> int:
         try:
             n = _collect(args, sub)
         except RuntimeError as err:  # a corrupt, stale or foreign point file, named
-            raise _InputError(str(err)) from None
+            raise InputError(str(err)) from None
         _say(f"done: collect, {n} grid points joined into {args.out} in {took()}")
         return 0
     if args.cmd == "tables":

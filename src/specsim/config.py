@@ -84,11 +84,18 @@ def validate_config(config: Any, schema_path: str | Path) -> dict[str, Any]:
 
 
 def load_grid(config: Any, schema_path: str | Path) -> Grid:
-    """Schema, then cross-field checks, then the work the grid asks for: the grid every rule
-    works from."""
+    """Schema, then cross-field checks (the realtext section's too), then the work the grid
+    asks for: the grid every rule works from."""
     from specsim import work
 
     grid = build_grid(validate_config(config, schema_path))
+    if config.get("realtext") is not None:
+        from specsim.realtext.settings import check_section
+        try:
+            check_section(config["realtext"])
+        except ValueError as err:  # most name the key within the section
+            named = str(err).split(".", 1)[0] in config["realtext"]
+            raise ConfigError(f"realtext{'.' if named else ': '}{err}") from None
     work.check(grid)
     return grid
 

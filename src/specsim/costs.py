@@ -186,7 +186,50 @@ def check_config(config: Mapping[str, Any], models: Mapping[str, Any]) -> None:
         if claim["model"] not in models:
             raise ConfigError(f"cost.expect[{i}].model: {shown(claim['model'])} is not defined "
                               f"under models:")
+        if claim["model"] not in cfg["models"]:
+            raise ConfigError(f"cost.expect[{i}].model: {claim['model']!r} is not costed "
+                              f"(cost.models: {list(cfg['models'])}); add it there or drop "
+                              f"the claim")
         for key in ("sequential", "batched"):
             if not math.isfinite(float(claim[key])):
                 raise ConfigError(f"cost.expect[{i}].{key}: {shown(claim[key])} is not a "
                                   f"speedup")
+        _check_claim_point(config, claim, f"cost.expect[{i}]")
+
+
+def _check_claim_point(config: Mapping[str, Any], claim: Mapping[str, Any], where: str) -> None:
+    """A ``cost.expect`` claim names a rule of the registry, that rule's knobs, and a point a
+    schemes study runs (the model, rule, γ, knob values and c of one study, at the fixed
+    policy): otherwise its check could never find its row."""
+    from specsim.verify.rules import RULES
+
+    rule = claim["rule"]
+    if rule not in RULES:
+        raise ConfigError(f"{where}.rule: {shown(rule)} is not a rule (one of "
+                          f"{', '.join(RULES)})")
+    spec = RULES[rule]
+    names = [k.name for k in spec.knobs]
+    for knob, value in dict(claim.get("knobs") or {}).items():
+        if knob not in names:
+            raise ConfigError(f"{where}.knobs.{knob}: {rule!r} has no knob {knob!r} (its "
+                              f"knobs: {', '.join(names) or 'none'})")
+        try:
+            next(k for k in spec.knobs if k.name == knob).check(value, f"{where}.knobs.{knob}")
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
+    def runs(study: Mapping[str, Any]) -> bool:
+        knobs = study.get("knobs") or {}
+        return (study.get("analysis") == "schemes" and claim["model"] in study.get("models", ())
+                and rule in study.get("rule", ()) and claim["gamma"] in study.get("gamma", ())
+                and "fixed" in study.get("policy", ["fixed"])
+                and any(math.isclose(claim["c"], c) for c in study.get("c", ()))
+                and all(v in list(knobs.get(k, [v])) for k, v in
+                        dict(claim.get("knobs") or {}).items()))
+
+    if not any(runs(st) for st in (config.get("studies") or {}).values()):
+        raise ConfigError(f"{where}: no schemes study runs model {claim['model']!r}, rule "
+                          f"{rule!r}, gamma {claim['gamma']}, c {claim['c']:g}"
+                          + "".join(f", {k} {v:g}" for k, v in
+                                    dict(claim.get("knobs") or {}).items())
+                          + " at the fixed policy; the claim's row would never exist")

@@ -18,3 +18,9 @@ def shown(value: object, limit: int = 60) -> str:
         return f"{'a negative' if value < 0 else 'an'} integer of ~{digits} digits"
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class InputError(Exception):
+    """An input or output path that cannot be used (a file in the way of a directory, a
+    recorder already writing the same pair, ...); the message names it and what to do. The
+    command line prints it as one line and exits with status 1."""

@@ -67,11 +67,12 @@ def _problem(err: Exception, path: Path) -> str:
     return text.split("; delete it", 1)[0].split("; rerun snakemake", 1)[0]
 
 
-def _files(base: Path, unreadable: list[Path]) -> list[Path]:
+def _files(base: Path, unreadable: list[Path], seen: set[str] | None = None) -> list[Path]:
     """Every non-directory under ``base``, sorted, through symlinked directories (results/sim
     on scratch space) but each directory once (a link loop ends); directories that cannot be
-    listed go to ``unreadable`` (their files would otherwise go unchecked)."""
-    out, seen = [], set()
+    listed go to ``unreadable`` (their files would otherwise go unchecked), the real path of
+    every directory walked to ``seen``."""
+    out, seen = [], set() if seen is None else seen
     for root, dirs, names in os.walk(base, followlinks=True,
                                      onerror=lambda e: unreadable.append(Path(e.filename))):
         seen.add(os.path.realpath(root))
@@ -105,9 +106,15 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
         found.setdefault(path, Damage(str(path), str(workdir_name / rel), problem))
 
     unreadable: list[Path] = []
-    for path in _files(base, unreadable):
+    walked: set[str] = set()
+    files = _files(base, unreadable, walked)
+    links = _links_out(files, walked)
+    for path in files:
         rel = path.relative_to(base)
         if is_temporary(path) or rel.parts[0] in OUTSIDE_DAG:
+            continue
+        if path in links and not unchecked(path):
+            damage(path, links[path])
             continue
         if is_sidecar(path):
             data = Path(str(path).removesuffix(checksum_path("").name))
@@ -137,6 +144,33 @@ def damaged_files(results_dir: str | os.PathLike[str], skip: tuple[str, ...] = (
         if not unchecked(path):
             damage(path, problem)
     return sorted(found.values(), key=lambda d: d.path)
+
+
+def _links_out(files: list[Path], walked: set[str]) -> dict[Path, str]:
+    """The files that are links to a place outside the tree walked (``walked``: the real paths
+    of its directories, symlinked ones included): a symbolic link whose target lies outside,
+    or a hard link with more names than the tree holds. Either lets a file outside results/
+    change (or be vouched for by) a result; each is named with where it leads."""
+    out: dict[Path, str] = {}
+    names: dict[tuple[int, int], int] = {}
+    stats = {}
+    for path in files:
+        try:
+            st = path.stat()
+        except OSError:
+            continue  # dangling: named as not a regular file
+        stats[path] = st
+        names[(st.st_dev, st.st_ino)] = names.get((st.st_dev, st.st_ino), 0) + 1
+    for path, st in stats.items():
+        if path.is_symlink():
+            target = os.path.realpath(path)
+            if os.path.dirname(target) not in walked:
+                out[path] = f"a symbolic link to {target}, outside the results tree"
+        elif st.st_nlink > names[(st.st_dev, st.st_ino)]:
+            out[path] = (f"a hard link: {st.st_nlink} names, "
+                         f"{st.st_nlink - names[(st.st_dev, st.st_ino)]} of them outside the "
+                         f"results tree")
+    return out
 
 
 def _listed(base: Path, known: set[Path]) -> dict[Path, str]:

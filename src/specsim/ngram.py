@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from specsim.io import read_npz, write_npz
+from specsim.io import read_npz, require_arrays, write_npz
 from specsim.sampling import sample_rows as sample  # noqa: F401  (the old name, for callers)
 
 FloatArray = NDArray[np.float64]
@@ -215,6 +215,8 @@ def save_corpus(corpus: Corpus, path: str | Path) -> None:
 
 def load_corpus(path: str | Path) -> Corpus:
     z = read_npz(path)
+    require_arrays(path, z, ("train", "heldout", "sha256"), "a corpus file",
+                   "the realtext corpus step")
     return Corpus(z["train"], z["heldout"], str(z["sha256"]))
 
 
@@ -383,6 +385,9 @@ class NGramModel:
     @classmethod
     def load(cls, path: str | Path) -> NGramModel:
         z = read_npz(path)  # verified against its sidecar before numpy reads it
+        orders = [n for n in z if n.endswith("_keys")]
+        require_arrays(path, z, ("unigram", *orders, *(n[:-5] + "_counts" for n in orders)),
+                       "a model file", "the realtext model step")
         orders = sorted(int(n[5:].split("_")[0]) for n in z if n.endswith("_keys"))
         vocab = int(z["unigram"].size)
         levels = {k: Level.from_arrays(z[f"order{k}_keys"], z[f"order{k}_counts"], vocab)

@@ -203,7 +203,7 @@ rule realtext_record:
         "benchmarks/out/realtext_record.tsv"
     priority: 1  # before the point jobs: this chain runs beside them, not after
     resources:
-        mem_mb=1500,
+        mem_mb=realtext_settings.record_memory_mb(RT_CONFIG),
         runtime=10,
     params:
         settings=RT_SETTINGS["record"],
@@ -235,7 +235,7 @@ rule realtext_record_tempered:
         temperature="[0-9]+[.][0-9]+",
     priority: 1
     resources:
-        mem_mb=1500,
+        mem_mb=realtext_settings.record_memory_mb(RT_CONFIG),
         runtime=10,
     params:
         settings=RT_SETTINGS["record"],

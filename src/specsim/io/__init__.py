@@ -11,7 +11,7 @@ filling during the run ends it in one line.
 
 from __future__ import annotations
 
-from specsim.io.arrays import read_npz, write_npz
+from specsim.io.arrays import read_npz, require_arrays, write_npz
 from specsim.io.atomic import (
     READ_LIMITS,
     DiskFullError,
@@ -67,6 +67,7 @@ __all__ = [
     "read_point_file",
     "read_table",
     "read_verified",
+    "require_arrays",
     "requirement_name",
     "seal",
     "table_bytes",

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import socket
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 
 def add_parser(kinds: Any) -> argparse.ArgumentParser:
@@ -62,6 +65,45 @@ def _positive(text: str) -> int:
     return value
 
 
+def _hub_cache() -> Path:
+    """Hugging Face's local model cache, where its client looks (huggingface_hub's
+    ``constants.py``: ``HF_HUB_CACHE``/``HUGGINGFACE_HUB_CACHE``, else ``$HF_HOME/hub``, else
+    ``$XDG_CACHE_HOME/huggingface/hub``; huggingface/huggingface_hub at
+    264537b5bf41f60f5280f579e1db5d8e51bba2cc)."""
+    env = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if env:
+        return Path(env).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def unreachable(flag: str, name: str, timeout: float = 3.0) -> str | None:
+    """Why the model ``name`` (of ``flag``) cannot be loaded -- not a local directory, not in
+    the local cache (a ``models--<org>--<name>`` folder, huggingface_hub's ``repo_folder_name``)
+    and no network to the Hub (``HF_HUB_OFFLINE`` set, or its host not reachable within
+    ``timeout`` s) -- or None. Said in one line before the hub client would retry, printing
+    a line per retry."""
+    if Path(name).is_dir():
+        return None
+    cache = _hub_cache()
+    if (cache / ("models--" + name.replace("/", "--"))).is_dir():
+        return None
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (
+        80 if endpoint.scheme == "http" else 443)
+    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        why = "HF_HUB_OFFLINE is set"
+    else:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            return None
+        except OSError as err:
+            why = f"{host}:{port} unreachable: {err.strerror or type(err).__name__}"
+    return (f"{flag} {name}: model {name!r} is not in the local cache ({cache}) and there is "
+            f"no network ({why}); download it where there is, or give a local directory")
+
+
 def run(args: argparse.Namespace) -> int:
     prog = "specsim record hf"
     missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
@@ -72,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.temperature > 0:
         print(f"{prog}: error: --temperature must be > 0", file=sys.stderr)
         return 2
+    for flag, name in (("--target", args.target), ("--draft", args.draft)):
+        why = unreachable(flag, name)
+        if why:
+            print(f"{prog}: error: {why}", file=sys.stderr)
+            return 1
     t0 = time.perf_counter()
     try:
         target, draft, tok = _load(args.target, args.draft, args.threads)

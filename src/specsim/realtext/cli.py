@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
-from specsim import realtext, timing
+from specsim import argtypes, realtext, timing
+
+MAX_TEMPERATURE = 100.0  # the schema's bound on realtext.trace.temperatures
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -27,9 +30,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--settings", default="{}",
+    parser.add_argument("--settings", default="{}", type=settings_json,
                         help="JSON of config.yaml's realtext section (defaults: the schema's)")
-    parser.add_argument("--seed", type=int, default=20221117)
+    parser.add_argument("--seed", type=argtypes.seed, default=20221117)
     parser.add_argument("--significance", type=float, default=1e-3)
     sub = parser.add_subparsers(dest="step", required=True)
     c = sub.add_parser("corpus", help="extract the corpus from this interpreter's stdlib")
@@ -86,13 +89,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``specsim realtext record`` and ``specsim record ngram`` (the same step)."""
-    parser.add_argument("--corpus", required=True, help="corpus .npz (realtext corpus step)")
-    parser.add_argument("--model", required=True, help="model .npz (realtext model step)")
-    parser.add_argument("--out-dir", required=True,
+    parser.add_argument("--corpus", required=True, type=argtypes.existing_file,
+                        help="corpus .npz (realtext corpus step)")
+    parser.add_argument("--model", required=True, type=argtypes.existing_file,
+                        help="model .npz (realtext model step)")
+    parser.add_argument("--out-dir", required=True, type=argtypes.output_dir,
                         help="directory of the traces, <pair>.parquet (results/traces)")
-    parser.add_argument("--temperature", type=float, default=1.0,
+    parser.add_argument("--temperature", type=_temperature, default=1.0,
                         help="sampling temperature of both models and of the text (default 1: "
                              "<pair>.parquet; another: <pair>_T<temperature>.parquet)")
+
+
+def settings_json(text: str) -> str:
+    """``--settings``: a JSON object of realtext sections whose keys and values
+    :class:`~.settings.Settings` takes (those sections checked; the text is returned)."""
+    from specsim.realtext.settings import Settings
+
+    d = argtypes.json_object(text)
+    try:
+        Settings.from_dict(d, partial=True)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _temperature(text: str) -> float:
+    try:
+        t = float(text)
+    except ValueError:
+        t = math.nan
+    if not 0 <= t <= MAX_TEMPERATURE:
+        raise argparse.ArgumentTypeError(f"must be a number in 0..{MAX_TEMPERATURE:g} "
+                                         f"(0: greedy), got {text[:40]!r}")
+    return t
 
 
 def record(args: argparse.Namespace) -> list[str]:

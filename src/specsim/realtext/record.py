@@ -13,7 +13,7 @@ standardised at T before anything else (Leviathan §2.2; :func:`specsim.models.m
 T = 0 the one-hot argmax), the text is sampled from the tempered target with the same
 uniforms, and the traces go to :func:`specsim.realtext.settings.tempered_trace_path`.
 
-Resumable: documents are recorded in blocks of :data:`BLOCK`; each block of each pair is a
+Resumable: documents are recorded in blocks (:func:`block_documents`); each block of each pair is a
 trace file of its own in ``<out>.parts/``, written atomically, and carries a key of everything
 that shapes it (settings, root seed, corpus and model digests). A run that was killed reuses
 every part whose key matches and records only the rest; the parts are combined into the trace
@@ -22,17 +22,22 @@ and removed at the end.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from specsim.errors import InputError
+from specsim.io.atomic import TEMPORARY_SUFFIX
 from specsim.models.maths import temper
 from specsim.ngram import Corpus, NGramModel, V, append, decode
 from specsim.realtext.rounds import prompts, seed_for
@@ -49,6 +54,15 @@ from specsim.traces.format import (
 )
 
 BLOCK = 64  # documents per part file (a resumed run loses at most one block per pair)
+#: Positions of one block at most (64 documents of the default 128 characters): longer
+#: documents go fewer to a block -- one at least -- so a block's full rows (positions x V per
+#: draft order) stay ~6 MB whatever ``trace.length``.
+BLOCK_POSITIONS = 8192
+
+
+def block_documents(s: Settings) -> int:
+    """Documents per block: :data:`BLOCK`, fewer when they are long (:data:`BLOCK_POSITIONS`)."""
+    return max(1, min(BLOCK, BLOCK_POSITIONS // s.trace_length))
 TEMPERATURE = 1.0
 
 
@@ -153,7 +167,12 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
     killed job leaves behind; the tests resume from it). ``say``: progress lines."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     if model.V != V:
-        raise ValueError("the n-gram pairs are character models over specsim.ngram's alphabet")
+        raise InputError(f"--model {model_path}: a model over {model.V} symbols; the n-gram "
+                         f"pairs are character models over specsim.ngram's {V}")
+    if model.order < s.target_order:
+        raise InputError(f"--model {model_path}: an order-{model.order} model, and --settings "
+                         f"asks for model.target_order {s.target_order}; give the model the "
+                         f"realtext model step writes with these settings")
     start = trace_prompts(corpus, s, seed)
     temperature = float(temperature)
     meta = pair_meta(s, corpus, seed, start, temperature)
@@ -161,7 +180,8 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
     settings["trace"].pop("temperatures", None)  # which others are recorded shapes no trace
     shaping: dict[str, Any] = {
         "settings": {k: settings[k] for k in ("model", "trace")}, "seed": seed,
-        "corpus": corpus.sha256, "model": _file_digest(model_path), "block": BLOCK}
+        "corpus": corpus.sha256, "model": _file_digest(model_path),
+        "block": block_documents(s)}
     if temperature != TEMPERATURE:  # absent at 1.0: earlier runs' parts stay reusable
         shaping["temperature"] = temperature
     key = hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
@@ -169,10 +189,23 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
     paths = {pair: Path(out_dir) / Path(tempered_trace_path(pair, temperature)).name
              for pair in pairs}
     parts = {pair: path.with_name(path.name + ".parts") for pair, path in paths.items()}
-    n_blocks = -(-s.trace_documents // BLOCK)
+    with exclusive(paths[pairs[0]]):
+        _make_room(paths, parts)
+        return _record_blocks(model, s, seed, start, meta, key, paths, parts, temperature,
+                              stop_after, say)
+
+
+def _record_blocks(model: NGramModel, s: Settings, seed: int, start: np.ndarray,
+                   meta: dict[str, dict[str, Any]], key: str, paths: dict[str, Path],
+                   parts: dict[str, Path], temperature: float, stop_after: int | None,
+                   say: Callable[[str], None]) -> Recorded:
+    """:func:`record_ngram`'s blocks, then the traces combined from them (the lock held)."""
+    pairs = list(paths)
+    size = block_documents(s)
+    n_blocks = -(-s.trace_documents // size)
     recorded = reused = 0
     for b in range(n_blocks):
-        docs = np.arange(b * BLOCK, min((b + 1) * BLOCK, s.trace_documents))
+        docs = np.arange(b * size, min((b + 1) * size, s.trace_documents))
         files = {pair: parts[pair] / f"block-{b:05d}.parquet" for pair in pairs}
         if all(_reusable(f, key, docs) for f in files.values()):
             reused += 1
@@ -191,6 +224,68 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
         write_trace(paths[pair], concat_traces(blocks, meta[pair]))
         shutil.rmtree(parts[pair])
     return Recorded(paths, recorded, reused)
+
+
+def _make_room(paths: dict[str, Path], parts: dict[str, Path]) -> None:
+    """The traces' directory and each pair's parts directory exist, and nothing that is not a
+    trace file sits where one is written; InputError naming the path otherwise."""
+    for path in paths.values():
+        if path.is_dir():
+            raise InputError(f"{path} is a directory, where the trace is written; remove it "
+                             f"or give another --out-dir")
+    for d in parts.values():
+        if d.exists() and not d.is_dir():
+            raise InputError(f"{d} is a file, where the recorder keeps its finished blocks; "
+                             f"remove it")
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InputError(f"--out-dir {d.parent}: cannot create {d.name} in it "
+                             f"({err.strerror or type(err).__name__}); give a writable "
+                             f"directory") from None
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold the lock of the recording that writes ``path`` (``.<name>.lock.tmp`` beside it, a
+    temporary ``specsim verify`` skips): a second recorder of the same traces is refused,
+    naming the first one's pid, instead of both writing the same parts. The lock goes with
+    its holder (``flock``): a killed recorder leaves none that binds."""
+    lock = path.with_name(f".{path.name}.lock{TEMPORARY_SUFFIX}")
+    while True:
+        fd = _open_lock(lock)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise InputError(f"{path}: another recorder (pid {holder}) is writing this trace; "
+                             f"wait for it to finish (its finished blocks are kept) or stop "
+                             f"it: kill {holder}") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # its holder finished and removed it: take the lock afresh
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.unlink(lock)  # still held: whoever opened it before finds it gone, and retries
+        os.close(fd)
+
+
+def _open_lock(lock: Path) -> int:
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise InputError(f"--out-dir {lock.parent}: cannot write in it "
+                         f"({err.strerror or type(err).__name__}); give a writable "
+                         f"directory") from None
 
 
 def _reusable(path: Path, key: str, docs: np.ndarray) -> bool:

@@ -8,9 +8,12 @@ tables, figures and per-step settings from here, and keeps no list of its own.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from specsim import trace_limits as limits
 
 RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context bookkeeping
 
@@ -92,13 +95,24 @@ class Settings:
         ``partial``: ``d`` holds only the sections one step reads (:data:`STEPS`), the rest
         being defaults it does not use, so a check across sections runs only when ``d`` holds
         them all (the whole section is checked when the workflow is parsed)."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"the realtext settings must be a mapping of sections, got "
+                             f"{type(d).__name__}")
+        known = [section for section, _ in SECTIONS]
+        unknown = sorted(str(k) for k in d if k not in known)
+        if unknown:
+            raise ValueError(f"unknown realtext section {unknown[0]!r}; known: "
+                             f"{', '.join(known)}")
         flat: dict[str, Any] = {}
         for section, prefix in SECTIONS:
-            for key, value in (d.get(section) or {}).items():
-                flat[prefix + key] = tuple(value) if isinstance(value, list) else value
-        unknown = set(flat) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown realtext settings: {sorted(unknown)}")
+            body = d.get(section) or {}
+            if not isinstance(body, Mapping):
+                raise ValueError(f"{section}: must be a mapping of keys to values")
+            for key, value in body.items():
+                name = prefix + str(key)
+                if name not in cls.__dataclass_fields__:
+                    raise ValueError(f"unknown realtext setting {section}.{key}")
+                flat[name] = _typed(f"{section}.{key}", value, getattr(cls, name))
         out = cls(**flat)
         out.check(set(d) if partial else None)
         return out
@@ -118,6 +132,25 @@ class Settings:
     def check(self, sections: Collection[str] | None = None) -> None:
         """Cross-field checks (the schema checks each key alone); one across two sections
         (costs.gamma within speculative.gamma) only when ``sections`` (None: all) has both."""
+        small = [(f, v) for f, v in _integers(self) if v < 1]
+        if small:
+            field, value = small[0]
+            raise ValueError(f"{_key(field)} must be at least 1, got {value}")
+        if any(t < 0 for t in self.trace_temperatures):
+            raise ValueError("trace.temperatures must be at least 0 (0: greedy)")
+        if any(c <= 0 for c in self.optimal_c):
+            raise ValueError("pair_optimal.c must be above 0")
+        positions = self.trace_documents * self.trace_length
+        entries = positions * min(2 * self.trace_top_k, TOKENS)
+        if positions > limits.MAX_POSITIONS or entries > limits.MAX_ENTRIES:
+            raise ValueError(f"trace.documents x trace.length: {self.trace_documents} x "
+                             f"{self.trace_length} positions keeping up to "
+                             f"{min(2 * self.trace_top_k, TOKENS)} tokens each ({entries} "
+                             f"entries) is over the trace limits ({limits.stated()}); lower "
+                             f"them")
+        if self.trace_top_k > TOKENS:
+            raise ValueError(f"trace.top_k must be at most {TOKENS} (the n-gram alphabet), "
+                             f"got {self.trace_top_k}")
         if any(not 1 <= k < self.target_order for k in self.draft_orders):
             raise ValueError(f"draft orders {self.draft_orders} must lie in 1..target_order-1")
         if not 1 <= self.lossless_draft_order < self.target_order:
@@ -139,6 +172,37 @@ class Settings:
         if 1.0 in self.trace_temperatures:
             raise ValueError("trace.temperatures: 1.0 is the pairs' own trace (TRACE_PATH), "
                              "recorded always; list only the other temperatures")
+
+
+def check_section(section: Mapping[str, Any]) -> None:
+    """The whole ``realtext:`` section at config time (after the schema): the cross-field
+    checks of :class:`Settings`, and ``engine.roofline`` naming a shape, a shape and a device
+    of the intensity stage; one-line ValueError naming the key."""
+    s = Settings.from_dict(section)
+    from specsim.costs import DEVICE_NAMES, SHAPE_NAMES  # numpy: only when a config is checked
+
+    for i, (name, known) in enumerate(zip(s.engine_roofline,
+                                          (SHAPE_NAMES, SHAPE_NAMES, DEVICE_NAMES), strict=True)):
+        if name not in known:
+            kind = "device" if i == 2 else "shape"
+            raise ValueError(f"engine.roofline[{i}]: {name!r} is not a {kind} of the intensity "
+                             f"stage (one of {sorted(known)})")
+
+
+#: The recorder's memory (``realtext_record``, one job per temperature): a floor, and bytes per
+#: kept support entry of one pair's trace (its blocks read back, combined and written, one pair
+#: at a time). Measured (``/usr/bin/time -v specsim record ngram``, order-5 model, top_k 16:
+#: ~20-32 kept per position): 2 x 100000 positions peaked at 1076 MB, 10 x 100000 (the most
+#: ``trace_limits`` admits at that length) at 3272 MB; this bounds both (1210 and 3652 MB).
+RECORD_MB, RECORD_BYTES_PER_ENTRY = 600, 100
+
+
+def record_memory_mb(section: Mapping[str, Any] | None) -> int:
+    """``mem_mb`` of a recording job for a ``realtext:`` section: at least the 1500 MB the
+    default needs, more for long traces (:data:`RECORD_BYTES_PER_ENTRY`)."""
+    s = Settings.from_dict(section or {}, partial=True)
+    entries = s.trace_documents * s.trace_length * min(2 * s.trace_top_k, TOKENS)
+    return max(1500, RECORD_MB + -(-entries * RECORD_BYTES_PER_ENTRY // 2**20))
 
 
 #: Where the DAG records the trace of an n-gram pair (rule ``realtext_record``, one file per
@@ -201,6 +265,52 @@ def trace_settings(section: Mapping[str, Any]) -> str:
     """JSON of the sections that shape a recorded trace (:data:`TRACE_SECTIONS`)."""
     return json.dumps({s: _without_temperatures(section, s) for s in TRACE_SECTIONS},
                       sort_keys=True)
+
+
+TOKENS = 96  # specsim.ngram.V: the characters of the alphabet (ngram imports numpy)
+
+
+_UNPREFIXED = {"holdout_every": "corpus", "target_order": "model", "draft_orders": "model",
+               "beta_bins": "model"}
+
+
+def _key(field: str) -> str:
+    """The config key of a :class:`Settings` field (``trace_top_k`` -> ``trace.top_k``)."""
+    for section, prefix in SECTIONS:
+        if prefix and field.startswith(prefix):
+            return f"{section}.{field[len(prefix):]}"
+    return f"{_UNPREFIXED.get(field, 'speculative')}.{field}"
+
+
+def _typed(key: str, value: Any, default: Any) -> Any:
+    """``value`` as the field whose default is ``default`` holds it, or ValueError naming
+    ``key`` (a list becomes a tuple; an integer field takes no float or bool)."""
+    kind = type(default[0]) if isinstance(default, tuple) and default else (
+        float if key == "trace.temperatures" else type(default))
+    values = value if isinstance(default, tuple) else [value]
+    if isinstance(default, tuple) and not isinstance(value, list):
+        raise ValueError(f"{key}: must be a list, got {type(value).__name__}")
+    for v in values:
+        ok = (isinstance(v, int) and not isinstance(v, bool) if kind is int else
+              isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+              if kind is float else isinstance(v, kind))
+        if not ok:
+            raise ValueError(f"{key}: {str(v)[:40]!r} is not a{'n' if kind is int else ''} "
+                             f"{ {int: 'integer', float: 'number', str: 'string'}[kind]}")
+    return tuple(value) if isinstance(default, tuple) else value
+
+
+def _integers(s: Settings) -> list[tuple[str, int]]:
+    """Every integer field of ``s`` with its value (a list's smallest)."""
+    out = []
+    for field in s.__dataclass_fields__:
+        default, v = getattr(Settings, field), getattr(s, field)
+        values = v if isinstance(v, tuple) else (v,)
+        integral = isinstance(default, int) or (isinstance(default, tuple) and default
+                                                and isinstance(default[0], int))
+        if integral and values:
+            out.append((field, min(values)))
+    return out
 
 
 def _listify(v: Any) -> Any:

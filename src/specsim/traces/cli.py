@@ -19,7 +19,8 @@ def add_parser(sub: Any, kinds: Any = ()) -> argparse.ArgumentParser:
     """The ``record`` sub-command of the ``specsim`` command line (:mod:`specsim.cli`);
     ``kinds``: functions adding more sub-commands to it (``hf``, from the LLM tier, sets its own
     ``run``)."""
-    from specsim.realtext.cli import add_record_arguments
+    from specsim import argtypes
+    from specsim.realtext.cli import add_record_arguments, settings_json
 
     parser = sub.add_parser("record", help="write traces of a pair; check trace files",
                             description=__doc__,
@@ -28,9 +29,9 @@ def add_parser(sub: Any, kinds: Any = ()) -> argparse.ArgumentParser:
     steps = parser.add_subparsers(dest="record", required=True, metavar="SUB")
     n = steps.add_parser("ngram", help="the real-text stage's n-gram pairs (one trace per "
                                        "draft order, <out-dir>/ngram_o<k>.parquet)")
-    n.add_argument("--settings", default="{}",
+    n.add_argument("--settings", default="{}", type=settings_json,
                    help="JSON of config.yaml's realtext section (defaults: the schema's)")
-    n.add_argument("--seed", type=int, default=20221117, help="the root seed")
+    n.add_argument("--seed", type=argtypes.seed, default=20221117, help="the root seed")
     add_record_arguments(n)
     c = steps.add_parser("check", help="check trace files whole; print what each holds")
     c.add_argument("files", nargs="+", metavar="FILE", help="trace files (.parquet)")

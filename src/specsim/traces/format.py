@@ -31,11 +31,14 @@ full vocabulary size) and ``documents`` (D); specsim also writes ``pair``, ``tar
 ``specsim.payload_sha256`` (the digest of its data) and is sealed (:mod:`specsim.io.parquet`:
 the digest of its whole bytes, checked before anything is decoded); a file written elsewhere
 (e.g. from vLLM logprobs) may omit both, and is then trusted only as far as the checks below go.
-No file over :data:`specsim.io.READ_LIMITS` ``["trace"]`` bytes is read.
+No file over :data:`specsim.io.READ_LIMITS` ``["trace"]`` bytes is read, and none is decoded
+whose footer declares more positions, support entries or decoded bytes than
+:mod:`specsim.trace_limits` allows.
 
 Every read checks the whole file before anything uses it (:func:`read_trace`): the columns and
-their types, each row a distribution (probabilities in [0, 1], Σ p + p_tail = 1 within
-:data:`SUM_TOL`), α within what the kept rows allow (Σ_support min(p, q) <= α <= that plus
+their types, each row a distribution (probabilities in [0, 1], Σ p + p_tail = 1, both within
+:data:`SUM_TOL`, then clipped to [0, 1]: a draft equal to its target has α a rounding error
+above 1), α within what the kept rows allow (Σ_support min(p, q) <= α <= that plus
 min(p_tail, q_tail)), the documents numbered 0..D-1 in order with positions 0..T_d-1. A file
 that fails is refused with :class:`TraceFileError` naming the file and the column.
 """
@@ -50,7 +53,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from specsim.traces.checks import SUM_TOL, TraceFileError, check_trace
+from specsim import trace_limits as limits
+from specsim.traces.checks import SUM_TOL, TraceFileError, check_trace, within_unit
 from specsim.traces.trace import Trace, concat_traces, from_full_rows, trace_meta
 
 __all__ = [
@@ -145,7 +149,9 @@ def _read_table(path: str | os.PathLike[str]) -> pa.Table:
     except IntegrityError as err:
         raise TraceFileError(str(err)) from None
     if is_sealed(data) or _DIGEST_KEY in data:  # specsim wrote it: the seal must hold
+        _check_footer(data, where)
         return parquet_from(data, where, fix, TraceFileError, "trace file")
+    _check_footer(data, where)
     try:  # a foreign file: decoded, then checked column by column below
         return decode(data)  # on this thread, page checksums verified
     except Exception as err:  # truncated, not Parquet, a corrupt page
@@ -190,7 +196,32 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     trace = _from_table(table, meta, where)
     check_trace(trace, where, pos=np.asarray(table.column("pos").to_numpy(), dtype=np.int64),
                   doc=np.asarray(table.column("doc").to_numpy(), dtype=np.int64))
-    return trace
+    return within_unit(trace)
+
+
+def _check_footer(data: bytes, where: str) -> None:
+    """Refuse, from the Parquet footer alone (nothing inflated), a trace over the limits of
+    :mod:`specsim.trace_limits`: its rows, kept support entries, decoded bytes."""
+    import pyarrow.parquet as pq
+
+    try:
+        footer = pq.ParquetFile(pa.BufferReader(data)).metadata
+    except Exception as err:  # truncated, not Parquet
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise TraceFileError(f"{where}: not a readable Parquet file ({reason})") from None
+    groups = [footer.row_group(i) for i in range(footer.num_row_groups)]
+    entries = sum(g.column(j).num_values for g in groups for j in range(g.num_columns)
+                  if g.column(j).path_in_schema.split(".")[0] == "support")
+    decoded = sum(g.total_byte_size for g in groups)
+    for column, value, limit in (("doc", footer.num_rows, limits.MAX_POSITIONS),
+                                 ("support", entries, limits.MAX_ENTRIES),
+                                 ("*", decoded, limits.MAX_DECODED_BYTES)):
+        if value > limit:
+            what = {"doc": "positions", "support": "kept support entries",
+                    "*": "bytes decoded"}[column]
+            raise TraceFileError(f"{where}: column {column!r}: {value} {what}, over the limit "
+                                 f"of {limit} (specsim.trace_limits: a trace is read only "
+                                 f"{limits.stated()})")
 
 
 def _from_table(table: pa.Table, meta: dict[str, Any], where: str) -> Trace:
@@ -207,13 +238,18 @@ def _from_table(table: pa.Table, meta: dict[str, Any], where: str) -> Trace:
                                  f"but 'support' has {lengths[bad]}")
         lists[name] = np.asarray(col.flatten().to_numpy(zero_copy_only=False))
     assert lengths is not None
+    if lengths.size and lengths.max() > limits.MAX_SUPPORT:
+        bad = int(np.argmax(lengths > limits.MAX_SUPPORT))
+        raise TraceFileError(f"{where}: column 'support': row {bad} keeps {lengths[bad]} "
+                             f"tokens, over the limit of {limits.MAX_SUPPORT} "
+                             f"(specsim.trace_limits)")
     doc = np.asarray(table.column("doc").to_numpy(), dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
     return Trace(
         meta, np.append(starts, doc.size).astype(np.int64),
         np.asarray(table.column("token").to_numpy(), dtype=np.int64),
         np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-        lists["support"].astype(np.int64), lists["p"].astype(np.float64),
-        lists["q"].astype(np.float64),
+        lists["support"].astype(np.int64, copy=False),
+        lists["p"].astype(np.float64, copy=False), lists["q"].astype(np.float64, copy=False),
         *(np.asarray(table.column(k).to_numpy(), dtype=np.float64)
           for k in ("p_tail", "q_tail", "alpha")))

@@ -177,14 +177,24 @@ def _first_bad(mask: NDArray[np.bool_]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
+_KINDS = {"U": "text", "S": "bytes", "c": "complex numbers", "O": "Python objects",
+          "M": "dates", "m": "time spans", "V": "records"}
+
+
 def _float_rows(a: ArrayLike, name: str) -> Rows:
-    """``a`` as rows of floats: a float32 or float64 array as it is (no copy), else float64."""
+    """``a`` as rows of floats: a float32 or float64 array as it is (no copy), else float64.
+    Only real numbers are probabilities: strings, complex numbers, objects (and anything else
+    numpy would convert, dropping an imaginary part or parsing text) are refused, naming the
+    dtype."""
     try:
         arr = np.asarray(a)
-        if arr.dtype != np.float32 and arr.dtype != np.float64:
-            arr = np.asarray(arr, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an array of probabilities") from None
+    if arr.dtype.kind not in "fiub":
+        raise ValueError(f"{name} must be an array of real probabilities, got dtype "
+                         f"{arr.dtype} ({_KINDS.get(arr.dtype.kind, 'not real numbers')})")
+    if arr.dtype != np.float32 and arr.dtype != np.float64:
+        arr = np.asarray(arr, dtype=np.float64)
     if arr.ndim < 1 or arr.shape[-1] == 0:
         raise ValueError(f"{name} must have a non-empty last (vocabulary) axis, "
                          f"got shape {arr.shape}")

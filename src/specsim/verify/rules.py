@@ -77,13 +77,17 @@ class KnobSpec:
                                    for e in entries)
         counts = [int(e) for e in entries] if ok else []
         nodes, width = 0, 1
-        for b in counts:
+        for b in counts:  # stopped at 10^18: a long shape's count outgrows any int print
             width *= b
             nodes += width
+            if nodes > 10**18:
+                break
         if not ok or min(counts) < self.low or nodes > self.high:
+            many = "" if not ok or nodes <= self.high else (
+                f"; it has {nodes} nodes" if nodes <= 10**18 else
+                f"; it has {len(counts)} depths and over 10^18 nodes")
             raise ValueError(f"{where}: {shown(value)} is outside the domain of {self.name}, "
-                             f"{self.domain} ({self.meaning})"
-                             + (f"; it has {nodes} nodes" if ok and nodes > self.high else ""))
+                             f"{self.domain} ({self.meaning}){many}")
         return "x".join(map(str, counts))
 
     def check(self, value: object, where: str) -> Any:
