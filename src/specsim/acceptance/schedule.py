@@ -1,21 +1,31 @@
-"""The best draft length at every batch size, from an engine's counters and step latencies.
+"""The best draft length at every batch size, from an engine's counters and a cost model.
 
 For a batch of b sequences and draft length K' (issue 34)::
 
-    speedup(b, K') = T(K') * T_target(b, 1) / (K' * T_draft(b, 1) + T_target(b, K' + 1))
+    speedup(b, K') = T(K') / ratio(b, K'),   ratio(b, K') = round(b, K') / plain(b)
 
-T(K') the tokens per target call the counters give (:mod:`specsim.acceptance.counts`), the times
-from the latency profile (:mod:`specsim.acceptance.latency`): plain decoding emits one token per
-sequence per target forward of one token; a speculative round drafts K' tokens one draft step at
-a time, then verifies them in one target forward of K' + 1 tokens per sequence, and emits T(K')
-tokens per sequence on average. K' = 0 is plain decoding: speedup 1 exactly.
+T(K') the tokens per target call the counters give (:mod:`specsim.acceptance.counts`);
+round(b, K') the seconds of a speculative round of K' drafts and plain(b) those of a plain
+decoding step, both from a cost model (:class:`specsim.acceptance.cost.CostModel`): plain
+decoding emits one token per sequence per step, a round emits T(K') on average. Two models
+answer it, and this module does not ask which:
 
-The interval of the speedup is interval arithmetic on T(K')'s interval and the profile's spreads
-(low tokens and the slowest times for its low end, and the other way round): conservative, and
-exactly T(K')'s interval scaled when the profile gives no spreads. The best K' at a batch size
-is the largest point estimate (ties within :data:`specsim.precision.EXACT_RTOL` to the smaller
-K', the same on every CPU); 0 means turn speculation off there. Speculation *stops paying* at
-the smallest batch size asked from which on every larger one asked is best at K' = 0.
+- forward times (:class:`specsim.acceptance.latency.LatencyProfile`)::
+
+      speedup(b, K') = T(K') T_target(b, 1) / (K' T_draft(b, 1) + T_target(b, K' + 1))
+
+- the engine's measured runs (:class:`specsim.acceptance.calibrate.CalibratedCost`)::
+
+      round(b, K') = plain(b) + o(b) + K' c(b) [+ V(b, K'+1) - V(b, 1)].
+
+K' = 0 is plain decoding: speedup 1 exactly.
+
+The interval of the speedup is interval arithmetic on T(K')'s interval and the cost model's
+interval of the ratio (low tokens over the slowest ratio for its low end, and the other way
+round): conservative. The best K' at a batch size is chosen by :func:`choose_best` (the
+largest point estimate, ties within :data:`specsim.precision.EXACT_RTOL` to the smaller K',
+the same on every CPU); 0 means turn speculation off there. Speculation *stops paying* at the
+smallest batch size asked from which on every larger one asked is best at K' = 0.
 """
 
 from __future__ import annotations
@@ -25,16 +35,17 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from specsim.acceptance.cost import CostModel
 from specsim.acceptance.counts import AcceptanceCounts
-from specsim.acceptance.latency import LatencyError, LatencyProfile
 from specsim.precision import first_max
 
-__all__ = ["COLUMNS", "Schedule", "best_by_batch", "schedule"]
+__all__ = ["COLUMNS", "Schedule", "best_by_batch", "choose_best", "schedule"]
 
 COLUMNS = ("batch", "gamma", "tokens_per_call", "tokens_per_call_ci_low",
            "tokens_per_call_ci_high", "speedup", "speedup_ci_low", "speedup_ci_high",
            "extrapolated", "best", "round_seconds", "plain_seconds", "draft_seconds",
-           "verify_seconds", "tokens_per_second", "pays")
+           "verify_seconds", "tokens_per_second", "pays", "cost_extrapolated",
+           "batch_interpolated")
 
 
 @dataclass(frozen=True)
@@ -78,59 +89,61 @@ class Schedule:
         return "\n".join(lines)
 
 
-def schedule(counts: AcceptanceCounts, profile: LatencyProfile, batches: Sequence[int],
+def schedule(counts: AcceptanceCounts, cost: CostModel, batches: Sequence[int],
              max_gamma: int | None = None, level: float = 0.95) -> Schedule:
     """speedup(b, K') for every batch size in ``batches`` and K' = 0..max_gamma (default: the
-    engine's K), the best K' per batch size; LatencyError when the profile does not cover a
-    batch size or K' + 1 tokens (module docstring)."""
+    engine's K), the best K' per batch size; the cost model's error (LatencyError,
+    CalibrationError) when it does not cover a batch size or K' (module docstring)."""
     gmax = counts.max_gamma if max_gamma is None else int(max_gamma)
     if gmax < 1:
         raise ValueError(f"max_gamma {gmax}: need at least one draft length to compare")
     asked = sorted(set(int(b) for b in batches))
     if not asked or asked[0] < 1:
         raise ValueError(f"batch sizes {list(batches)}: need at least one, each >= 1")
-    profile.check_covers(asked, gmax)
+    cost.check_covers(asked, gmax)
     tokens = [counts.tokens_per_call(g, level) for g in range(gmax + 1)]
     rows = []
     for b in asked:
-        plain = profile.target(b, 1)
-        if not plain.low > 0:
-            raise LatencyError(f"{profile.source}: the target's time at batch {b}, tokens 1 is "
-                               f"0 seconds: a speedup over plain decoding needs it > 0")
-        draft = profile.draft(b)
         for t in tokens:
             g = t.gamma
-            verify = profile.target(b, g + 1)
-            cost = g * draft.median + verify.median
+            c = cost.round_cost(b, g)
             if g == 0:
                 speed = lo = hi = 1.0
             else:
-                speed = t.mean * plain.median / cost
-                lo = t.low * plain.low / (g * draft.high + verify.high)
-                hi = t.high * plain.high / (g * draft.low + verify.low)
+                speed = t.mean / c.ratio
+                lo = t.low / c.ratio_high
+                hi = t.high / c.ratio_low
             rows.append({"batch": b, "gamma": g, "tokens_per_call": t.mean,
                          "tokens_per_call_ci_low": t.low, "tokens_per_call_ci_high": t.high,
                          "speedup": speed, "speedup_ci_low": lo, "speedup_ci_high": hi,
-                         "extrapolated": t.extrapolated, "round_seconds": cost,
-                         "plain_seconds": plain.median, "draft_seconds": draft.median,
-                         "verify_seconds": verify.median,
-                         "tokens_per_second": b * t.mean / cost})
+                         "extrapolated": t.extrapolated, "round_seconds": c.round,
+                         "plain_seconds": c.plain, "draft_seconds": c.draft,
+                         "verify_seconds": c.verify,
+                         "tokens_per_second": b * t.mean / c.round,
+                         "cost_extrapolated": c.extrapolated and g > 0,
+                         "batch_interpolated": c.interpolated})
     table = pd.DataFrame(rows)
-    table["best"] = False
-    for _, idx in table.groupby("batch").groups.items():
-        best = idx[first_max(table.loc[idx, "speedup"].to_numpy())]
-        table.loc[best, "best"] = True
+    table["best"] = choose_best(table)
     # speculation at this batch size is best and surely pays (its interval above 1)
     table["pays"] = table["best"] & (table["gamma"] > 0) & (table["speedup_ci_low"] > 1.0)
     return Schedule(table.loc[:, list(COLUMNS)], counts.max_gamma)
 
 
-def best_by_batch(counts: AcceptanceCounts, profile: LatencyProfile, low: int, high: int,
+def choose_best(table: pd.DataFrame) -> pd.Series:
+    """True on the row of each batch size whose K' is recommended: the largest speedup (ties
+    to the smaller K'). The one home of the selection rule."""
+    best = pd.Series(False, index=table.index)
+    for _, idx in table.groupby("batch").groups.items():
+        best[idx[first_max(table.loc[idx, "speedup"].to_numpy())]] = True
+    return best
+
+
+def best_by_batch(counts: AcceptanceCounts, cost: CostModel, low: int, high: int,
                   max_gamma: int) -> list[tuple[int, int, int]]:
     """Ranges (first batch, last batch, best K') of equal best K' over every batch size
-    low..high, on the profile interpolated between its measured batch sizes (what the engines'
-    per-batch-size settings take)."""
-    sched = schedule(counts, profile, range(low, high + 1), max_gamma)
+    low..high, on the cost model interpolated between its measured batch sizes (what the
+    engines' per-batch-size settings take)."""
+    sched = schedule(counts, cost, range(low, high + 1), max_gamma)
     best = sched.best_gamma()
     ranges: list[tuple[int, int, int]] = []
     for b in sorted(best):
