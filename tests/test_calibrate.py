@@ -227,3 +227,40 @@ def test_advise_with_runs_alone_writes_the_model_beside_the_schedule(tmp_path: P
     assert not out2.exists()
     assert main(["advise", "--metrics", metrics, "--out", str(out2)]) == 1
     assert not out2.exists()
+
+
+# ------------------------------------------------------------------ out of sample (item 2)
+def test_out_of_sample_tables_score_both_models_against_the_runs(tmp_path: Path) -> None:
+    """Runs generated from the o = 0 model at every K' = 0..6; calibrated on K' = 0 and 4
+    only it predicts the rest exactly (regret 0, MAE 0); a profile without the draft's cost
+    inside the engine is scored on the same cells."""
+    from specsim.llm.engine_calibration import calibration_tables
+
+    rows = []
+    for b in BATCHES:
+        base = b / true_round(b, 0)
+        for g in range(7):
+            t = COUNTS.tokens_per_call(g).mean
+            tps = b * t / true_round(b, g, o=False)
+            rows.append({"batch": b, "gamma": g, "tokens_per_second": tps,
+                         "tokens_per_second_low": tps, "tokens_per_second_high": tps,
+                         "speedup_measured": tps / base})
+    measured = pd.DataFrame(rows)
+    lines = ["role,batch,tokens,seconds"]
+    for b in BATCHES:  # forward times: the verify pass flat, a draft step 1% of a plain one
+        lines += [f"target,{b},{n},{PLAIN[b]}" for n in range(1, 8)]
+        lines.append(f"draft,{b},1,{0.01 * PLAIN[b]}")
+    profile = LatencyProfile.read(write(tmp_path / "lat.csv", "\n".join(lines) + "\n"))
+    per_batch, summary = calibration_tables(COUNTS, profile, measured, (0, 4), 6)
+    cal = per_batch[per_batch.model == "calibrated"]
+    assert cal["agree"].all() and (cal["regret"].abs() < 1e-12).all()
+    assert (cal["speedup_max_error"] < 1e-9).all()
+    s = summary.set_index("model")
+    assert s.loc["calibrated", "cells"] == s.loc["forward_times", "cells"] == 3 * 5
+    assert s.loc["forward_times", "speedup_mae"] > 0.1  # the profile misses c(b)
+    best = {b: int(measured[measured.batch == b].set_index("gamma")["speedup_measured"].idxmax())
+            for b in BATCHES}
+    fwd = per_batch[per_batch.model == "forward_times"].set_index("batch")
+    for b in BATCHES:
+        assert fwd.loc[b, "best_measured"] == best[b]
+        assert fwd.loc[b, "regret"] >= 0
