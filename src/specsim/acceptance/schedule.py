@@ -80,6 +80,8 @@ class Schedule:
         lines = [f"{'batch':>6} {'best K':>6} {'speedup':>8} {'95% CI':>17} {'tokens/call':>11}"]
         for r in self.best.itertuples():
             flag = f"  (extrapolated beyond K = {self.engine_gamma})" if r.extrapolated else ""
+            if r.cost_extrapolated:
+                flag += "  (cost extrapolated beyond the runs' K)"
             lines.append(f"{r.batch:>6} {r.gamma:>6} {r.speedup:>8.3f} "
                          f"[{r.speedup_ci_low:>6.3f}, {r.speedup_ci_high:>6.3f}] "
                          f"{r.tokens_per_call:>11.3f}{flag}")
