@@ -121,10 +121,18 @@ def test_batched_loop_verifies_against_each_sequences_own_distribution(lab, same
 def test_engine_check_writes_a_consistent_table(lab, tmp_path: Path  # type: ignore[no-untyped-def]
                                                 ) -> None:
     from specsim.io import read_json_verified, write_table
+    from specsim.llm.engine_calibration import COLUMNS as CAL
+    from specsim.llm.engine_calibration import SUMMARY_COLUMNS
     from specsim.llm.engine_check import engine_check
 
-    table = engine_check(lab, str(tmp_path / "lat.csv"), str(tmp_path / "counts.json"))
+    table = engine_check(lab, str(tmp_path / "lat.csv"), str(tmp_path / "counts.json"),
+                         str(tmp_path / "cal.csv"))
     write_table(table, tmp_path / "check.csv")
+    cal = pd.read_csv(tmp_path / "cal.csv")
+    assert list(cal.columns) == list(CAL) and len(cal) == 2 * 2  # two models, batches 1, 3
+    summary = pd.read_csv(tmp_path / "cal_summary.csv")
+    assert list(summary.columns) == list(SUMMARY_COLUMNS)
+    assert list(summary["model"]) == ["forward_times", "calibrated"]
     check_structure(pd.read_csv(tmp_path / "check.csv"), [1, 3], 3, 2)
     profile = LatencyProfile.read(tmp_path / "lat.csv")
     assert profile.batches("target") == (1, 3) and profile.max_tokens(3) == 4

@@ -138,10 +138,25 @@ def test_the_interval_narrows_with_the_rounds_at_k_ge_2() -> None:
 
 
 # ------------------------------------------------------------------ the selection rule
-def rows(spec: list[tuple[int, float, float, bool]]) -> pd.DataFrame:
-    """One batch size's rows: (gamma, speedup, speedup_ci_low, extrapolated)."""
-    return pd.DataFrame(spec, columns=["gamma", "speedup", "speedup_ci_low", "extrapolated"],
-                        index=[10 + i for i in range(len(spec))])
+def rows(spec: list[tuple[int, float, float, bool]], cost_beyond: int | None = None
+         ) -> pd.DataFrame:
+    """One batch size's rows: (gamma, speedup, speedup_ci_low, extrapolated); K' above
+    ``cost_beyond`` have their cost extrapolated beyond the runs."""
+    t = pd.DataFrame(spec, columns=["gamma", "speedup", "speedup_ci_low", "extrapolated"],
+                     index=[10 + i for i in range(len(spec))])
+    t["cost_extrapolated"] = False if cost_beyond is None else t["gamma"] > cost_beyond
+    return t
+
+
+def test_a_k_whose_cost_is_extrapolated_beyond_the_runs_is_held_to_the_same_rule() -> None:
+    """Tokens identified (K' <= K) but the round's cost extrapolated beyond the runs' K: the
+    cost is a model there too, so its low end must beat the best measured K'."""
+    spec = [(0, 1.0, 1.0, False), (1, 1.40, 1.35, False), (2, 1.50, 1.44, False),
+            (3, 1.58, 1.45, False)]
+    assert choose_best(rows(spec)) == (13, "identified")
+    assert choose_best(rows(spec, cost_beyond=2)) == (12, "held_back")
+    spec[3] = (3, 1.58, 1.52, False)
+    assert choose_best(rows(spec, cost_beyond=2)) == (13, "low_bound")
 
 
 def test_an_extrapolated_k_is_chosen_only_when_its_low_end_beats_the_best_identified() -> None:

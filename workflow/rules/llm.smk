@@ -389,8 +389,9 @@ rule llm_pairs:
 # Issue 34, point 6: the engine-metrics schedule checked on this CPU. The batched loop
 # (specsim.llm.batched) records acceptance counters at one K and a latency profile, the schedule
 # predicts the best K' per batch size, and the loop's throughput is measured at every K' and
-# batch size (configurations interleaved within each repeat): specsim.llm.engine_check. Timed
-# throughout: it asks for every core.
+# batch size (configurations interleaved within each repeat): specsim.llm.engine_check. The
+# same runs at K' = 0 and K calibrate the cost, tested on the other K' (engine_calibration).
+# Timed throughout: it asks for every core.
 rule llm_engine:
     input:
         corpus="results/llm/corpus.npz",
@@ -400,6 +401,10 @@ rule llm_engine:
         latency="results/llm/engine_latency.csv",
         latency_md="results/llm/engine_latency.md",
         counts="results/llm/engine_counts.json",
+        calibration="results/llm/engine_calibration.csv",
+        calibration_md="results/llm/engine_calibration.md",
+        summary="results/llm/engine_calibration_summary.csv",
+        summary_md="results/llm/engine_calibration_summary.md",
     log:
         "logs/llm/engine.log",
     benchmark:
@@ -413,4 +418,4 @@ rule llm_engine:
     shell:
         "specsim llm --settings {params.settings:q} engine --corpus {input.corpus:q} "
         "--out {output.csv:q} --latency {output.latency:q} --counts {output.counts:q} "
-        "2> {log:q}"
+        "--calibration {output.calibration:q} 2> {log:q}"

@@ -1,15 +1,21 @@
-"""``specsim advise``: an engine's metrics and step latencies -> the best draft length per batch.
+"""``specsim advise``: an engine's metrics and its costs -> the best draft length per batch.
 
 Needs no config and no LLM extra::
 
-    specsim advise --metrics vllm_metrics.txt --latency latency.csv --out advice/ \
-        [--batch 1 2 4 8 16] [--max-gamma 8]
+    specsim advise --metrics vllm_metrics.txt --runs runs.csv --out advice/ \
+        [--latency latency.csv] [--batch 1 2 4 8 16] [--max-gamma 8]
+    specsim advise --metrics vllm_metrics.txt --latency latency.csv --out advice/
 
-writes ``advice/schedule.csv`` (+ ``.md``; one row per batch size and draft length, K' = 0
-included, :data:`specsim.acceptance.schedule.COLUMNS`), ``advice/engine_config.md`` (vLLM,
-TensorRT-LLM, SGLang, llama.cpp snippets), ``advice/measurement_plan.md`` (the commands that
-collect each engine's counters and runs for a fully measured schedule:
-:mod:`specsim.acceptance.engines.plan`), ``advice/schedule.pdf``/``.png``, and prints the
+The cost comes from the engine's measured runs (``--runs``: :mod:`specsim.acceptance.runs`,
+calibrated by :mod:`specsim.acceptance.calibrate`; ``--latency`` then only shapes how the
+verify pass grows with tokens) or, without runs, from forward times alone (``--latency``).
+Writes ``advice/schedule.csv`` (one row per batch size and draft length, K' = 0 included,
+:data:`specsim.acceptance.schedule.COLUMNS`), ``advice/schedule.md`` (the cost model's
+equation, assumptions, fitted terms, uncovered cells, then the table),
+``advice/engine_config.md`` (vLLM, TensorRT-LLM, SGLang, llama.cpp snippets),
+``advice/measurement_plan.md`` (the commands that collect each engine's counters and runs for a
+fully measured schedule: :mod:`specsim.acceptance.engines.plan`), ``advice/schedule.pdf``/
+``.png``, and prints the
 schedule as a short table. Every input is checked before anything is written: a malformed
 metrics or latency file, or a profile that does not cover the batch sizes asked, is one line
 naming the file and the problem (exit status 1).
@@ -56,9 +62,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "n-gram misses): tokens per call stays exact, the cost and the tail "
                         "beyond K do not; without it such counters are refused, since a "
                         "draft length that changed with load biases them")
-    p.add_argument("--latency", required=True, metavar="FILE",
+    p.add_argument("--runs", action="append", nargs="+", default=[], metavar="SPEC",
+                   help="the engine's measured throughput: a CSV batch,gamma,tokens_per_second"
+                        "[,tokens_per_second_low,tokens_per_second_high], or k=G:FILE for a "
+                        "result JSON of vllm bench serve --save-result or sglang.bench_serving "
+                        "run at draft length G (0 = speculation off); calibrates the cost")
+    p.add_argument("--latency", metavar="FILE",
                    help="latency profile CSV: role,batch,tokens,seconds[,seconds_low,"
-                        "seconds_high]")
+                        "seconds_high]; the whole cost without --runs, only the verify "
+                        "pass's growth with them")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--batch", type=int, nargs="+", metavar="B",
                    help="batch sizes (default: the profile's measured target batch sizes)")
@@ -81,14 +93,16 @@ def _labels(items: list[str]) -> dict[str, str]:
     return out
 
 
-def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int] | None = None,
-           max_gamma: int | None = None, method: str = "draft_model",
-           reading: Any = None, baseline: list[str] | None = None,
+def advise(metrics: list[str], latency: str | None, out: str | Path,
+           batches: list[int] | None = None, max_gamma: int | None = None,
+           method: str = "draft_model", reading: Any = None,
+           baseline: list[str] | None = None, runs: list[str] | None = None,
            echo: Any = None) -> Any:
     """Read, check, compute, then write: the :class:`~specsim.acceptance.schedule.Schedule`."""
+    from specsim.acceptance.calibrate import cost_model
     from specsim.acceptance.engines.plan import measurement_plan
     from specsim.acceptance.figure import figure_schedule
-    from specsim.acceptance.latency import LatencyProfile
+    from specsim.acceptance.model_report import schedule_markdown
     from specsim.acceptance.readers import ReadOptions, read_counts
     from specsim.acceptance.schedule import best_by_batch, schedule
     from specsim.acceptance.snippets import render
@@ -96,16 +110,17 @@ def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int]
 
     read = read_counts(metrics, reading or ReadOptions(), baseline or ())
     counts = read.counts
-    profile = LatencyProfile.read(latency)
-    asked = sorted(set(batches)) if batches else list(profile.batches("target"))
     if max_gamma is not None and max_gamma < 1:
         raise ValueError(f"--max-gamma {max_gamma}: need at least 1")
-    sched = schedule(counts, profile, asked, max_gamma)
-    gmax = int(sched.table["gamma"].max())
-    ranges = best_by_batch(counts, profile, asked[0], asked[-1], gmax)
+    gmax = counts.max_gamma if max_gamma is None else max_gamma
+    cost, measured = cost_model(counts, runs or [], latency, gmax)
+    asked = sorted(set(batches)) if batches else measured
+    sched = schedule(counts, cost, asked, gmax)
+    ranges = best_by_batch(counts, cost, asked[0], asked[-1], gmax)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_table(sched.table, out / "schedule.csv")
+    rounded = write_table(sched.table, out / "schedule.csv")
+    write_text(out / "schedule.md", schedule_markdown(cost, rounded))
     write_text(out / "engine_config.md", render(ranges, method))
     write_text(out / "measurement_plan.md", measurement_plan(
         asked, counts.max_gamma, counts.per_position.tolist(), method, max_gamma))
@@ -117,21 +132,24 @@ def advise(metrics: list[str], latency: str, out: str | Path, batches: list[int]
 
 
 def run(args: argparse.Namespace) -> int:
+    from specsim.acceptance.calibrate import CalibrationError
     from specsim.acceptance.latency import LatencyError
     from specsim.acceptance.readers import MetricsError, ReadOptions
+    from specsim.acceptance.runs import RunsError
 
     files = [f for group in args.metrics for f in group]
+    runs = [f for group in args.runs for f in group]
     try:
         if args.draft_length is not None and args.draft_length < 1:
             raise ValueError(f"--draft-length {args.draft_length}: need at least 1")
         opts = ReadOptions(args.format, _labels(args.label), args.lines, args.draft_length,
                            args.short_drafts, args.sum_series)
         sched = advise(files, args.latency, args.out, args.batch, args.max_gamma, args.method,
-                       opts, args.baseline, echo=print)
-    except (MetricsError, LatencyError, ValueError) as err:
+                       opts, args.baseline, runs, echo=print)
+    except (MetricsError, LatencyError, CalibrationError, RunsError, ValueError) as err:
         print(f"specsim advise: error: {err}", file=sys.stderr)
         return 1
     print(sched.summary())
-    print(f"wrote {args.out}/schedule.csv, engine_config.md, measurement_plan.md, "
+    print(f"wrote {args.out}/schedule.csv, schedule.md, engine_config.md, measurement_plan.md, "
           "schedule.pdf/.png")
     return 0

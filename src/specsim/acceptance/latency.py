@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from specsim.acceptance.cost import RoundCost
+
 __all__ = ["ROLES", "LatencyError", "LatencyProfile", "Seconds", "profile_of"]
 
 ROLES: Final = ("target", "draft")
@@ -59,7 +61,8 @@ class Seconds:
 
 @dataclass(frozen=True)
 class LatencyProfile:
-    """Measured forward times: ``cells[role][batch][tokens]`` -> :class:`Seconds`."""
+    """Measured forward times: ``cells[role][batch][tokens]`` -> :class:`Seconds`; a cost
+    model (:meth:`round_cost`, :class:`specsim.acceptance.cost.CostModel`)."""
 
     cells: Mapping[str, Mapping[int, Mapping[int, Seconds]]]
     source: str = "latency profile"
@@ -169,6 +172,26 @@ class LatencyProfile:
             self.draft(b)
             self.target(b, 1)
             self.target(b, max_gamma + 1)
+
+    def round_cost(self, batch: int, gamma: int) -> RoundCost:
+        """The profile as a cost model (:class:`specsim.acceptance.cost.CostModel`): a round
+        of K' = ``gamma`` drafts costs K' T_draft(b, 1) + T_target(b, K' + 1), a plain step
+        T_target(b, 1); the ratio's interval takes the slow ends of the round over the fast
+        end of the plain step, and the other way round."""
+        plain = self.target(batch, 1)
+        if not plain.low > 0:
+            raise LatencyError(f"{self.source}: the target's time at batch {batch}, tokens 1 "
+                               f"is 0 seconds: a speedup over plain decoding needs it > 0")
+        draft = self.draft(batch) if gamma else Seconds(0.0, 0.0, 0.0)
+        verify = self.target(batch, gamma + 1)
+        return RoundCost(gamma, plain.median, draft.median, verify.median,
+                         (gamma * draft.low + verify.low) / plain.high,
+                         (gamma * draft.high + verify.high) / plain.low)
+
+    def describe(self) -> str:
+        """The profile's model and assumptions (Markdown; ``schedule.md``)."""
+        from specsim.acceptance.model_report import describe_profile
+        return describe_profile(self)
 
     def _bracket(self, role: str, batch: int, tokens: int) -> tuple[int, int]:
         known = self.batches(role)

@@ -70,7 +70,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     step("engine", "the batched loop at every batch size: counters at one K and a latency "
          "profile -> the predicted best K' per batch, beside the measured throughput",
          corpus="token corpus .npz", out="check table .csv", latency="latency profile .csv",
-         counts="acceptance counters .json")
+         counts="acceptance counters .json",
+         calibration="calibrated cost out of sample .csv (and its _summary.csv)")
     step("figures", "the LLM figures (PDF + PNG) from the tables",
          tables_dir="directory of the tables", out_dir="directory of the figures")
     step("machine", "the run's record: settings, versions, CPU, model, corpus, device",
@@ -192,7 +193,7 @@ def _with_lab(s: Any, args: argparse.Namespace) -> Any:
     elif args.step == "engine":
         from specsim.llm.engine_check import engine_check
 
-        table = engine_check(lab, args.latency, args.counts)
+        table = engine_check(lab, args.latency, args.counts, args.calibration)
     elif args.step == "audit":
         from specsim.llm.audit import audit_table
 

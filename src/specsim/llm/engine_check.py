@@ -20,7 +20,9 @@ loop (:mod:`.batched`), at every batch size of ``engine_batches`` (prompts: the 
    ratios to K' = 0 at the same batch size (paired), with their quartiles.
 
 The table (:data:`COLUMNS`): one row per (batch, gamma), predicted beside measured, the best
-K' of each (``best_predicted``, ``best_measured``; ties to the smaller K').
+K' of each (``best_predicted``, ``best_measured``; ties to the smaller K'). The same runs also
+calibrate the cost on K' = 0 and K only and test it on the other K'
+(:mod:`.engine_calibration`: ``engine_calibration.csv`` and its ``_summary``).
 """
 
 from __future__ import annotations
@@ -150,10 +152,13 @@ def check_table(counts: AcceptanceCounts, profile: LatencyProfile, runs: dict[An
     return out.loc[:, list(COLUMNS)]
 
 
-def engine_check(lab: Lab, latency_csv: str, counts_json: str) -> pd.DataFrame:
-    """The three steps (module docstring); writes the profile CSV (and its .md twin) and the
-    counters (JSON), returns the check table."""
+def engine_check(lab: Lab, latency_csv: str, counts_json: str,
+                 calibration_csv: str | None = None) -> pd.DataFrame:
+    """The three steps (module docstring); writes the profile CSV (and its .md twin), the
+    counters (JSON) and, given ``calibration_csv``, the calibration's out-of-sample tables
+    (that path and ``<stem>_summary.csv``); returns the check table."""
     from specsim.io import write_json_verified, write_table
+    from specsim.llm.engine_calibration import calibration_tables, measured_frame
 
     s = lab.s
     target, draft = models(lab)
@@ -165,4 +170,15 @@ def engine_check(lab: Lab, latency_csv: str, counts_json: str) -> pd.DataFrame:
     write_table(latency_profile(lab, target, draft), latency_csv)
     profile = LatencyProfile.read(latency_csv)  # what a user's profile goes through
     runs, tm = measure_throughput(lab, target, draft)
-    return check_table(counts, profile, runs, tm, list(s.engine_batches), s.engine_max_gamma)
+    table = check_table(counts, profile, runs, tm, list(s.engine_batches), s.engine_max_gamma)
+    if calibration_csv:
+        per_batch, summary = calibration_tables(counts, profile, measured_frame(runs),
+                                                (0, s.engine_gamma), s.engine_max_gamma)
+        write_table(per_batch, calibration_csv)
+        write_table(summary, calibration_summary_path(calibration_csv))
+    return table
+
+
+def calibration_summary_path(calibration_csv: str) -> str:
+    """Where the calibration's summary goes: beside its per-batch table."""
+    return calibration_csv[: -len(".csv")] + "_summary.csv"

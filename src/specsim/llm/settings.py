@@ -28,8 +28,10 @@ FIGURES = ("llm_costs", "llm_alpha", "llm_assisted")
 PAIR_TABLES = ("pair_accept", "speedup_explained")
 PAIR_FIGURES = ("llm_pair_accept", "llm_speedup_explained")
 #: The engine check's tables (``results/llm/<name>.csv`` and ``.md``; step ``engine``): predicted
-#: vs measured speedup per (batch, K'), and the latency profile it predicted from.
-ENGINE_TABLES = ("engine_schedule_check", "engine_latency")
+#: vs measured speedup per (batch, K'), the latency profile it predicted from, and the cost
+#: calibrated on K' = 0 and K tested on the other K' (per batch, and its summary).
+ENGINE_TABLES = ("engine_schedule_check", "engine_latency", "engine_calibration",
+                 "engine_calibration_summary")
 
 
 @dataclass(frozen=True)
