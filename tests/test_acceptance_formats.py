@@ -313,8 +313,6 @@ def test_advise_names_the_draft_length_and_notes(tmp_path: Path, capsys) -> None
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--metrics", str(DATA / "vllm_metrics_two_engines.prom")], "--sum-series"),
-    (["--metrics", str(DATA / "vllm_metrics.prom"), "--draft-length", "0"],
-     "--draft-length 0"),
     (["--metrics", str(DATA / "llamacpp_server.log")], "--short-drafts"),
     (["--metrics", str(DATA / "vllm_metrics.prom"), "--baseline", str(DATA / "vllm_metrics.prom"),
       str(DATA / "vllm_metrics.prom")], "--baseline: 2 files for 1"),
@@ -331,6 +329,28 @@ def test_advise_refusals_name_flags_and_write_nothing(tmp_path: Path, capsys, ar
     assert err.startswith("specsim advise: error: ") and message in err, err
     assert err.count("\n") == 1 and not out.exists()
     assert "allow_short" not in err and "=True" not in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--draft-length", "0"], "argument --draft-length: must be >= 1, got 0"),
+    (["--max-gamma", "-1"], "argument --max-gamma: must be >= 1"),
+    (["--batch", "4", "x"], "argument --batch: not an integer: 'x'"),
+    (["--label", "engine"], "argument --label: 'engine': give NAME=VALUE"),
+])
+def test_advise_usage_errors_exit_2_naming_the_flag(tmp_path: Path, capsys, args: list,
+                                                    message: str) -> None:
+    """A bad flag value is a usage error (exit status 2, one line naming the flag), answered
+    before any file is read; nothing is written."""
+    from specsim.cli import main
+
+    out = tmp_path / "advice"
+    with pytest.raises(SystemExit) as stop:
+        main(["advise", "--metrics", str(DATA / "vllm_metrics.prom"), *args, "--latency",
+              str(tmp_path / "missing.csv"), "--out", str(out)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("specsim advise: error: ") and message in err, err
+    assert err.count("\n") == 1 and not out.exists()
 
 
 def test_detection_parses_json_past_its_head(tmp_path: Path) -> None:

@@ -28,12 +28,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from specsim.argtypes import output_dir, positive_int
+
 __all__ = ["add_parser", "advise"]
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """The ``advise`` sub-command of the ``specsim`` command line (:mod:`specsim.cli`)."""
-    p = sub.add_parser("advise", help="engine metrics + step latencies -> best draft length per "
+    p = sub.add_parser("advise", help="engine counters + measured runs -> best draft length per "
                                       "batch size", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--metrics", required=True, action="append", nargs="+", metavar="FILE",
@@ -45,7 +47,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--baseline", nargs="+", default=[], metavar="FILE",
                    help="Prometheus scrapes taken before the run, one per --metrics file in "
                         "the same order: the counters' difference is used")
-    p.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
+    p.add_argument("--label", action="append", default=[], metavar="NAME=VALUE", type=_label,
                    help="select Prometheus series by label, e.g. --label engine=0 (llama.cpp "
                         "statistics lines: --label type=draft-mtp)")
     p.add_argument("--sum-series", action="store_true",
@@ -53,7 +55,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "refused when their draft lengths differ")
     p.add_argument("--lines", choices=("sum", "last"), default="sum",
                    help="vLLM log lines: sum every interval's counts, or take the last line")
-    p.add_argument("--draft-length", type=int, metavar="K",
+    p.add_argument("--draft-length", type=positive_int, metavar="K",
                    help="use the rounds that drafted K tokens (default: the largest K the "
                         "metrics carry with rounds); also SGLang's K when its histograms do "
                         "not say")
@@ -71,10 +73,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="latency profile CSV: role,batch,tokens,seconds[,seconds_low,"
                         "seconds_high]; the whole cost without --runs, only the verify "
                         "pass's growth with them")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    p.add_argument("--batch", type=int, nargs="+", metavar="B",
+    p.add_argument("--out", required=True, metavar="DIR", type=output_dir,
+                   help="output directory (created if missing)")
+    p.add_argument("--batch", type=positive_int, nargs="+", metavar="B",
                    help="batch sizes (default: the profile's measured target batch sizes)")
-    p.add_argument("--max-gamma", type=int, metavar="N",
+    p.add_argument("--max-gamma", type=positive_int, metavar="N",
                    help="largest draft length K' (default: the engine's K; larger K' are "
                         "extrapolated and flagged)")
     p.add_argument("--method", default="draft_model",
@@ -83,14 +86,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _labels(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, eq, value = item.partition("=")
-        if not eq or not name:
-            raise ValueError(f"--label {item!r}: give NAME=VALUE, e.g. engine=0")
-        out[name] = value
-    return out
+def _label(item: str) -> tuple[str, str]:
+    """``--label NAME=VALUE`` (a usage error, exit status 2, when it is not)."""
+    name, eq, value = item.partition("=")
+    if not eq or not name:
+        raise argparse.ArgumentTypeError(f"{item!r}: give NAME=VALUE, e.g. engine=0")
+    return name, value
 
 
 def advise(metrics: list[str], latency: str | None, out: str | Path,
@@ -140,9 +141,7 @@ def run(args: argparse.Namespace) -> int:
     files = [f for group in args.metrics for f in group]
     runs = [f for group in args.runs for f in group]
     try:
-        if args.draft_length is not None and args.draft_length < 1:
-            raise ValueError(f"--draft-length {args.draft_length}: need at least 1")
-        opts = ReadOptions(args.format, _labels(args.label), args.lines, args.draft_length,
+        opts = ReadOptions(args.format, dict(args.label), args.lines, args.draft_length,
                            args.short_drafts, args.sum_series)
         sched = advise(files, args.latency, args.out, args.batch, args.max_gamma, args.method,
                        opts, args.baseline, runs, echo=print)
