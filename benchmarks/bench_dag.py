@@ -155,7 +155,8 @@ def medians(runs: list[tuple[Times, Path]]) -> Times:
 def report(what: str, runs: dict[str, list[tuple[Times, Path]]]) -> dict[str, float]:
     this = medians(runs["this"])
     out = {f"{what}_wall_s": this[0], f"{what}_cpu_s": this[1]}
-    line = f"{what}: this {this[0]:.1f} s wall, {this[1]:.1f} s CPU (medians of {len(runs['this'])})"
+    line = (f"{what}: this {this[0]:.1f} s wall, {this[1]:.1f} s CPU "
+            f"(medians of {len(runs['this'])})")
     if "reference" in runs:
         ref = medians(runs["reference"])
         out |= {f"{what}_wall_ratio": this[0] / ref[0], f"{what}_cpu_ratio": this[1] / ref[1]}
