@@ -66,20 +66,24 @@ def job_times(log: Path) -> dict[str, float]:
     before a job's start and its ``Finished jobid``), by rule and wildcards."""
     stamp: datetime | None = None
     started: dict[str, tuple[datetime, str]] = {}
-    pending: list[str] = []  # a job's rule, until its jobid line
+    rule, job = "", ""  # the job being announced
     out: dict[str, float] = {}
     for line in log.read_text(errors="replace").splitlines():
+        text = line.strip()
         if m := STAMP.match(line):
             stamp = datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
-        elif (m := STARTED.match(line)) and stamp is not None:
-            pending = [m.group(1)]
-        elif pending and line.strip().startswith("wildcards:"):
-            pending.append(line.strip().removeprefix("wildcards:").strip())
-        elif pending and line.strip().startswith("jobid:") and stamp is not None:
-            started[line.split(":", 1)[1].strip()] = (stamp, " ".join(pending))
+        elif m := STARTED.match(line):
+            rule, job = m.group(1), ""
+        elif rule and text.startswith("jobid:") and stamp is not None:
+            job = text.removeprefix("jobid:").strip()
+            started[job] = (stamp, rule)
+        elif job in started and text.startswith("wildcards:"):
+            begun, name = started[job]
+            started[job] = (begun, f"{name} {text.removeprefix('wildcards:').strip()}")
         elif (m := FINISHED.match(line)) and stamp is not None and m.group(1) in started:
             begun, name = started.pop(m.group(1))
             out[name] = (stamp - begun).total_seconds()
+            rule, job = "", ""
     return out
 
 

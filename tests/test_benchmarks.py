@@ -51,8 +51,9 @@ def test_bench_dag_scale_config_is_accepted() -> None:
 def test_bench_dag_reads_job_times_from_a_snakemake_log(tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     log.write_text("[Sat Dec  5 11:52:09 2026]\nlocalrule grid:\n    jobid: 1\n"
-                   "[Sat Dec  5 11:52:10 2026]\nrule point:\n    wildcards: point=a/b\n"
-                   "    jobid: 2\n[Sat Dec  5 11:52:26 2026]\nFinished jobid: 1 (Rule: grid)\n"
+                   "[Sat Dec  5 11:52:10 2026]\nrule point:\n    jobid: 2\n"
+                   "    wildcards: point=a/b\n[Sat Dec  5 11:52:26 2026]\n"
+                   "Finished jobid: 1 (Rule: grid)\n"
                    "[Sat Dec  5 11:53:00 2026]\nFinished jobid: 2 (Rule: point)\n")
     assert module("bench_dag").job_times(log) == {"grid": 17.0, "point point=a/b": 50.0}
 
