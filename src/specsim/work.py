@@ -134,7 +134,8 @@ def monte_carlo_only(grid: Grid) -> dict[str, list[str]]:
     budget = grid.config["budget"]
     out: dict[str, list[str]] = {}
     for name, study in grid.studies.items():
-        for point in (p for p in grid.points if p.point_id in study["points"]):
+        ids = set(study["points"])  # a list: a lookup per point would be quadratic
+        for point in (p for p in grid.points if p.point_id in ids):
             measure = measure_of(point.measure)
             why = measure.monte_carlo_only(
                 point, {k: budget[k] for k in measure.budget_keys(point)})
