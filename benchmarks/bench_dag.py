@@ -1,26 +1,21 @@
-"""DAG benchmark (issues 11 and 21): what one job per grid point costs, measured side by side.
+"""DAG benchmark: what a newcomer waits for, beside the previous commit's figure.
 
-1. Start-up of a point job (``specsim point``, what the rule runs) on a point whose simulation
-   is negligible, as a ratio to ``python -c "import numpy"``: the two interleaved, ``--repeats``
-   times each, medians (a bare ``python -c pass`` beside them).
-2. The clean default DAG, per-point layout (this checkout, on the grid the baseline can run:
-   config.yaml without its ``schemes`` studies) vs the sharded layout of commit ``BASELINE``
-   (exported with ``git archive`` and run from its own sources), on the same cores, both with
-   the greedy scheduler and no profile: ``--runs`` runs of each, interleaved (the order
-   alternates from round to round), medians. After each per-point run, the incremental edit
-   "add 0.95 to studies.accept_curve.alpha" on the finished run.
-3. ``snakemake -n`` on a 10^4-point grid (benchmarks/scale_config.yaml).
+1. The default DAG (``config.yaml``) from clean results, on ``--cores`` (default: the machine's),
+   in this checkout and in a reference checkout (``--ref``, default ``HEAD~``: a ``git worktree``
+   with its own ``make setup``), interleaved (the order alternates from round to round),
+   ``--repeats`` runs each: medians of wall-clock and CPU seconds (user + system of everything
+   the run waited for), their ratio this / reference, and the ten slowest jobs of this
+   checkout's median run (job wall times from Snakemake's log, medians over the runs).
+2. ``make test`` in both checkouts, interleaved the same way (``--test-repeats``; 0 skips it).
+3. ``snakemake -n`` on a 10^5-point grid (:func:`scale_config`: 4 models x 50 alpha x 50 gamma
+   x 10 temperatures), this checkout only.
 
-``--quick`` (``make bench-smoke``, in CI): two start-up runs of each command, and the DAGs of
-step 2 (both layouts, and the edited config) built by ``snakemake -n`` instead of run: every
-config this benchmark writes is checked as a run would check it, in seconds; no timing claims.
-
-Every measurement is wall-clock time, with the CPU time (user + system) of the process and
-all it waited for beside it: on a shared machine the CPU times move less with the neighbours'
-load. Targets (issue 21), on wall-clock medians, are printed as PASS/MISS lines beside the
-measured values. The last line is machine-readable:
-    point_startup_s=<s> numpy_import_s=<s> startup_ratio=<x> dag_ratio_vs_sharded=<x>
-    incremental_fraction=<y> scale_dry_run_s=<s>
+On a shared machine wall-clock times move with the neighbours' load; CPU times move less, and
+a ratio of interleaved medians least: a regression shows as a ratio above 1. ``--quick``
+(``make bench-smoke``, CI): the default DAG and a 100-point scale grid built by ``snakemake -n``
+in this checkout only, no timing claims. The last line is machine-readable:
+    dag_wall_s=<s> dag_cpu_s=<s> dag_wall_ratio=<x> dag_cpu_ratio=<x> test_wall_s=<s>
+    test_cpu_s=<s> test_wall_ratio=<x> scale_dry_run_s=<s>
 """
 
 from __future__ import annotations
@@ -28,6 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -35,23 +31,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = "15a3093"  # the last commit with the sharded layout (results/shards/)
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-TARGETS = {  # issue 21: what must hold
-    "dag_ratio": 1.25,  # clean default DAG, per point / sharded
-    "incremental": 0.5,  # incremental alpha edit / clean per-point run
-    "scale_dry_run_s": 30.0,  # snakemake -n on the 10^4-point grid
-}
-
-
 Times = tuple[float, float]  # wall-clock and CPU seconds of one run
+STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+STARTED = re.compile(r"^(?:local)?(?:checkpoint|rule) (\w+):$")
+FINISHED = re.compile(r"^Finished jobid: (\d+)")
 
 
 def cpu_of_children() -> float:
@@ -59,191 +49,180 @@ def cpu_of_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> Times:
-    """Run ``cmd`` to its end; its wall-clock and CPU seconds. A failure ends the benchmark
-    with the command's stderr."""
-    t, cpu = time.perf_counter(), cpu_of_children()
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+def timed(cmd: list[str], cwd: Path, log: Path) -> Times:
+    """Wall-clock and CPU seconds of ``cmd`` run in ``cwd``, its output in ``log``; a failed
+    run stops the benchmark naming the log."""
+    cpu, wall = cpu_of_children(), time.perf_counter()
+    with log.open("w") as out:
+        res = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, check=False)
+    times = time.perf_counter() - wall, cpu_of_children() - cpu
     if res.returncode != 0:
-        sys.exit(f"{' '.join(cmd[:6])} ... failed:\n{res.stderr[-3000:]}")
-    return time.perf_counter() - t, cpu_of_children() - cpu
-
-
-def interleaved(runs: dict[str, Callable[[int], Times]], repeats: int) -> dict[str, list[Times]]:
-    """Each measurement ``repeats`` times, in rounds; the order within a round alternates, so
-    a drift in the machine's load weighs on every measurement alike."""
-    times: dict[str, list[Times]] = {name: [] for name in runs}
-    for i in range(repeats):
-        for name in (list(runs) if i % 2 == 0 else list(reversed(runs))):
-            times[name].append(runs[name](i))
+        sys.exit(f"bench_dag: {' '.join(cmd)} failed in {cwd} (exit {res.returncode}); see {log}")
     return times
 
 
-def point_job(scratch: Path) -> list[str]:
-    """``specsim point`` on a table model's long-run point at a negligible budget: its exact
-    reference is a quick DP, so what is timed is the job's start-up and its two writes."""
-    from specsim.config import load_grid
-    from specsim.families import TableFamily
-    from specsim.job import describe, to_arg
-
-    cfg = yaml.safe_load((ROOT / "tests" / "data" / "tiny.yaml").read_text())
-    cfg["budget"] |= {"chains": 16, "rounds": 1, "burn_in": 0, "batches": 2}
-    grid = load_grid(cfg, ROOT / "workflow" / "schemas" / "config.schema.yaml")
-    point = next(p for p in grid.points
-                 if p.measure == "long_run" and isinstance(p.family, TableFamily))
-    return [sys.executable, "-m", "specsim.cli", "point", "--job", to_arg(describe(grid, point)),
-            "--sim", str(scratch / "s.parquet"), "--exact", str(scratch / "e.parquet")]
-
-
-def startup(repeats: int, scratch: Path) -> dict[str, list[Times]]:
-    py, point = sys.executable, point_job(scratch)
-    timed(point)  # one untimed run first: the files it reads are in the page cache after it
-    return interleaved({"python -c pass": lambda _: timed([py, "-c", "pass"]),
-                        "python -c 'import numpy'": lambda _: timed([py, "-c", "import numpy"]),
-                        "specsim point (one job)": lambda _: timed(point)}, repeats)
-
-
-def run_dag(snakefile: Path, workdir: Path, config: Path, cores: int,
-            env: dict[str, str] | None = None, dry: bool = False) -> Times:
-    return timed([SNAKEMAKE, "-s", str(snakefile), "-d", str(workdir), "--configfile",
-                  str(config), "--cores", str(cores), "--quiet", "--workflow-profile", "none",
-                  "--scheduler", "greedy", *(["-n"] if dry else []), "all"], env)
+def job_times(log: Path) -> dict[str, float]:
+    """Wall seconds of each job of a Snakemake run, from its log (the bracketed time stamps
+    before a job's start and its ``Finished jobid``), by rule and wildcards."""
+    stamp: datetime | None = None
+    started: dict[str, tuple[datetime, str]] = {}
+    rule, job = "", ""  # the job being announced
+    out: dict[str, float] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        text = line.strip()
+        if m := STAMP.match(line):
+            stamp = datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
+        elif m := STARTED.match(line):
+            rule, job = m.group(1), ""
+        elif rule and text.startswith("jobid:") and stamp is not None:
+            job = text.removeprefix("jobid:").strip()
+            started[job] = (stamp, rule)
+        elif job in started and text.startswith("wildcards:"):
+            begun, name = started[job]
+            started[job] = (begun, f"{name} {text.removeprefix('wildcards:').strip()}")
+        elif (m := FINISHED.match(line)) and stamp is not None and m.group(1) in started:
+            begun, name = started.pop(m.group(1))
+            out[name] = (stamp - begun).total_seconds()
+            rule, job = "", ""
+    return out
 
 
-def same_grid_configs() -> tuple[dict[str, Any], dict[str, Any]]:
-    """This checkout's config.yaml on the grid the baseline can run, and the same with the
-    incremental edit (``studies.accept_curve.alpha`` += 0.95): without the studies the
-    baseline cannot run (analysis: schemes, added since), and without the ``cost`` section,
-    whose models must run in a schemes study (the check refuses it otherwise)."""
-    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
-    cfg["studies"] = {k: v for k, v in cfg["studies"].items() if v["analysis"] != "schemes"}
-    cfg.pop("cost", None)
-    edited = copy.deepcopy(cfg)
-    edited["studies"]["accept_curve"]["alpha"].append(0.95)
-    return cfg, edited
-
-
-def dag(runs: int, cores: int, scratch: Path, keep: bool,
-        dry: bool = False) -> dict[str, list[Times]]:
-    old = scratch / "baseline"
-    old.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-    env = dict(os.environ, PYTHONPATH=str(old / "src"))  # the baseline's own package
-    # The same grid for both layouts (same_grid_configs)
-    cfg, edited = same_grid_configs()
-    config = scratch / "same_grid.yaml"
-    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    edited_config = scratch / "edited.yaml"
-    edited_config.write_text(yaml.safe_dump(edited, sort_keys=False))
-    incremental: list[Times] = []
-
-    def sharded(i: int) -> Times:
-        workdir = scratch / f"sharded_{i}"
-        t = run_dag(old / "Snakefile", workdir, old / "config.yaml", cores, env, dry)
-        if not keep:
-            shutil.rmtree(workdir)
-        return t
-
-    def per_point(i: int) -> Times:
-        workdir = scratch / f"per_point_{i}"
-        t = run_dag(ROOT / "Snakefile", workdir, config, cores, dry=dry)
-        incremental.append(run_dag(ROOT / "Snakefile", workdir, edited_config, cores, dry=dry))
-        if not keep:
-            shutil.rmtree(workdir)
-        return t
-
-    times = interleaved({"sharded (baseline)": sharded, "per point (this checkout)": per_point},
-                        runs)
-    return {**times, "incremental: accept_curve alpha += 0.95": incremental}
-
-
-def scale_dry_run(scratch: Path) -> tuple[float, int]:
-    t = time.perf_counter()
-    res = subprocess.run([SNAKEMAKE, "-s", str(ROOT / "Snakefile"), "-d", str(scratch / "scale"),
-                          "--configfile", str(ROOT / "benchmarks" / "scale_config.yaml"), "-n",
-                          "--quiet", "rules"], capture_output=True, text=True, check=True)
-    elapsed = time.perf_counter() - t
-    points = next(int(line.split()[1]) for line in res.stdout.splitlines()
-                  if line.startswith("point "))
-    return elapsed, points
-
-
-def medians(runs: list[Times]) -> Times:
-    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
-
-
-def show(times: dict[str, list[Times]], digits: int = 3) -> None:
-    for name, runs in times.items():
-        wall, cpu = medians(runs)
-        each = ", ".join(f"{w:.{digits}f}" for w, _ in runs)
-        print(f"  {name:<40} median {wall:7.{digits}f} s wall, {cpu:7.{digits}f} s CPU  "
-              f"(wall: {each})")
-
-
-def verdict(what: str, value: float, target: float) -> None:
-    print(f"  {'PASS' if value <= target else 'MISS'}  {what}: {value:.3f} (target <= {target})")
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cores", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=10, help="start-up runs of each command")
-    ap.add_argument("--runs", type=int, default=3, help="clean DAG runs of each layout")
-    ap.add_argument("--skip-dag", action="store_true", help="start-up and scale only (fast)")
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke run (CI): 2 start-up runs, the DAGs built by snakemake -n; "
-                    "no targets judged")
-    ap.add_argument("--keep", action="store_true",
-                    help="keep the scratch directory (every run's results/) and print its path")
-    args = ap.parse_args()
-    if args.quick:
-        args.repeats, args.runs = 2, 1
-    out = ROOT / "benchmarks" / "out"  # git-ignored; not the shared temp directory
-    out.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="bench_dag.", dir=out))
-    try:
-        print(f"start-up: {args.repeats} runs of each, interleaved")
-        s = startup(args.repeats, scratch)
-        show(s)
-        point, point_cpu = medians(s["specsim point (one job)"])
-        numpy, numpy_cpu = medians(s["python -c 'import numpy'"])
-        print(f"  point job / import numpy = {point / numpy:.2f} wall, "
-              f"{point_cpu / numpy_cpu:.2f} CPU (medians)")
-        ratio = frac = float("nan")
-        if not args.skip_dag:
-            how = "built by snakemake -n (--quick)" if args.quick else "interleaved"
-            print(f"\nclean default DAG on {args.cores} cores: {args.runs} runs of each layout, "
-                  f"{how}")
-            d = dag(args.runs, args.cores, scratch, args.keep, dry=args.quick)
-            show(d, digits=1)
-            (clean, clean_cpu), (old, old_cpu) = (medians(d["per point (this checkout)"]),
-                                                  medians(d["sharded (baseline)"]))
-            ratio = clean / old
-            frac = medians(d["incremental: accept_curve alpha += 0.95"])[0] / clean
-            print(f"  per point / sharded = {ratio:.3f} wall, {clean_cpu / old_cpu:.3f} CPU; "
-                  f"incremental / clean = {frac:.3f} wall (medians)")
-        elapsed, points = scale_dry_run(scratch)
-        print(f"\nsnakemake -n on benchmarks/scale_config.yaml: {points} point jobs in "
-              f"{elapsed:.1f} s")
-        if args.quick:
-            print("\n--quick: a smoke run, no targets judged")
-            return
-        print("\ntargets (issue 21)")
-        if not args.skip_dag:
-            verdict("clean default DAG, per point / sharded", ratio, TARGETS["dag_ratio"])
-            verdict("incremental alpha edit / clean run", frac, TARGETS["incremental"])
-        verdict("10^4-point dry run, seconds", elapsed, TARGETS["scale_dry_run_s"])
-        print(f"point_startup_s={point:.3f} numpy_import_s={numpy:.3f} "
-              f"startup_ratio={point / numpy:.2f} dag_ratio_vs_sharded={ratio:.3f} "
-              f"incremental_fraction={frac:.3f} scale_dry_run_s={elapsed:.1f}")
-    finally:
-        if args.keep:
-            print(f"kept: {scratch}")
+def clean(tree: Path) -> None:
+    for name in ("results", "logs", ".snakemake", "benchmarks/out"):
+        path = tree / name
+        if name == "results" and path.exists():  # keep the committed README
+            for child in path.iterdir():
+                if child.name != "README.md":
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
         else:
-            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def reference(ref: str, scratch: Path) -> Path:
+    """A worktree of ``ref`` under ``scratch`` with its own pinned venv (``make setup``)."""
+    tree = scratch / "reference"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref],
+                   check=True, capture_output=True)
+    timed(["make", "setup"], tree, scratch / "reference-setup.log")
+    return tree
+
+
+def scale_config(models: int = 4, alphas: int = 50, gammas: int = 50,
+                 temperatures: int = 10) -> dict[str, Any]:
+    """benchmarks/scale_config.yaml grown to ``models`` calibrated models (targets of other
+    seeds) x ``alphas`` x ``gammas`` x ``temperatures``: 10^5 points by default."""
+    cfg = yaml.safe_load((ROOT / "benchmarks" / "scale_config.yaml").read_text())
+    base = cfg["models"]["calibrated"]
+    cfg["models"] = {f"calibrated{i}": copy.deepcopy(base) | {
+        "target": base["target"] | {"seed": 1 + i}} for i in range(models)}
+    study = cfg["studies"]["sweep"]
+    study["models"] = list(cfg["models"])
+    study["alpha"] = [round(0.5 + 0.49 * i / max(alphas - 1, 1), 4) for i in range(alphas)]
+    study["gamma"] = list(range(1, gammas + 1))
+    study["temperature"] = [round(0.25 * (i + 1), 2) for i in range(temperatures)]
+    cfg["max_points"] = models * alphas * gammas * temperatures
+    cfg["max_work"] = 1e15  # a dry run: the work ceiling would refuse the grid
+    return cfg
+
+
+def scale_dry_run(scratch: Path, quick: bool = False) -> Times:
+    """``snakemake -n`` on :func:`scale_config`'s grid (``quick``: 2 x 5 x 5 x 2 points)."""
+    work = scratch / "scale"
+    work.mkdir(exist_ok=True)
+    config = work / "scale.yaml"
+    config.write_text(yaml.safe_dump(scale_config(2, 5, 5, 2) if quick else scale_config()))
+    return timed([str(Path(sys.executable).with_name("snakemake")), "-s", str(ROOT / "Snakefile"),
+                  "-d", str(work), "--configfile", str(config), "-n", "--quiet", "rules"],
+                 ROOT, scratch / "scale.log")
+
+
+def interleaved(trees: dict[str, Path], cmd: list[str], repeats: int, scratch: Path,
+                what: str, fresh: bool) -> dict[str, list[tuple[Times, Path]]]:
+    """``cmd`` in each tree, ``repeats`` rounds, the order alternating from round to round."""
+    out: dict[str, list[tuple[Times, Path]]] = {name: [] for name in trees}
+    names = list(trees)
+    for i in range(repeats):
+        for name in names if i % 2 == 0 else names[::-1]:
+            if fresh:
+                clean(trees[name])
+            log = scratch / f"{what}-{name}-{i}.log"
+            times = timed(cmd, trees[name], log)
+            out[name].append((times, log))
+            print(f"  {what} {name} run {i + 1}: {times[0]:.1f} s wall, {times[1]:.1f} s CPU",
+                  flush=True)
+    return out
+
+
+def medians(runs: list[tuple[Times, Path]]) -> Times:
+    return (statistics.median(t[0] for t, _ in runs), statistics.median(t[1] for t, _ in runs))
+
+
+def report(what: str, runs: dict[str, list[tuple[Times, Path]]]) -> dict[str, float]:
+    this = medians(runs["this"])
+    out = {f"{what}_wall_s": this[0], f"{what}_cpu_s": this[1]}
+    line = (f"{what}: this {this[0]:.1f} s wall, {this[1]:.1f} s CPU "
+            f"(medians of {len(runs['this'])})")
+    if "reference" in runs:
+        ref = medians(runs["reference"])
+        out |= {f"{what}_wall_ratio": this[0] / ref[0], f"{what}_cpu_ratio": this[1] / ref[1]}
+        line += (f"; reference {ref[0]:.1f} s wall, {ref[1]:.1f} s CPU; ratio "
+                 f"{this[0] / ref[0]:.2f} wall, {this[1] / ref[1]:.2f} CPU")
+    print(line)
+    return out
+
+
+def top_jobs(runs: list[tuple[Times, Path]], n: int = 10) -> list[tuple[str, float]]:
+    """The ``n`` slowest jobs by their median wall time over the runs."""
+    per: dict[str, list[float]] = {}
+    for _, log in runs:
+        for name, secs in job_times(log).items():
+            per.setdefault(name, []).append(secs)
+    ranked = sorted(((k, statistics.median(v)) for k, v in per.items()), key=lambda kv: -kv[1])
+    return ranked[:n]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ref", default="HEAD~", help="the commit to compare with (default HEAD~)")
+    ap.add_argument("--repeats", type=int, default=3, help="default-DAG runs of each checkout")
+    ap.add_argument("--test-repeats", type=int, default=1, help="make test runs of each (0: none)")
+    ap.add_argument("--cores", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--no-ref", action="store_true", help="this checkout only")
+    ap.add_argument("--quick", action="store_true",
+                    help="dry runs only (CI): the default DAG and a 100-point scale grid")
+    args = ap.parse_args(argv)
+    scratch = Path(tempfile.mkdtemp(prefix="bench_dag."))
+    snakemake = str(Path(sys.executable).with_name("snakemake"))
+    figures: dict[str, float] = {}
+    if args.quick:
+        timed([snakemake, "-n", "--quiet", "rules", "--cores", "1"], ROOT, scratch / "dry.log")
+        scale_dry_run(scratch, quick=True)
+        print(f"bench_dag --quick: the default DAG and a 100-point scale grid build (logs in "
+              f"{scratch})")
+        return
+    trees = {"this": ROOT}
+    try:
+        if not args.no_ref:
+            trees["reference"] = reference(args.ref, scratch)
+            print(f"reference: {args.ref} in {trees['reference']}")
+        dag = [str(Path(".venv/bin/snakemake")), "--cores", str(args.cores)]
+        runs = interleaved(trees, dag, args.repeats, scratch, "dag", fresh=True)
+        figures |= report("dag", runs)
+        print("ten slowest jobs of this checkout (median wall s over its runs):")
+        for name, secs in top_jobs(runs["this"]):
+            print(f"  {secs:7.1f}  {name}")
+        if args.test_repeats:
+            tests = interleaved(trees, ["make", "test"], args.test_repeats, scratch, "test",
+                                fresh=False)
+            figures |= report("test", tests)
+    finally:
+        if "reference" in trees:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(trees["reference"])], check=False, capture_output=True)
+    wall, cpu = scale_dry_run(scratch)
+    print(f"snakemake -n, 10^5 points: {wall:.1f} s wall, {cpu:.1f} s CPU")
+    figures["scale_dry_run_s"] = wall
+    print(" ".join(f"{k}={v:.3g}" for k, v in figures.items()))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,9 +59,22 @@ def tables(workdir: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One complete run of the tiny config; tests that change it work on a copy."""
-    work = tmp_path_factory.mktemp("tiny")
-    snakemake(work, TINY, "--cores", "2")
+    """One complete run of the tiny config, shared by every pytest-xdist worker (the first to
+    ask builds it under a lock in the run's common temporary directory, the others wait for
+    it); tests that change it work on a copy."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: its own directory
+        work = tmp_path_factory.mktemp("tiny")
+        snakemake(work, TINY, "--cores", "2")
+        return work
+    common = tmp_path_factory.getbasetemp().parent  # the same for every worker of this run
+    work, done = common / "tiny", common / "tiny.done"
+    with (common / "tiny.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(work, ignore_errors=True)  # a worker that failed mid-way
+            work.mkdir()
+            snakemake(work, TINY, "--cores", "2")
+            done.touch()
     return work
 
 

@@ -41,9 +41,21 @@ def test_every_benchmark_script_has_a_quick_mode(script: Path) -> None:
         f"{script.name}: make bench-smoke runs it with --quick (tiny sizes, no timing claims)")
 
 
-def test_bench_dag_configs_are_accepted() -> None:
-    cfg, edited = module("bench_dag").same_grid_configs()
-    assert grid_points(edited) > grid_points(cfg) > 0
+def test_bench_dag_scale_config_is_accepted() -> None:
+    """The dry run's grid: models x alpha x gamma x temperature points (10^5 by default)."""
+    scale = module("bench_dag").scale_config
+    assert grid_points(scale(2, 3, 4, 5)) == 2 * 3 * 4 * 5
+    assert scale()["max_points"] == 10**5
+
+
+def test_bench_dag_reads_job_times_from_a_snakemake_log(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("[Sat Dec  5 11:52:09 2026]\nlocalrule grid:\n    jobid: 1\n"
+                   "[Sat Dec  5 11:52:10 2026]\nrule point:\n    jobid: 2\n"
+                   "    wildcards: point=a/b\n[Sat Dec  5 11:52:26 2026]\n"
+                   "Finished jobid: 1 (Rule: grid)\n"
+                   "[Sat Dec  5 11:53:00 2026]\nFinished jobid: 2 (Rule: point)\n")
+    assert module("bench_dag").job_times(log) == {"grid": 17.0, "point point=a/b": 50.0}
 
 
 @pytest.mark.parametrize("quick", [False, True])

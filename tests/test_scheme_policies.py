@@ -423,3 +423,35 @@ def test_tables_and_states_are_checked() -> None:
         tokenwise.law(P, Q, accept, reject, 0)
     with pytest.raises(ValueError, match=r"0\.\.5"):
         tokenwise.play(P, Q, accept, reject, np.array([6]), 3, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(("rule", "policy", "knobs"), [
+    ("correct", "fixed", {}), ("correct", "confidence", {"threshold": 0.3}),
+    ("lenient", "confidence", {"lenience": 0.5, "threshold": 0.3}),
+    ("typical", "fixed", {})])
+def test_the_first_two_tokens_need_two_drafts(rule: str, policy: str, knobs: dict) -> None:
+    """Scheme.first_two_gamma: the law of a generation's first two tokens at γ = 6 equals the
+    one at the γ it names (2) for token-wise rules under fixed and confidence (the lossless
+    check of a trace's point plays that γ); a first draft accepted then a bonus token (γ = 1)
+    is another law, so it stays 1."""
+    from specsim.schemes import POLICIES, Scheme
+    from specsim.verify import rule_spec
+
+    names = {k.name for k in rule_spec(rule).knobs}
+    scheme = Scheme.build(rule, {k: v for k, v in knobs.items() if k in names}, policy,
+                          {k: v for k, v in knobs.items()
+                           if k in {s.name for s in POLICIES[policy].knobs}})
+    P = random_table(1, 2.5)
+    Q = blend(P, random_table(2, 2.5), 0.6)
+    assert scheme.first_two_gamma(6) == 2 and scheme.first_two_gamma(1) == 1
+    full = first_two_law(scheme.law(P, Q, 6), 0)
+    np.testing.assert_allclose(first_two_law(scheme.law(P, Q, 2), 0), full, rtol=0, atol=1e-14)
+    assert tv(first_two_law(scheme.law(P, Q, 1), 0), full) > 1e-3 or scheme.lossless
+
+
+def test_whole_draft_rules_and_stateful_policies_keep_their_gamma() -> None:
+    from specsim.schemes import Scheme
+
+    assert Scheme.build("block").first_two_gamma(5) == 5
+    assert Scheme.build("correct", {}, "heuristic", {"cap": 8}).first_two_gamma(5) == 5
+    assert Scheme.build("correct", {}, "optimal", {"c": 0.1}).first_two_gamma(5) == 5

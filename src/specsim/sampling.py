@@ -21,6 +21,8 @@ This module imports numpy only.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -181,6 +183,22 @@ class TableSampler:
         self.impure = n_imp > 0
 
     @classmethod
+    def of(cls, table: FloatArray) -> TableSampler:
+        """A sampler of ``table``, built once for equal tables while it is among the last
+        :data:`KEPT` asked for: a point job's rounds draw from the same tables call after
+        call, and building one costs more than the draws of a call (its draws are the same
+        either way)."""
+        a = np.ascontiguousarray(table, dtype=np.float64)
+        key = (a.shape, hashlib.blake2b(a.tobytes(), digest_size=16).digest())
+        got = _KEPT.pop(key, None)
+        if got is None:
+            got = cls(a)
+            while len(_KEPT) >= KEPT:
+                _KEPT.pop(next(iter(_KEPT)))
+        _KEPT[key] = got  # the most recent last
+        return got
+
+    @classmethod
     def guide_size(cls, inner: list[FloatArray] | FloatArray, v: int, m_min: int = 4) -> int:
         """M for rows whose distinct inner CDF values are ``inner`` (or for a table's rows)."""
         if isinstance(inner, np.ndarray):
@@ -230,6 +248,12 @@ class TableSampler:
                 hi = np.where(right, hi, mid)
             got[at] = (lo - (bucket[at] // self.m) * self.v) * self.scale
         return got
+
+
+#: Samplers :meth:`TableSampler.of` keeps: those of one round (a multi-draft round draws
+#: from three tables), so a job holds no more of them than a round does.
+KEPT = 4
+_KEPT: dict[tuple[tuple[int, ...], bytes], TableSampler] = {}
 
 
 def _buckets_inside(vals: FloatArray, m: int) -> IntArray:

@@ -60,10 +60,17 @@ def estimate(grid: Grid) -> int:
 
 def footprint(grid: Grid, point: Point) -> Footprint:
     """The point job's estimated peak memory and work (its measure's, on the budget its job
-    description carries)."""
-    measure = measure_of(point.measure)
-    budget = grid.config["budget"]
-    return measure.footprint(point, {k: budget[k] for k in measure.budget_keys(point)})
+    description carries), computed once per point of a grid: the config check, the work
+    estimate and Snakemake's two resource callables each ask for it (on a 10^5-point grid the
+    estimates were most of the DAG's build)."""
+    known: dict[str, Footprint] = vars(grid).setdefault("_footprints", {})  # as cached_property
+    got = known.get(point.point_id)
+    if got is None:
+        measure = measure_of(point.measure)
+        budget = grid.config["budget"]
+        got = known[point.point_id] = measure.footprint(
+            point, {k: budget[k] for k in measure.budget_keys(point)})
+    return got
 
 
 def declared_mb(grid: Grid, point: Point) -> int:
@@ -127,7 +134,8 @@ def monte_carlo_only(grid: Grid) -> dict[str, list[str]]:
     budget = grid.config["budget"]
     out: dict[str, list[str]] = {}
     for name, study in grid.studies.items():
-        for point in (p for p in grid.points if p.point_id in study["points"]):
+        ids = set(study["points"])  # a list: a lookup per point would be quadratic
+        for point in (p for p in grid.points if p.point_id in ids):
             measure = measure_of(point.measure)
             why = measure.monte_carlo_only(
                 point, {k: budget[k] for k in measure.budget_keys(point)})

@@ -27,6 +27,7 @@ run's -- results depend only on the seed and the budget, never on job grouping o
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -78,11 +79,27 @@ def width(point: Point) -> int:
     return (int(cap) if cap is not None else point.gamma) + 2
 
 
+def _lossless_point(point: Point, budget: Mapping[str, Any]) -> Point:
+    """The point whose equivalence chain and draft length the scheme's round law and the
+    lossless check's generations use. A family computing the long run itself (a trace) needs
+    that law for the law of the first two tokens alone, which the first
+    :meth:`specsim.schemes.Scheme.first_two_gamma` drafts decide: the point at that γ (a
+    chain of γ+2 frozen positions shrinks with it; the caller keeps the point's own seed).
+    Otherwise the point itself: its long run plays the same law at its own γ."""
+    scheme = point.scheme
+    assert scheme is not None
+    if point.family.scheme_footprint(point, budget) is None:
+        return point
+    gamma = scheme.first_two_gamma(point.gamma)
+    return point if gamma == point.gamma else dataclasses.replace(point, gamma=gamma)  # type: ignore[type-var]
+
+
 def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[str, Any]:
     """The point's sufficient statistics (one ``scheme_sim/1`` row)."""
     scheme = point.scheme
     assert scheme is not None
-    p, q, start, token_of = point.family.equivalence_model(point)
+    check = _lossless_point(point, budget)
+    p, q, start, token_of = point.family.equivalence_model(check)
     tables = scheme.tables(p, q)
     chains, rounds, burn_in, batches = (int(budget[k]) for k in ROUNDS_BUDGET)
     stationary = point.family.stationary_schemes
@@ -90,7 +107,7 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     trials = int(budget["scheme_trials"])
     w = width(point)
     seed = point.seed(root_seed)
-    first = scheme.start(start, point.gamma, p.shape[0])
+    first = scheme.start(start, check.gamma, p.shape[0])
 
     def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, IntArray]:
         # the frozen i.i.d. pairs play every round from the start
@@ -109,11 +126,11 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     vocab = point.spec.vocab
     counts = np.zeros(vocab * vocab, dtype=np.int64)
     for n, rng in chunks(trials, seed):  # the seed's next children, after the chains'
-        one = scheme.play(p, q, starts(n), point.gamma, rng, tables)
+        one = scheme.play(p, q, starts(n), check.gamma, rng, tables)
         a, b2 = one.tokens[:, 0].copy(), one.tokens[:, 1].copy()
         short = one.n_emitted < 2
         if short.any():
-            again = scheme.play(p, q, one.next_state[short], point.gamma, rng, tables)
+            again = scheme.play(p, q, one.next_state[short], check.gamma, rng, tables)
             b2[short] = again.tokens[:, 0]
         counts += np.bincount(token_of[a] * vocab + token_of[b2], minlength=counts.size)
     return run_record(point, seed, chains=chains, rounds=rounds, burn_in=burn_in,
@@ -128,9 +145,10 @@ def _law_refused(point: Point, budget: Mapping[str, Any]) -> str | None:
     None."""
     scheme = point.scheme
     assert scheme is not None
-    s, d = point.family.chain_size(point)
+    check = _lossless_point(point, budget)
+    s, d = point.family.chain_size(check)
     chains, trials = int(budget["chains"]), int(budget["scheme_trials"])
-    size = scheme.footprint(s, d, point.gamma, min(max(chains, trials), CHUNK))
+    size = scheme.footprint(s, d, check.gamma, min(max(chains, trials), CHUNK))
     if size.law is not None:
         return None
     return size.refused or f"its exact law on {s} states is beyond what it computes"
@@ -163,10 +181,11 @@ def _footprint(point: Point, budget: Mapping[str, Any]) -> Footprint:
     states and the law of the first two tokens (:meth:`specsim.schemes.Scheme.footprint`)."""
     scheme = point.scheme
     assert scheme is not None
-    s, d = point.family.chain_size(point)
+    check = _lossless_point(point, budget)
+    s, d = point.family.chain_size(check)
     chains, rounds, burn_in = (int(budget[k]) for k in ("chains", "rounds", "burn_in"))
     trials = int(budget["scheme_trials"])
-    size = scheme.footprint(s, d, point.gamma, min(max(chains, trials), CHUNK))
+    size = scheme.footprint(s, d, check.gamma, min(max(chains, trials), CHUNK))
     held = Footprint(2.0 * s * s + 4.0 * point.spec.vocab ** 2)  # P, Q; counts, laws of tokens
     own = point.family.scheme_footprint(point, budget)
     calls, played = 2 * -(-trials // CHUNK), trials  # a generation may take a second round
@@ -189,13 +208,14 @@ def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
     """The point's exact reference (one ``scheme_exact/1`` row)."""
     scheme = point.scheme
     assert scheme is not None
-    p, q, start, token_of = point.family.equivalence_model(point)
+    check = _lossless_point(point, budget)
+    p, q, start, token_of = point.family.equivalence_model(check)
     vocab = point.spec.vocab
     target = target_first_two(p, start, token_of, vocab)
     row: dict[str, Any] = {"point_id": point.point_id, "joint_target": target.ravel().tolist()}
     own = point.family.scheme_exact(point, budget)  # e.g. a trace's positional traversal
     try:
-        law = scheme.law(p, q, point.gamma)
+        law = scheme.law(p, q, check.gamma)
     except ValueError as err:  # too large to enumerate: Monte Carlo only, said so
         if own is not None:  # the long run is the family's own: only the lossless check is MC
             return row | dict(own, tokens_law=list(own["tokens_law"]), joint_exact=[],
@@ -205,7 +225,7 @@ def _exact(point: Point, budget: Mapping[str, Any]) -> dict[str, Any]:
                       "drafted_exact": np.nan, "tokens_stationary": np.nan,
                       "drafted_stationary": np.nan, "tokens_law": [], "joint_exact": [],
                       "tv_exact": np.nan}
-    first = scheme.start(start, point.gamma, p.shape[0])
+    first = scheme.start(start, check.gamma, p.shape[0])
     if own is not None:
         tokens, drafted = own["tokens_exact"], own["drafted_exact"]
         stat_tokens, stat_drafted = own["tokens_stationary"], own["drafted_stationary"]

@@ -273,6 +273,18 @@ class Scheme:
         est = self._module().window_seconds(n, vocab, gamma, dict(self.rule_knobs), rows)
         return None if est is None else float(est)
 
+    def first_two_gamma(self, gamma: int) -> int:
+        """The least draft length whose rounds give a generation's first two tokens the law
+        γ's rounds give: min(γ, 2) for a token-wise rule under ``fixed`` or ``confidence`` (a
+        draft's test and stop read its own position alone, so drafts past the second change
+        neither of the first two tokens, nor the first token of a round that follows a
+        one-token round); γ itself for a whole-draft rule, whose test reads the whole draft,
+        and for the ``heuristic`` and ``optimal`` policies, whose states and stops depend on γ.
+        """
+        if self.rule in TOKENWISE and self.policy in ("fixed", "confidence"):
+            return min(gamma, 2)
+        return gamma
+
     def start(self, context: int, gamma: int, size: int) -> int:
         """The scheme state of a generation's first round from ``context`` (of ``size``)."""
         if self.policy == "heuristic":

@@ -125,8 +125,8 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     s = checked_state(state, size)
     n = s.size
     res = residuals(P, Q, k)
-    draw_q, draw_p = TableSampler(Q), TableSampler(P)
-    draw_r = TableSampler(res.reshape((k + 1) * size, size))
+    draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
+    draw_r = TableSampler.of(res.reshape((k + 1) * size, size))
     x = survivors.draft_paths(draw_q, s, k, g, rng)
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)
@@ -152,7 +152,7 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     the (S k)^2 transition (None beyond :data:`BUDGET`, where :func:`law` refuses), k^2 (S, S)
     binomials and the k + 1 residuals, the carried (S, S k) law and its product, the
     (S, S, S) pair law by einsum -- γ (S, S k) x (S k, S k) products. A round holds the
-    residuals' samplers, which every call builds, and k γ drafts per chain."""
+    residuals' samplers (built by the first call, :meth:`TableSampler.of`), k γ drafts per chain."""
     k = checked_drafts(knobs, "multi_draft")
     sk, s2 = float(size * k), float(size) ** 2
     law_fp = None

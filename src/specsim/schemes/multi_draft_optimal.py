@@ -217,7 +217,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     _, draw_w, keys, draw_r = _build(P, Q, k)
     base = size + 1
     n = s.size
-    draw_q, draw_p = TableSampler(Q), TableSampler(P)
+    draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
     x = survivors.draft_paths(draw_q, s, k, g, rng)
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)

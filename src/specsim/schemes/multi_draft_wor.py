@@ -132,8 +132,8 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     why = limit(int((Q > 0).sum(axis=1).max()), {"drafts": k})
     if why is not None:
         raise ValueError(why)
-    draw_q, draw_p = TableSampler(Q), TableSampler(P)
-    draw_r = TableSampler(residual(P, Q))
+    draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
+    draw_r = TableSampler.of(residual(P, Q))
     chains = np.arange(n)
     left, r = Q[s].copy(), P[s].copy()
     taken = np.full(n, -1, dtype=np.intp)

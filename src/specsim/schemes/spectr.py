@@ -129,8 +129,8 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     s = checked_state(state, size)
     n = s.size
     rho, _, res = selection(P, Q, k)
-    draw_q, draw_p = TableSampler(Q), TableSampler(P)
-    draw_r = TableSampler(res.reshape(k * size, size))
+    draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
+    draw_r = TableSampler.of(res.reshape(k * size, size))
     x = survivors.draft_paths(draw_q, s, k, g, rng)
     tokens = np.full((n, g + 1), -1, dtype=np.intp)
     n_emitted = np.zeros(n, dtype=np.intp)

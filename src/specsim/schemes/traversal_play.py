@@ -76,9 +76,9 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
             bonus[ok] = sample_rows(B[d][ok], u_bonus[ok])
             node[ok] = v
             live &= ~ok
-        new_a, new_b = backward_step(a[d - 1], B[d - 1], Q[ctx[d - 1]])
-        a[d - 1] = np.where(live, new_a, a[d - 1])
-        B[d - 1] = np.where(live[:, None], new_b, B[d - 1])
+        on = np.flatnonzero(live)  # the chains still searching: the others' rows are done
+        a[d - 1, on], B[d - 1, on] = backward_step(a[d - 1, on], B[d - 1, on],
+                                                   Q[ctx[d - 1, on]])
     if live.any():  # every child of the root deleted: the root (a = 1), bonus from its row
         bonus[live] = sample_rows(B[0][live], u_bonus[live])
     path = np.full((n_nodes + 1, depth), -1, dtype=np.intp)  # path[v]: root -> v's nodes

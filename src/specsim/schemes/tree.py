@@ -250,7 +250,7 @@ def play_tree(P: Any, Q: Any, state: Any, parents: Any,
     t = _tree(parents)
     size, n_nodes, k = P.shape[0], t.nodes, t.kmax
     res = residuals(P, Q, k)
-    draw_r = TableSampler(res.reshape((k + 1) * size, size))
+    draw_r = TableSampler.of(res.reshape((k + 1) * size, size))
     tok = draft_tree(Q, state, parents, rng)
     s = tok[:, n_nodes]
     n = s.size
@@ -287,7 +287,7 @@ def draft_tree(Q: FloatArray, state: Any, parents: Any, rng: np.random.Generator
     s = np.asarray(state)
     if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
         raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
-    draw_q = TableSampler(Q)
+    draw_q = TableSampler.of(Q)
     par = np.asarray(parents, dtype=np.intp)
     tok = np.empty((s.size, n_nodes + 1), dtype=np.intp)
     tok[:, n_nodes] = s  # the root's column holds the context
