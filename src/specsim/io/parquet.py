@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -72,9 +73,12 @@ def decode(data: bytes) -> pa.Table:
 
 
 def parquet_from(data: bytes, path: str | os.PathLike[str], fix: str = REBUILD,
-                 error: type[Exception] = IntegrityError, what: str = "Parquet file"
-                 ) -> pa.Table:
-    """Verify the seal of ``data`` (the bytes of ``path``) whole, then decode them."""
+                 error: type[Exception] = IntegrityError, what: str = "Parquet file",
+                 before_decode: Callable[[], None] | None = None) -> pa.Table:
+    """Verify the seal of ``data`` (the bytes of ``path``) whole, then decode them.
+    ``before_decode``, if given, runs between the two: a check that reads the footer (a limit
+    on what decoding will take) sees only bytes the seal vouches for -- pyarrow aborts the
+    whole process on some damaged footers instead of raising."""
     at = _seal_at(data)
     if at is None:
         raise error(f"{path}: not a readable {what} (no {SEAL_KEY.decode()} entry: truncated, "
@@ -88,6 +92,8 @@ def parquet_from(data: bytes, path: str | os.PathLike[str], fix: str = REBUILD,
     if digest != recorded:
         raise error(f"{path}: content does not match its recorded file checksum (corrupt or "
                     f"edited); {fix}")
+    if before_decode is not None:
+        before_decode()
     try:
         return decode(data)
     except Exception as err:  # a sealed file pyarrow cannot decode: not written by write_parquet

@@ -148,9 +148,9 @@ def _read_table(path: str | os.PathLike[str]) -> pa.Table:
         data = read_bounded(path, READ_LIMITS["trace"], fix)
     except IntegrityError as err:
         raise TraceFileError(str(err)) from None
-    if is_sealed(data) or _DIGEST_KEY in data:  # specsim wrote it: the seal must hold
-        _check_footer(data, where)
-        return parquet_from(data, where, fix, TraceFileError, "trace file")
+    if is_sealed(data) or _DIGEST_KEY in data:  # specsim wrote it: the seal must hold first
+        return parquet_from(data, where, fix, TraceFileError, "trace file",
+                            lambda: _check_footer(data, where))
     _check_footer(data, where)
     try:  # a foreign file: decoded, then checked column by column below
         return decode(data)  # on this thread, page checksums verified
