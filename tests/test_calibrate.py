@@ -65,7 +65,62 @@ def test_several_draft_lengths_recover_the_known_terms_exactly() -> None:
             rc = cost.round_cost(b, g)
             assert rc.round == pytest.approx(true_round(b, g), rel=1e-9)
             assert rc.extrapolated == (g > 4) and not rc.interpolated
-            assert rc.ratio_low == pytest.approx(rc.ratio) == pytest.approx(rc.ratio_high)
+            assert rc.ratio_low == pytest.approx(rc.ratio, rel=1e-9)
+            if g <= 4:  # within the runs the noiseless line is exact
+                assert rc.ratio_high == pytest.approx(rc.ratio, rel=1e-9)
+            else:  # beyond them, pessimistic: each draft costs the largest run's average
+                per = (OVERHEAD[b] + 4 * PER_DRAFT[b]) / 4
+                assert rc.ratio_high == pytest.approx((PLAIN[b] + g * per) / PLAIN[b],
+                                                      rel=1e-9)
+
+
+def test_a_fit_never_makes_drafts_or_rounds_cost_less_than_nothing() -> None:
+    """A free fit with c < 0 (noise, a flat measured excess) would make every longer draft
+    cheaper and the longest extrapolated K' best: o and c are held >= 0."""
+    o, c, _ = fit_terms([1, 2, 3], [0.30, 0.25, 0.20])
+    assert c == 0.0 and o == pytest.approx(0.25)
+    o, c, _ = fit_terms([1, 2, 3], [0.10, 0.30, 0.50])  # free fit o = -0.1
+    assert o == 0.0 and c == pytest.approx((0.1 + 0.6 + 1.5) / 14)
+    assert fit_terms([2], [-0.01])[:2] == (0.0, 0.0)
+
+
+def test_runs_faster_than_the_counters_allow_are_refused() -> None:
+    """A round of K drafts that emits T(K) tokens in less time than a plain step emits one
+    contradicts the counters (zero acceptance: T = 1), even at the spreads' ends."""
+    zero = AcceptanceCounts(1000, (0, 0, 0))
+    runs = [Run(1, 0, 50.0, 49.0, 51.0, "r: line 2"), Run(1, 3, 90.0, 88.0, 92.0, "r: line 3")]
+    with pytest.raises(CalibrationError, match=r"r: line 3: at batch 1 a round of K = 3 emits "
+                                               r"T = 1 tokens.*\(r: line 2\)"):
+        CalibratedCost.fit(zero, runs, 3)
+
+
+def test_one_draft_length_spans_every_split_of_the_excess() -> None:
+    """Runs at K = 4 alone do not say how the excess splits into o + K c: the point takes
+    o = 0, the interval every split (o from 0 to the whole excess)."""
+    cost = CalibratedCost.fit(COUNTS, synthetic_runs((4,), o=False), 6)
+    for b in BATCHES:
+        excess = 4 * PER_DRAFT[b]
+        for g in range(7):
+            rc = cost.round_cost(b, g)
+            ends = sorted([(PLAIN[b] + g * PER_DRAFT[b]) / PLAIN[b],
+                           (PLAIN[b] + (excess if g else 0.0)) / PLAIN[b]])
+            assert (rc.ratio_low, rc.ratio_high) == pytest.approx(tuple(ends), rel=1e-9)
+
+
+def test_the_scatter_about_the_line_widens_the_interval_to_cover_the_runs() -> None:
+    """Noisy runs at several K: the least-squares line misses each run by its residual, and
+    the interval of round / plain at each measured K holds the measured ratio."""
+    rng = np.random.default_rng(3)
+    runs = [Run(r.batch, r.gamma, t, t, t, r.where) for r in synthetic_runs((1, 2, 3, 4))
+            for t in [r.tokens_per_second * (1 if r.gamma == 0 else rng.uniform(0.97, 1.03))]]
+    cost = CalibratedCost.fit(COUNTS, runs, 4)
+    tps = {(r.batch, r.gamma): r.tokens_per_second for r in runs}
+    for b in BATCHES:
+        assert cost.fits[b].residual > 0
+        for g in (1, 2, 3, 4):
+            measured = (b * COUNTS.tokens_per_call(g).mean / tps[(b, g)]) / (b / tps[(b, 0)])
+            rc = cost.round_cost(b, g)
+            assert rc.ratio_low <= measured <= rc.ratio_high
 
 
 def test_one_draft_length_puts_the_excess_on_the_draft_step() -> None:
@@ -264,3 +319,18 @@ def test_out_of_sample_tables_score_both_models_against_the_runs(tmp_path: Path)
     for b in BATCHES:
         assert fwd.loc[b, "best_measured"] == best[b]
         assert fwd.loc[b, "regret"] >= 0
+
+
+def test_the_summary_says_where_the_best_k_is_not_sure_to_pay() -> None:
+    """Runs at one K: the other K' carry every split of the excess, so a best K' whose
+    interval reaches below 1 is named as not sure to pay, and the summary does not say that
+    speculation pays everywhere."""
+    runs = [Run(1, 0, 48.0, 48.0, 48.0, "r: line 2"), Run(1, 4, 80.0, 80.0, 80.0, "r: line 3"),
+            Run(8, 0, 300.0, 300.0, 300.0, "r: line 4"),
+            Run(8, 4, 310.0, 310.0, 310.0, "r: line 5")]
+    sched = schedule(COUNTS, CalibratedCost.fit(COUNTS, runs, 4), (1, 8), 4)
+    best = sched.best.set_index("batch")
+    assert best.loc[1, "pays"] and not best.loc[8, "pays"] and best.loc[8, "gamma"] > 0
+    text = sched.summary().splitlines()
+    assert text[-2] == "speculation is best at every batch size asked"
+    assert text[-1].startswith("not sure to pay at batch 8:")

@@ -184,7 +184,7 @@ def test_the_summary_says_why_an_extrapolated_k_was_or_was_not_chosen() -> None:
     for _, idx in t.groupby("batch").groups.items():
         best, why = choose_best(t.loc[idx])
         t.loc[best, ["best", "chosen_by"]] = [True, why]
-    t = t.assign(tokens_per_call=2.0, speedup_ci_high=t["speedup"] + 0.1)
+    t = t.assign(tokens_per_call=2.0, speedup_ci_high=t["speedup"] + 0.1, pays=t["best"])
     text = Schedule(t, 2).summary().splitlines()
     assert "low end does not beat this" in text[1] and text[1].split()[1] == "2"
     assert "even its low end beats every identified" in text[2] and text[2].split()[1] == "4"

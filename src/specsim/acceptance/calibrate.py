@@ -25,10 +25,20 @@ runs at one K_r give o(b) = 0 and c(b) = E / K_r (exact through the run); runs a
 give (o, c) by least squares, with the residual's root mean square reported (0 with two draft
 lengths: two points fix a line). In the noiseless case the model's own terms come back exactly.
 
+o and c are held >= 0 (a negative c would make every longer draft cheaper, the longest
+extrapolated K' best): where the free least-squares line leaves that region the fit is on its
+boundary. A run whose round is faster than its tokens allow (b T(K_r) / tps(b, K_r) <
+b / tps(b, 0), even at the spreads' ends most in its favour) contradicts the counters and is
+refused.
+
 Intervals: the runs' spreads (``tokens_per_second_low``/``_high``) enter by refitting at every
 combination of their ends (the plain run's and each speculative run's); the ratio
-round / plain takes the extremes over those fits. T(K_r) used to calibrate is taken at its
-point estimate (its interval enters the speedup through T(K') in :mod:`.schedule`).
+round / plain takes the extremes over those fits. With runs at one K_r the split of the excess
+is an assumption: the interval spans every split (o from 0 to the whole excess). With several,
+each end moves out by 1.96 residuals (the scatter of the runs about the line). Beyond the
+largest K_r the pessimistic end charges every draft the largest run's excess per draft. T(K_r)
+used to calibrate is taken at its point estimate (its interval enters the speedup through T(K')
+in :mod:`.schedule`).
 
 Coverage, never silent: K' beyond the largest measured K_r at a batch size is extrapolated
 linearly in K' (``cost_extrapolated``); a batch size between two measured ones takes the terms
@@ -50,6 +60,7 @@ from specsim.acceptance.cost import CostModel, RoundCost
 from specsim.acceptance.counts import AcceptanceCounts
 from specsim.acceptance.latency import LatencyProfile
 from specsim.acceptance.runs import Run
+from specsim.stats import normal_quantile
 
 __all__ = ["BatchFit", "CalibratedCost", "CalibrationError", "cost_model", "fit_terms"]
 
@@ -80,14 +91,20 @@ class BatchFit:
 
 
 def fit_terms(gammas: Sequence[int], excess: Sequence[float]) -> tuple[float, float, float]:
-    """(o, c, residual RMS) of excess = o + gamma c (module docstring): one draft length gives
-    o = 0 and c = excess / gamma; several, least squares."""
+    """(o, c, residual RMS) of excess = o + gamma c with o, c >= 0 (module docstring): one
+    draft length gives o = 0 and c = excess / gamma; several, least squares, on the boundary
+    where the free fit leaves it (a round never costs less per draft, nor per round, than
+    nothing: a negative c would make every longer draft cheaper)."""
     g = np.asarray(gammas, dtype=np.float64)
     e = np.asarray(excess, dtype=np.float64)
     if g.size == 1:
-        return 0.0, float(e[0] / g[0]), 0.0
+        return 0.0, max(float(e[0] / g[0]), 0.0), 0.0
     a = np.column_stack([np.ones_like(g), g])
     (o, c), *_ = np.linalg.lstsq(a, e, rcond=None)
+    if c < 0:  # all of the excess per round
+        o, c = max(float(np.mean(e)), 0.0), 0.0
+    elif o < 0:  # all of it per draft step
+        o, c = 0.0, max(float(g @ e / (g @ g)), 0.0)
     r = e - (o + c * g)
     return float(o), float(c), float(math.sqrt(float(np.mean(r * r))))
 
@@ -186,23 +203,39 @@ def _fit_batch(b: int, cell: Mapping[int, Run], tokens: Mapping[int, float],
                growth: LatencyProfile | None, max_gamma: int) -> BatchFit:
     gammas = tuple(sorted(g for g in cell if g > 0))
 
-    def terms(tps: Mapping[int, float]) -> tuple[float, float, float, float]:
+    def terms(tps: Mapping[int, float]) -> tuple[float, float, float, float, float]:
+        """plain, o, c, residual, and the excess per draft at the largest K_r measured."""
         plain = b / tps[0]
         excess = [b * tokens[g] / tps[g] - plain - _growth(growth, b, g) for g in gammas]
-        return (plain, *fit_terms(gammas, excess))
+        return (plain, *fit_terms(gammas, excess), max(excess[-1], 0.0) / gammas[-1])
 
-    plain, o, c, res = terms({g: r.tokens_per_second for g, r in cell.items()})
+    plain, o, c, res, _ = terms({g: r.tokens_per_second for g, r in cell.items()})
+    for g in gammas:  # even at the ends of the spreads most in its favour, a round is faster
+        fast, slow = cell[g], cell[0]
+        if b * tokens[g] / fast.low < b / slow.high - _growth(growth, b, g):
+            raise CalibrationError(
+                f"{fast.where}: at batch {b} a round of K = {g} emits T = {tokens[g]:.4g} "
+                f"tokens a sequence in less time than the plain step ({slow.where}) emits one: "
+                f"the runs and the counters contradict each other (another pair, prompts or "
+                f"engine?); give counters and runs of one deployment")
     ends = [sorted({r.low, r.high}) for _, r in sorted(cell.items())]
     if math.prod(len(e) for e in ends) > MAX_CORNERS:
         raise CalibrationError(f"batch {b}: {len(ends)} runs with spreads: more combinations "
                                f"of their ends than {MAX_CORNERS}; give fewer draft lengths")
     corners = list(itertools.product(*ends))
     fitted = [terms(dict(zip(sorted(cell), corner, strict=True))) for corner in corners]
+    if len(gammas) == 1:  # o = 0 is an assumption: the interval spans every split o + K c
+        fitted += [(p, oo + cc * gammas[0], 0.0, r, d) for p, oo, cc, r, d in fitted]
+    # several draft lengths: the scatter about the line (its residual) widens each end
+    z = float(normal_quantile(0.975)) if len(gammas) > 1 else 0.0
     bounds = {}
     for g in range(max_gamma + 1):
         up = _growth(growth, b, g) if g else 0.0
-        ratios = [(p + (oo + up if g else 0.0) + g * cc) / p for p, oo, cc, _ in fitted]
-        bounds[g] = (min(ratios), max(ratios))
+        ratios = [(p + (oo + up if g else 0.0) + g * cc) / p for p, oo, cc, _, _ in fitted]
+        if g > gammas[-1]:  # beyond the runs, pessimistic: every draft costs the largest
+            ratios += [(p + up + g * d) / p for p, _, _, _, d in fitted]  # K_r's average
+        pad = z * res / plain if g else 0.0
+        bounds[g] = (max(min(ratios) - pad, 1e-12), max(ratios) + pad)
     return BatchFit(b, plain, o, c, res, gammas, bounds)
 
 

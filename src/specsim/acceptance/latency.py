@@ -74,7 +74,7 @@ class LatencyProfile:
         """Read and check a profile CSV (module docstring); LatencyError names what is wrong."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports)
         except (OSError, UnicodeDecodeError) as err:
             raise LatencyError(f"{path}: cannot read the latency profile "
                                f"({getattr(err, 'strerror', None) or err})") from None

@@ -73,10 +73,16 @@ def describe_calibrated(cost: CalibratedCost) -> str:
         *(f"- {a}" for a in [
             "tps(b, K) is the whole batch's output tokens per second of decoding at batch "
             "size (concurrency) b: b sequences in every step",
-            "the round's cost beyond a plain step is linear in K': o(b) per round plus c(b) "
-            "per draft step (plus the profile's verify growth when given); with runs at one "
-            "K_r, o(b) = 0 (all of the excess is per draft step)",
-            "K' beyond the largest measured K_r: the line extrapolated (`cost_extrapolated`)",
+            "the round's cost beyond a plain step is linear in K': o(b) >= 0 per round plus "
+            "c(b) >= 0 per draft step (plus the profile's verify growth when given); with "
+            "runs at one K_r the point takes o(b) = 0 (all of the excess per draft step) and "
+            "the interval every split of the excess between o and c",
+            "several K_r: least squares, the interval widened by 1.96 residuals",
+            "K' beyond the largest measured K_r: the line extrapolated (`cost_extrapolated`), "
+            "its pessimistic end the largest K_r's excess per draft at every draft; such a K' "
+            "is recommended only when that end still beats the best measured K'",
+            "a round measured faster than its tokens allow (b T(K_r) / tps(b, K_r) < b / "
+            "tps(b, 0) at the spreads' ends) contradicts the counters: refused",
             "batch sizes between measured ones: o, c and plain interpolated linearly in b "
             "(`batch_interpolated`); outside them: refused",
             "the runs' spreads: every combination of their ends refitted, the extremes kept; "

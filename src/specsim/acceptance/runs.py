@@ -94,7 +94,7 @@ def _read_one(path: Path, gamma: int | None, spec: str) -> list[Run]:
         if size > MAX_BYTES:
             raise RunsError(f"{path}: {size} bytes, more than a runs file holds "
                             f"({MAX_BYTES >> 20} MiB)")
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")  # a BOM: no column name
     except (OSError, UnicodeDecodeError) as err:
         raise RunsError(f"{path}: cannot read the runs file "
                         f"({getattr(err, 'strerror', None) or err})") from None

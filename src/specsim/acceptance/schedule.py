@@ -97,8 +97,16 @@ class Schedule:
                          f"[{r.speedup_ci_low:>6.3f}, {r.speedup_ci_high:>6.3f}] "
                          f"{r.tokens_per_call:>11.3f}{flag}")
         stop = self.stops_paying_at
-        lines.append("speculation pays at every batch size asked" if stop is None else
-                     f"speculation stops paying at batch {stop} (best K' = 0 from there on)")
+        unsure = [int(r.batch) for r in self.best.itertuples() if r.gamma > 0 and not r.pays]
+        if stop is not None:
+            lines.append(f"speculation stops paying at batch {stop} (best K' = 0 from there on)")
+        elif not unsure:
+            lines.append("speculation pays at every batch size asked")
+        else:
+            lines.append("speculation is best at every batch size asked")
+        if unsure:
+            lines.append(f"not sure to pay at batch {', '.join(map(str, unsure))}: the best "
+                         f"K''s interval reaches below 1 (column pays)")
         return "\n".join(lines)
 
 
