@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import socket
 import sys
 import time
+import urllib.error
+import urllib.request
 import warnings
 from pathlib import Path
 from typing import Any
@@ -95,11 +96,16 @@ def unreachable(flag: str, name: str, timeout: float = 3.0) -> str | None:
     if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
         why = "HF_HUB_OFFLINE is set"
     else:
-        try:
-            socket.create_connection((host, port), timeout=timeout).close()
+        url = f"{endpoint.scheme or 'https'}://{host}:{port}/"
+        try:  # any HTTP answer, an error status included, means the Hub can be reached
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"),
+                                   timeout=timeout).close()
             return None
-        except OSError as err:
-            why = f"{host}:{port} unreachable: {err.strerror or type(err).__name__}"
+        except urllib.error.HTTPError:
+            return None
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            why = f"{host}:{port} unreachable: {getattr(reason, 'strerror', None) or reason}"
     return (f"{flag} {name}: model {name!r} is not in the local cache ({cache}) and there is "
             f"no network ({why}); download it where there is, or give a local directory")
 
