@@ -334,3 +334,25 @@ def test_the_summary_says_where_the_best_k_is_not_sure_to_pay() -> None:
     text = sched.summary().splitlines()
     assert text[-2] == "speculation is best at every batch size asked"
     assert text[-1].startswith("not sure to pay at batch 8:")
+
+
+def test_with_runs_a_profile_needs_only_the_targets_rows(tmp_path: Path) -> None:
+    """Given with --runs, --latency supplies only the verify pass's growth: a profile of the
+    target alone is enough (without runs it still needs the draft's rows)."""
+    from specsim.acceptance.calibrate import cost_model
+    from specsim.acceptance.latency import LatencyError
+
+    lines = ["role,batch,tokens,seconds"]
+    lines += [f"target,{b},{n},{5 + 0.001 * b * n * n}" for b in BATCHES for n in range(1, 8)]
+    (tmp_path / "lat.csv").write_text("\n".join(lines) + "\n")
+    full = LatencyProfile.read(tmp_path / "lat.csv", ("target",))
+    runs = tmp_path / "runs.csv"
+    runs.write_text("batch,gamma,tokens_per_second\n" + "".join(
+        f"{r.batch},{r.gamma},{r.tokens_per_second!r}\n"
+        for r in synthetic_runs((1, 3), growth=full)))
+    cost, batches = cost_model(COUNTS, [str(runs)], str(tmp_path / "lat.csv"), 6)
+    assert batches == list(BATCHES)
+    for b in BATCHES:
+        assert cost.fits[b].per_draft == pytest.approx(PER_DRAFT[b], rel=1e-9)
+    with pytest.raises(LatencyError, match="no draft rows"):
+        cost_model(COUNTS, [], str(tmp_path / "lat.csv"), 6)

@@ -58,7 +58,7 @@ import numpy as np
 
 from specsim.acceptance.cost import CostModel, RoundCost
 from specsim.acceptance.counts import AcceptanceCounts
-from specsim.acceptance.latency import LatencyProfile
+from specsim.acceptance.latency import ROLES, LatencyProfile
 from specsim.acceptance.runs import Run
 from specsim.stats import normal_quantile
 
@@ -159,7 +159,7 @@ class CalibratedCost:
         if max_gamma > self.max_gamma_fitted:
             raise CalibrationError(f"K' = {max_gamma}: calibrated up to {self.max_gamma_fitted}")
         if self.growth is not None:
-            self.growth.check_covers(batches, max_gamma)
+            self.growth.check_covers(batches, max_gamma, draft=False)  # its verify growth only
 
     def round_cost(self, batch: int, gamma: int) -> RoundCost:
         known = sorted(self.fits)
@@ -246,7 +246,7 @@ def cost_model(counts: AcceptanceCounts, runs: Sequence[str], latency: str | Non
     profile alone; neither is refused."""
     from specsim.acceptance.runs import read_runs
 
-    profile = LatencyProfile.read(latency) if latency else None
+    profile = LatencyProfile.read(latency, ("target",) if runs else ROLES) if latency else None
     if runs:
         cost = CalibratedCost.fit(counts, read_runs(runs), max_gamma, profile)
         return cost, sorted(cost.fits)

@@ -70,8 +70,10 @@ class LatencyProfile:
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def read(cls, path: str | Path) -> LatencyProfile:
-        """Read and check a profile CSV (module docstring); LatencyError names what is wrong."""
+    def read(cls, path: str | Path, required: Sequence[str] = ROLES) -> LatencyProfile:
+        """Read and check a profile CSV (module docstring); LatencyError names what is wrong.
+        ``required``: the roles it must have rows of (with measured runs, only the target's
+        verify growth is used: ``("target",)``)."""
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports)
@@ -119,7 +121,7 @@ class LatencyProfile:
                 raise LatencyError(f"{where}: a second {role} row at batch {batch}, tokens "
                                    f"{tokens}: give one median per cell")
             cells[role].setdefault(batch, {})[tokens] = Seconds(sec, low, high)
-        for role in ROLES:
+        for role in required:
             if not cells[role]:
                 raise LatencyError(f"{path}: no {role} rows: the profile needs the target's and "
                                    f"the draft's forward times (a draft that costs nothing, "
@@ -165,11 +167,13 @@ class LatencyProfile:
         """T_draft(batch, 1): one draft step of one token per sequence."""
         return self._at("draft", batch, 1)
 
-    def check_covers(self, batches: Sequence[int], max_gamma: int) -> None:
+    def check_covers(self, batches: Sequence[int], max_gamma: int, draft: bool = True) -> None:
         """Refuse (naming the file and the first cell missing) unless the profile covers the
-        target at tokens 1..max_gamma+1 and the draft at 1 token for every batch size."""
+        target at tokens 1..max_gamma+1 and (``draft``) the draft at 1 token for every batch
+        size."""
         for b in batches:
-            self.draft(b)
+            if draft:
+                self.draft(b)
             self.target(b, 1)
             self.target(b, max_gamma + 1)
 

@@ -32,8 +32,8 @@ def render(ranges: Ranges, method: str = "draft_model") -> str:
     out += [f"| {lo}-{hi} | {k} |" for lo, hi, k in ranges]
     stop = stops_at(ranges)
     out += ["", (f"Speculation stops paying from batch {stop} on." if stop is not None else
-                 f"Speculation pays up to the largest batch measured ({ranges[-1][1]}); larger "
-                 "batches were not measured.")]
+                 f"Speculation pays up to the largest batch in the schedule ({ranges[-1][1]}); "
+                 "larger batches are not in it (not measured, or not asked with --batch).")]
     for part in snippets(ranges, method).values():
         out += ["", f"## {part.title}", "", f"```{part.lang}", part.code, "```", ""]
         out += [f"- {note}" for note in part.notes]

@@ -62,8 +62,8 @@ def from_one(ranges: Ranges) -> tuple[list[tuple[int, int, int]], str]:
     lo, hi, k = out[0]
     if lo == 1:
         return out, ""
-    note = (f"batch sizes 1-{lo - 1} were not measured: they take K = {k} of batch {lo} "
-            "(an assumption, not a measurement)")
+    note = (f"batch sizes 1-{lo - 1} are not in the schedule (not measured, or not asked with "
+            f"--batch): they take K = {k} of batch {lo} (an assumption, not a measurement)")
     return [(1, hi, k), *out[1:]], note
 
 
