@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from specsim.acceptance.cells import number, whole
 from specsim.acceptance.cost import RoundCost
 
 __all__ = ["ROLES", "LatencyError", "LatencyProfile", "Seconds", "profile_of"]
@@ -238,20 +239,11 @@ def _mix(a: Seconds, b: Seconds, w: float) -> Seconds:
 
 
 def _count(text: str, where: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise LatencyError(f"{where}: {text!r} is not a number") from None
-    if not value.is_integer() or value < 1:
-        raise LatencyError(f"{where}: {text!r} must be a whole number >= 1")
-    return int(value)
+    return whole(text, where, 1, LatencyError)
 
 
 def _seconds(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise LatencyError(f"{where}: {text!r} is not a number") from None
+    value = number(text, where, LatencyError)
     if not math.isfinite(value) or value < 0:
         raise LatencyError(f"{where}: {text!r} must be a finite time >= 0 seconds")
     return value

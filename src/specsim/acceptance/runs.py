@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from specsim.acceptance.cells import number, whole
+
 __all__ = ["MAX_BYTES", "Run", "RunsError", "read_runs"]
 
 MAX_BYTES: Final = 64 << 20
@@ -182,20 +184,11 @@ def _csv(path: Path, text: str) -> list[Run]:
 
 
 def _count(text: str, where: str, least: int) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise RunsError(f"{where}: {text!r} is not a number") from None
-    if not value.is_integer() or value < least:
-        raise RunsError(f"{where}: {text!r} must be a whole number >= {least}")
-    return int(value)
+    return whole(text, where, least, RunsError)
 
 
 def _throughput(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise RunsError(f"{where}: {text!r} is not a number") from None
+    value = number(text, where, RunsError)
     if not math.isfinite(value) or value <= 0:
         raise RunsError(f"{where}: {text!r}: a throughput must be a finite number > 0 "
                         f"tokens per second")
