@@ -356,3 +356,12 @@ def test_with_runs_a_profile_needs_only_the_targets_rows(tmp_path: Path) -> None
         assert cost.fits[b].per_draft == pytest.approx(PER_DRAFT[b], rel=1e-9)
     with pytest.raises(LatencyError, match="no draft rows"):
         cost_model(COUNTS, [], str(tmp_path / "lat.csv"), 6)
+
+
+def test_every_schedule_column_is_documented() -> None:
+    """The engine schedule's columns (both cost models write them) each have a caption in the
+    table's declaration: the report's headers show it as a tooltip."""
+    from specsim.acceptance.schedule import COLUMNS
+    from specsim.outputs import table
+    documented = set(table("engine_schedule").columns)
+    assert set(COLUMNS) <= documented, sorted(set(COLUMNS) - documented)

@@ -193,6 +193,12 @@ TABLES = (
                          "did not beat this one) or low_bound (extrapolated: its low end beats "
                          "the best identified K')",
             "latency": "the latency profile (file, or roofline target/draft on device)",
+            "cost_extrapolated": "K' beyond the draft lengths of the measured runs: the "
+                                 "calibrated round cost extrapolated linearly in K' (False "
+                                 "with a latency profile, which times every K')",
+            "batch_interpolated": "b between two measured batch sizes: the cost terms "
+                                  "interpolated linearly in b (False with a latency profile "
+                                  "or at a measured b)",
         }),
     Table(
         "engine_shortcut",
