@@ -88,8 +88,7 @@ class Trace:
         lens = hi - lo
         row = np.repeat(np.arange(n), lens)
         col = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
-        flat = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)]) \
-            if n else np.zeros(0, dtype=np.intp)
+        flat = np.repeat(lo, lens) + col  # the entries lo..hi-1 of every row, in order
         p[row, col] = self.p[flat]
         q[row, col] = self.q[flat]
         p[:, w] = self.p_tail[positions]
