@@ -188,13 +188,13 @@ def law_footprint(size: int, gamma: int) -> Footprint:
 
 def play_footprint(size: int, chains: int, reach: int, width: int) -> Footprint:
     """:func:`play_rows` for ``chains`` chains drafting up to ``reach`` tokens, padded to
-    ``width``: the uniforms and drafts (~5 per position and chain), a gathered CDF row per
-    chain and its temporaries (~5 (n, S)), the padded token arrays (~6 (n, width + 1)), the
-    tables' CDFs. Work: each drafted position gathers, compares and sums a CDF row per chain
-    (~10 operations per element)."""
+    ``width``: the uniforms and drafts (~5 per position and chain), the padded token arrays
+    (~6 (n, width + 1)), the samplers (:func:`samplers`; the final rows' 2S are the larger).
+    Work: each drafted position looks up a token and its accept (and stop) cell per chain
+    (~15 operations); building the samplers is once per point, not per call, and not counted."""
     n = float(chains)
-    touched = n * reach * (3 * size + 10) + 4 * n * size + 6 * n * (width + 1) + 6.0 * size**2
-    return Footprint(5 * reach * n + 5 * n * size + 6 * n * (width + 1) + 4.0 * size * size,
+    touched = 15 * n * reach + 6 * n * (width + 1)
+    return Footprint(5 * reach * n + 6 * n * (width + 1) + TableSampler.cells(2 * size, size),
                      10 * touched, what=f"simulation ({chains} chains at once)")
 
 
