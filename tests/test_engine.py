@@ -42,6 +42,7 @@ from specsim.families import markov_pair
 from specsim.models.iid import iid_frozen_markov, iid_pairs
 from specsim.models.spec import ModelSpec, TableSpec
 from specsim.stats import chi2_sf, gof_test
+from specsim.verify import accepted_uniforms, verify_uniforms
 
 # p-value threshold of each "same distribution" assertion: no test here makes more than 6, so
 # a test fails with probability <= mc.FAIL_PROB (1e-6) whatever its random stream (tests/mc.py)
@@ -701,6 +702,27 @@ def test_iid_round_single_pair_truncated_geometric() -> None:
         sel = res.tokens("correct") > j
         counts = np.bincount(res.emitted(j)[sel], minlength=20)
         assert gof_test(counts, p[0, 0]).p_value > P_MIN
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("npos", [1, 2, 4])
+def test_iid_round_views_draw_what_copied_rows_draw(rule: str, npos: int) -> None:
+    """iid_round reads p, q at positions min(i, npos - 1): through views (one pair
+    broadcast, or a pair per position) or copies, the same drafts, accepts and final token
+    as verify_uniforms on the rows copied out position by position; the long run's
+    accepted_uniforms counts the same accepted drafts."""
+    gamma, n = 3, 4000
+    p, q = iid_pairs(_iid_spec(), 1.0, None, np.random.default_rng(npos), (n, npos))
+    u = np.random.default_rng(9).random((2 * gamma + 1, n))
+    pos = np.minimum(np.arange(gamma + 1), npos - 1)
+    p_all, q_draft = p[:, pos].copy(), q[:, pos[:gamma]].copy()
+    x = inverse_cdf_rows(normalised_cdf(q_draft), u[:gamma].T)
+    want = verify_uniforms(p_all, q_draft, x, rule, u[gamma : 2 * gamma].T, u[2 * gamma])
+    got = iid_round(p, q, gamma, rule, u)
+    assert np.array_equal(got.x, x.T) and np.array_equal(got.final, want.final)
+    assert np.array_equal(got.n_accepted, want.accepted)
+    counted = accepted_uniforms(p_all, q_draft, x, rule, u[gamma : 2 * gamma].T)
+    assert np.array_equal(counted, want.accepted)
 
 
 # ---------------------------------------------------------------------------------------------

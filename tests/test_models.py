@@ -22,6 +22,7 @@ from specsim.models.iid import iid_frozen_markov, iid_pairs
 from specsim.models.maths import (
     blend,
     calibrate,
+    calibrate_far,
     calibration_weights,
     one_hot_argmax,
     one_hot_argmin,
@@ -250,6 +251,20 @@ def test_calibrate_hits_alpha_in_every_context(seed: int) -> None:
             achieved = np.minimum(target, q).sum(axis=1)
             np.testing.assert_allclose(achieved, alpha, rtol=0, atol=1e-12)
         assert np.allclose(calibrate(target, other, 1.0), target, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_calibrate_far_is_calibrate_on_the_one_hot_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    v = int(rng.integers(2, 40))
+    target = _sparse_or_dense(rng, v, 0.3 * (seed % 2))  # zeros: ties at the minimum
+    target = np.stack([target, np.eye(v)[rng.integers(0, v, v)]])  # and one-hot rows
+    lo = float(target.min(axis=-1).max())
+    for alpha in (lo, 0.5 * (lo + 1), 0.7 * (lo + 1) / 1.4 + 0.3, 1.0):
+        want = calibrate(target, one_hot_argmin(target), alpha)
+        assert calibrate_far(target, alpha).tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match="below"):
+        calibrate_far(SEED_TARGET, float(SEED_TARGET.min(axis=-1).max()) - 1e-6)
 
 
 def test_calibrate_at_lower_end_keeps_the_base_in_the_argmax_context() -> None:

@@ -286,6 +286,64 @@ def test_confidence_and_tokenwise_play_match_their_laws() -> None:
         check_sample(tokenwise.play(P, Q, *tables, state, 4, rng, stop), law_t, s, 24)
 
 
+def _cdf_round(P, Q, accept, reject, ctx, gammas, stop, u, u_final, width):
+    """One token-wise round drawn row by row from normalised CDFs, #{k: cdf_k <= u} (the
+    definition :mod:`specsim.sampling` states), as plainly as it reads: a reference for
+    :func:`tokenwise.play_rows`, whose samplers must draw exactly these tokens."""
+    def draw(table, rows, v):
+        cdf = np.cumsum(table, axis=1)
+        cdf = cdf / cdf[:, -1:]
+        return np.minimum((cdf[rows] <= v[:, None]).sum(axis=1), table.shape[1] - 1)
+    n = ctx.size
+    tokens = np.full((n, width + 1), -1)
+    n_emitted, final, drafted = (np.zeros(n, dtype=int) for _ in range(3))
+    for k in range(n):
+        c, emitted, stopped = ctx[k], [], False
+        drafts = []
+        for i in range(gammas[k]):
+            x = int(draw(Q, np.array([c]), u[0, i, k : k + 1])[0])
+            drafts.append((c, x, u[2, i, k] < accept[c, x]))
+            c = x
+            if u[1, i, k] < stop[drafts[-1][0], x]:
+                break
+        for c, x, ok in drafts:
+            if not ok:
+                last, rows = c, reject
+                stopped = True
+                break
+            emitted.append(x)
+        if not stopped:
+            last, rows = (drafts[-1][1] if drafts else ctx[k]), P
+        y = int(draw(rows, np.array([last]), u_final[k : k + 1])[0])
+        tokens[k, : len(emitted) + 1] = [*emitted, y]
+        n_emitted[k], final[k], drafted[k] = len(emitted) + 1, y, len(drafts)
+    return tokens, n_emitted, final, drafted
+
+
+def test_tokenwise_rounds_draw_the_tokens_of_the_rows_cdfs() -> None:
+    rng = np.random.default_rng(5)
+    size, n, width = 7, 3000, 6
+    P = blend(random_table(1, 2.5, size), np.eye(size)[rng.integers(0, size, size)], 0.8)
+    Q = random_table(2, 2.5, size)
+    Q[Q < 0.05] = 0.0  # zero-width cells, never drawn
+    Q[1] = np.eye(size)[3]  # a one-hot row
+    Q /= Q.sum(axis=1, keepdims=True)
+    accept, reject = tokenwise.correct_tables(P, Q)
+    stop = np.where(rng.random((size, size)) < 0.5, rng.uniform(0, 0.6, (size, size)), 0.0)
+    ctx, gammas = rng.integers(0, size, n), rng.integers(0, width + 1, n)
+    seed = 11
+    got = tokenwise.play_rows(P, Q, accept, reject, ctx, gammas, stop,
+                              np.random.default_rng(seed), width)
+    again = np.random.default_rng(seed)
+    reach = int(gammas.max())
+    u = again.random((3, reach, n))
+    want = _cdf_round(P, Q, accept, reject, ctx, gammas, stop, u, again.random(n), width)
+    for name, a, b in zip(("tokens", "n_emitted", "next_state", "drafted"),
+                          (got.tokens, got.n_emitted, got.next_state, got.drafted), want,
+                          strict=True):
+        assert np.array_equal(a, b), name
+
+
 def test_heuristic_play_matches_its_law_per_state() -> None:
     P, Q = seed_med()
     tables = tokenwise.correct_tables(P, Q)

@@ -39,6 +39,7 @@ from specsim.verify import (
     CLASSIC_RULES,
     Rule,
     acceptance_probability,
+    accepted_uniforms,
     first_rejection,
     residual,
     rule_spec,
@@ -312,13 +313,29 @@ def iid_round(
     ``positions`` is γ+1 (a fresh pair per position) or 1 (one pair for the whole round, the
     notebook's ``speculative_step``). Drafts do not depend on context, so all γ are drawn at once.
     """
-    npos = p.shape[1]
-    pos = np.minimum(np.arange(gamma + 1), npos - 1)
-    q_draft = q[:, pos[:gamma]]  # (n, γ, V)
-    p_all = p[:, pos]  # (n, γ+1, V)
-    x = inverse_cdf_rows(normalised_cdf(q_draft), u[:gamma].T)  # (n, γ)
+    p_all, q_draft, x = _iid_drafts(p, q, gamma, u)
     res = verify_uniforms(p_all, q_draft, x, rule, u[gamma : 2 * gamma].T, u[2 * gamma])
     return RoundResult(x.T, res.accepted, res.final)
+
+
+def _iid_drafts(p: FloatArray, q: FloatArray, gamma: int,
+                u: FloatArray) -> tuple[FloatArray, FloatArray, IntArray]:
+    """The rows p (n, γ+1, V) and q (n, γ, V) a round of :func:`iid_round` meets (views of
+    p, q where the positions allow: a pair per position, or one pair broadcast over the
+    round) and its drafts (n, γ), drawn with ``u[:γ]``."""
+    n, npos, v = p.shape
+    if npos > gamma:
+        p_all, q_draft = p[:, : gamma + 1], q[:, :gamma]
+        cdf = normalised_cdf(q_draft)
+    elif npos == 1:  # one row per chain: its CDF once, broadcast over the γ positions
+        p_all = np.broadcast_to(p, (n, gamma + 1, v))
+        q_draft = np.broadcast_to(q, (n, gamma, v))
+        cdf = normalised_cdf(q)
+    else:
+        pos = np.minimum(np.arange(gamma + 1), npos - 1)
+        p_all, q_draft = p[:, pos], q[:, pos[:gamma]]
+        cdf = normalised_cdf(q_draft)
+    return p_all, q_draft, inverse_cdf_rows(cdf, u[:gamma].T)
 
 
 def long_run_iid(
@@ -346,8 +363,9 @@ def long_run_iid(
         for b in range(0, n, block):
             m = min(block, n - b)
             p, q = iid_pairs(spec, temperature, alpha, rng, (m, npos))
-            n_acc[b : b + m] = iid_round(p, q, gamma, rule,
-                                         rng.random((2 * gamma + 1, m))).n_accepted
+            u = rng.random((2 * gamma + 1, m))  # u[2γ], the final token's, is not needed
+            p_all, q_draft, x = _iid_drafts(p, q, gamma, u)
+            n_acc[b : b + m] = accepted_uniforms(p_all, q_draft, x, rule, u[gamma : 2 * gamma].T)
         return n_acc, state, None
 
     def first(n: int) -> IntArray:

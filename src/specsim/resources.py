@@ -18,9 +18,7 @@ bound within a factor on small cases).
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +106,9 @@ def measure_job(desc: dict[str, Any]) -> tuple[float, float]:
     """(peak resident bytes, CPU seconds) of one point job (:func:`specsim.job.run` on its
     description) run alone in a fresh interpreter: what its :class:`Footprint` estimates
     (Linux ``VmHWM``; calibration and tests only, never in a run)."""
+    import subprocess  # calibration and tests only: not in a point job's start-up
+    import tempfile
+
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(desc), f"{tmp}/s.parquet",
                               f"{tmp}/e.parquet", f"{tmp}/log"], capture_output=True, text=True,

@@ -46,7 +46,10 @@ def normalised_cdf(probs: FloatArray) -> FloatArray:
     tokens at zero width, so inverse-CDF sampling never returns them.
     """
     c = np.cumsum(probs, axis=-1)
-    return c / c[..., -1:]
+    if c.dtype.kind != "f":
+        return c / c[..., -1:]
+    c /= c[..., -1:].copy()  # in place: the same quotients, no second array
+    return c
 
 
 def inverse_cdf_rows(cdf: FloatArray, u: FloatArray) -> IntArray:

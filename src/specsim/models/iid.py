@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specsim.models.maths import calibrate, one_hot_argmin, softmax
+from specsim.models.maths import calibrate_far, softmax
 from specsim.models.spec import ModelSpec, drafted
 from specsim.sampling import FloatArray
 
@@ -40,7 +40,7 @@ def _pairs(spec: ModelSpec, temperature: float, alpha: float | None, rng: np.ran
     if spec.draft == "calibrated":
         if alpha is None:
             raise ValueError(f"model {spec.name!r} has a calibrated draft and needs an alpha")
-        return target, calibrate(target, one_hot_argmin(target), alpha)
+        return target, calibrate_far(target, alpha)
     if spec.draft == "identical":
         return target, target.copy()
     if spec.draft == "uniform":
@@ -48,9 +48,11 @@ def _pairs(spec: ModelSpec, temperature: float, alpha: float | None, rng: np.ran
     if spec.draft not in ("noise", "temper"):
         raise ValueError(f"draft kind {spec.draft!r} is not available for iid model {spec.name!r}")
     noise_scale = spec.noise if spec.draft == "noise" else 0.0
-    draft_logits = np.log(p1 + IID_EPS) + rng.normal(0.0, noise_scale, p1.shape)
+    draft_logits = p1 + IID_EPS
+    np.log(draft_logits, out=draft_logits)
+    draft_logits += rng.normal(0.0, noise_scale, p1.shape)
     if spec.draft == "temper":
-        draft_logits = draft_logits / spec.draft_temperature
+        draft_logits /= spec.draft_temperature
     return target, softmax(draft_logits, temperature)
 
 

@@ -85,12 +85,19 @@ def one_hot_argmin(table: FloatArray) -> FloatArray:
 
 
 def softmax(logits: FloatArray, temperature: float = 1.0) -> FloatArray:
-    """Softmax over the last axis at a temperature; T = 0 is the one-hot argmax."""
+    """Softmax over the last axis at a temperature; T = 0 is the one-hot argmax. One new array
+    (x / 1 is x exactly: T = 1 divides nothing)."""
     if temperature == 0:
         return one_hot_argmax(logits)
-    z = logits / temperature
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    z = np.asarray(logits)
+    if temperature != 1 or z.dtype.kind != "f":
+        e = z / temperature
+        e -= e.max(axis=-1, keepdims=True)
+    else:
+        e = z - z.max(axis=-1, keepdims=True)
+    np.exp(e, out=e)
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
 
 
 def overlap(p: FloatArray, q: FloatArray) -> FloatArray:
@@ -104,9 +111,13 @@ def calibration_weights(target: FloatArray, other: FloatArray, alpha: float) -> 
     Since min(p, w p + (1-w) o) = w p + (1-w) min(p, o) elementwise for w in [0, 1],
     beta(w) = w + (1-w) beta0 and w = (alpha - beta0) / (1 - beta0).
     """
+    return _weights(overlap(target, other), alpha)
+
+
+def _weights(beta0: FloatArray, alpha: float) -> FloatArray:
+    """:func:`calibration_weights` from the base's overlaps beta0 with the target."""
     if not (np.isfinite(alpha) and 0.0 <= alpha <= 1.0):
         raise ValueError(f"alpha={alpha} must be a number in [0, 1]")
-    beta0 = overlap(target, other)
     if np.any(alpha < beta0 - 1e-12):
         worst = float(beta0.max())
         raise ValueError(
@@ -122,3 +133,15 @@ def calibrate(target: FloatArray, other: FloatArray, alpha: float) -> FloatArray
     """α-calibrated draft: every context accepts with probability exactly alpha."""
     w = calibration_weights(target, other, alpha)[..., None]
     return w * target + (1.0 - w) * other
+
+
+def calibrate_far(target: FloatArray, alpha: float) -> FloatArray:
+    """``calibrate(target, one_hot_argmin(target), alpha)``, bit for bit, without the one-hot:
+    the base's overlap with p >= 0 is min p (a sum of zeros and min p), and the blend is
+    w p everywhere (w p + (1-w) 0) but at the argmin, where it is w p + (1-w)."""
+    t = np.asarray(target, dtype=np.float64)
+    at = t.argmin(axis=-1)[..., None]
+    w = _weights(np.take_along_axis(t, at, axis=-1)[..., 0], alpha)[..., None]
+    out = w * t
+    np.put_along_axis(out, at, np.take_along_axis(out, at, axis=-1) + (1.0 - w), axis=-1)
+    return out

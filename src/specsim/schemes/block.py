@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike
 from specsim.exact import RoundLaw, check_gamma, check_pair
 from specsim.models.iid import chain_of_rows
 from specsim.resources import Footprint
-from specsim.sampling import sample_rows
+from specsim.sampling import TableSampler, sample_rows
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, checked_windows
 
 __all__ = ["MAX_PATHS", "BlockPaths", "backward_step", "excess", "final_residual", "footprint",
@@ -289,7 +289,9 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Mappin
 
     Each chain uses 2γ+1 uniforms, rng.random((2γ+1, n)): rows 0..γ-1 draw X_1..X_γ, rows
     γ..2γ-1 are η_1..η_γ (kept iff η_i < h_i, so h = 0 never keeps and h = 1 always does),
-    row 2γ draws Y; every draw is by inverse CDF (:func:`specsim.sampling.sample_rows`).
+    row 2γ draws Y; every draw is by inverse CDF, ``searchsorted(cdf, u, 'right')``: the drafts
+    from the compact Q's sampler (:meth:`specsim.sampling.TableSampler.of`), Y from each
+    chain's own row (:func:`specsim.sampling.sample_rows`).
     """
     Pa, Qa, g = _validate(P, Q, gamma, knobs)
     s = np.asarray(state)
@@ -297,6 +299,7 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Mappin
             s.size > 0 and (s.min() < 0 or s.max() >= Pa.shape[0])):
         raise ValueError(f"state must be a 1-D array of context states in [0, {Pa.shape[0]})")
     c = _Compact.of(Pa, Qa)
+    draw_q = TableSampler.of(c.Q)
     n = s.size
     u = rng.random((2 * g + 1, n))
     ctx = s.astype(np.intp)
@@ -304,7 +307,7 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Mappin
     drafts = np.empty((n, g), dtype=np.intp)
     tau, ctx_tau, p_tau = np.zeros(n, dtype=np.intp), ctx.copy(), p.copy()
     for i in range(1, g + 1):
-        k = sample_rows(c.Q[ctx], u[i - 1])
+        k = draw_q(ctx, u[i - 1])
         x = c.cols[ctx, k]
         p = ratio(p, c.P[ctx, k], c.Q[ctx, k])
         h = hold(excess(p, c.P[x], c.Q[x])[1], p) if i < g else p
@@ -328,7 +331,7 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     at most ``support`` tokens: the tree holds S d^i prefixes at depth i (8 numbers each), the
     emission step ~5 d numbers per prefix of a depth, the (S, S, S) pair law three times;
     None beyond :data:`MAX_PATHS` draft paths (S d^γ, where :func:`law` refuses). A round
-    gathers ~8 compact rows per chain."""
+    gathers ~8 compact rows per chain, beside the compact Q's sampler."""
     d = float(min(support, size))
     levels = [size * d**i for i in range(gamma + 1)]
     law_fp = None
@@ -338,7 +341,8 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
         law_fp = Footprint(cells, 20 * d * sum(levels) + 4.0 * size**3,
                            what=f"block exact law ({levels[-1]:.3g} draft paths)")
     n = float(chains)
-    play = Footprint((2 * gamma + 1) * n + 3 * n * gamma + 8 * n * d + 8.0 * size * size,
+    play = Footprint((2 * gamma + 1) * n + 3 * n * gamma + 8 * n * d + 8.0 * size * size
+                     + TableSampler.cells(size, int(d)),
                      10 * (n * gamma * 12 * d + 8.0 * size * size),
                      what=f"simulation ({chains} chains at once)")
     return LawSize(size, law_fp, play)

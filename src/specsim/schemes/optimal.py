@@ -69,10 +69,8 @@ from numpy.typing import ArrayLike
 from specsim.exact import RoundLaw, check_gamma, stationary
 from specsim.exact.chains import closed_classes
 from specsim.resources import Footprint
-from specsim.sampling import inverse_cdf_rows, normalised_cdf
 from specsim.schemes import tokenwise
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
-from specsim.verify import PLACEHOLDER
 
 __all__ = ["BOUND_BREAKPOINTS", "KNOBS", "MAX_PATHS", "Multichain", "Solution", "bound",
            "check", "footprint", "law", "path_bound", "play", "solve", "table_refusal"]
@@ -342,7 +340,9 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     n = ctx.shape[0]
     u = rng.random((2, g, n))
     u_final = rng.random(n)
-    cdf_q = normalised_cdf(Qa)
+    draw_q, draw_final = tokenwise.samplers(Pa, Qa, rej)
+    size = Pa.shape[0]
+    accept_cell = acc.ravel()
     xs = np.empty((g + 1, n), dtype=np.intp)
     xs[0] = ctx
     pi = np.ones(n)
@@ -352,24 +352,18 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     leading = np.ones(n, dtype=bool)  # every draft so far accepted
     for i in range(g):
         c = xs[i]
-        x = inverse_cdf_rows(cdf_q[c], u[0, i])
+        x = draw_q(c, u[0, i])
+        a = accept_cell.take(c * size + x)
         n_drafted += drafting
-        leading &= ~drafting | (u[1, i] < acc[c, x])
+        leading &= ~drafting | (u[1, i] < a)
         n_acc += drafting & leading
-        pi = np.where(drafting, pi * acc[c, x], pi)
+        pi = np.where(drafting, pi * a, pi)
         xs[i + 1] = np.where(drafting, x, c)
         drafting &= pi >= t[g - 1 - i, x]
     last = xs[n_acc, np.arange(n)]
-    rejected = n_acc < n_drafted
-    rows = np.where(rejected[:, None], normalised_cdf(rej)[last], normalised_cdf(Pa)[last])
-    final = inverse_cdf_rows(rows, u_final)
-    j = np.arange(g + 1)[None, :]
-    drafts = np.full((n, g + 1), PLACEHOLDER, dtype=np.intp)
-    drafts[:, :g] = xs[1:].T
-    tokens = np.where(j < n_acc[:, None], drafts,
-                      np.where(j == n_acc[:, None], final[:, None], PLACEHOLDER))
-    return RoundSample(tokens=tokens, n_emitted=n_acc + 1, next_state=final,
-                       drafted=n_drafted)
+    final = draw_final(last + size * (n_acc < n_drafted), u_final)
+    return RoundSample(tokens=tokenwise.emitted_tokens(xs, n_acc, final, g),
+                       n_emitted=n_acc + 1, next_state=final, drafted=n_drafted)
 
 
 def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,

@@ -34,12 +34,13 @@ from specsim.exact import RoundLaw, RoundParts, check_gamma, check_pair, check_t
 from specsim.exact.footprints import round_dp_footprint
 from specsim.exact.kernels import Kernels
 from specsim.resources import Footprint
-from specsim.sampling import inverse_cdf_rows, normalised_cdf
+from specsim.sampling import TableSampler
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.verify import PLACEHOLDER, acceptance_probability, first_rejection, residual
 
-__all__ = ["check_knobs", "check_states", "check_tables", "correct_tables", "footprint", "law",
-           "law_footprint", "parts", "play", "play_footprint", "play_rows"]
+__all__ = ["check_knobs", "check_states", "check_tables", "correct_tables", "emitted_tokens",
+           "footprint", "law", "law_footprint", "parts", "play", "play_footprint", "play_rows",
+           "samplers"]
 
 
 def correct_tables(P: ArrayLike, Q: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -102,15 +103,38 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
     return parts(Pa, Qa, acc, rej, check_gamma(gamma), st).law()
 
 
+def samplers(P: FloatArray, Q: FloatArray, reject: FloatArray) -> tuple[TableSampler, TableSampler]:
+    """The round's two samplers (:meth:`TableSampler.of`, built once for the tables of a point's
+    rounds): the draft's Q, and the final token's rows [P; reject] -- row c draws the bonus
+    from P(.|c), row S + c the token after a rejection in context c."""
+    return TableSampler.of(Q), TableSampler.of(np.vstack([P, reject]))
+
+
+def emitted_tokens(xs: IntArray, n_acc: IntArray, final: IntArray, width: int) -> IntArray:
+    """Emitted tokens (n, ``width`` + 1): the accepted drafts ``xs[1 : n_acc + 1]`` of each
+    chain's column of ``xs`` (contexts then drafts, (reach + 1, n)), then ``final``, then
+    :data:`PLACEHOLDER`."""
+    reach, n = xs.shape[0] - 1, xs.shape[1]
+    tokens = np.full((n, width + 1), PLACEHOLDER, dtype=np.intp)
+    kept = np.arange(reach)[:, None] < n_acc
+    tokens[:, :reach] = np.where(kept, xs[1:], PLACEHOLDER).T
+    tokens[np.arange(n), n_acc] = final
+    return tokens
+
+
 def play_rows(P: FloatArray, Q: FloatArray, accept: FloatArray, reject: FloatArray,
           ctx: IntArray, gammas: IntArray, stop: FloatArray, rng: np.random.Generator,
           width: int) -> RoundSample:
     """One round per chain from contexts ``ctx`` (n,), chain k drafting at most ``gammas[k]``;
-    tokens padded to ``width`` + 1 columns. Positions beyond a chain's γ are masked."""
+    tokens padded to ``width`` + 1 columns. Positions beyond a chain's γ are masked. Every
+    token is the inverse-CDF draw ``searchsorted(cdf, u, 'right')`` of its row
+    (:func:`samplers`)."""
     n, reach = ctx.shape[0], int(gammas.max(initial=0))
     u = rng.random((3, reach, n))  # draft, stop and accept uniforms per position
     u_final = rng.random(n)
-    cdf_q = normalised_cdf(Q)
+    draw_q, draw_final = samplers(P, Q, reject)
+    size = P.shape[0]
+    accept_cell, stop_cell = accept.ravel(), stop.ravel() if stop.any() else None
     xs = np.empty((reach + 1, n), dtype=np.intp)  # xs[0] = context, xs[i+1] = draft i+1
     xs[0] = ctx
     drafting = gammas > 0
@@ -118,23 +142,20 @@ def play_rows(P: FloatArray, Q: FloatArray, accept: FloatArray, reject: FloatArr
     ok = np.ones((reach, n), dtype=bool)  # positions never drafted count as accepted here
     for i in range(reach):
         c = xs[i]
-        x = inverse_cdf_rows(cdf_q[c], u[0, i])
+        x = draw_q(c, u[0, i])
+        cell = c * size + x
         n_drafted += drafting
-        ok[i] = ~drafting | (u[2, i] < accept[c, x])
-        xs[i + 1] = np.where(drafting, x, c)
-        drafting &= (u[1, i] >= stop[c, x]) & (i + 1 < gammas)
+        np.less(u[2, i], accept_cell.take(cell), out=ok[i])
+        ok[i] |= ~drafting
+        np.copyto(xs[i + 1], np.where(drafting, x, c))
+        if stop_cell is not None:
+            drafting &= u[1, i] >= stop_cell.take(cell)
+        drafting &= i + 1 < gammas
     n_acc = np.minimum(first_rejection(ok, axis=0), n_drafted)
     last = xs[n_acc, np.arange(n)]  # context of the rejection, or the last accepted draft
-    rejected = n_acc < n_drafted
-    rows = np.where(rejected[:, None], normalised_cdf(reject)[last], normalised_cdf(P)[last])
-    final = inverse_cdf_rows(rows, u_final)
-    j = np.arange(width + 1)[None, :]
-    drafts = np.full((n, width + 1), PLACEHOLDER, dtype=np.intp)
-    drafts[:, :reach] = xs[1:].T
-    tokens = np.where(j < n_acc[:, None], drafts,
-                      np.where(j == n_acc[:, None], final[:, None], PLACEHOLDER))
-    return RoundSample(tokens=tokens, n_emitted=n_acc + 1, next_state=final,
-                       drafted=n_drafted)
+    final = draw_final(last + size * (n_acc < n_drafted), u_final)
+    return RoundSample(tokens=emitted_tokens(xs, n_acc, final, width), n_emitted=n_acc + 1,
+                       next_state=final, drafted=n_drafted)
 
 
 def check_states(state: ArrayLike, n_states: int) -> IntArray:
@@ -167,13 +188,13 @@ def law_footprint(size: int, gamma: int) -> Footprint:
 
 def play_footprint(size: int, chains: int, reach: int, width: int) -> Footprint:
     """:func:`play_rows` for ``chains`` chains drafting up to ``reach`` tokens, padded to
-    ``width``: the uniforms and drafts (~5 per position and chain), a gathered CDF row per
-    chain and its temporaries (~5 (n, S)), the padded token arrays (~6 (n, width + 1)), the
-    tables' CDFs. Work: each drafted position gathers, compares and sums a CDF row per chain
-    (~10 operations per element)."""
+    ``width``: the uniforms and drafts (~5 per position and chain), the padded token arrays
+    (~6 (n, width + 1)), the samplers (:func:`samplers`; the final rows' 2S are the larger).
+    Work: each drafted position looks up a token and its accept (and stop) cell per chain
+    (~15 operations); building the samplers is once per point, not per call, and not counted."""
     n = float(chains)
-    touched = n * reach * (3 * size + 10) + 4 * n * size + 6 * n * (width + 1) + 6.0 * size**2
-    return Footprint(5 * reach * n + 5 * n * size + 6 * n * (width + 1) + 4.0 * size * size,
+    touched = 15 * n * reach + 6 * n * (width + 1)
+    return Footprint(5 * reach * n + 6 * n * (width + 1) + TableSampler.cells(2 * size, size),
                      10 * touched, what=f"simulation ({chains} chains at once)")
 
 

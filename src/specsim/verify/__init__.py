@@ -30,7 +30,7 @@ this package's other names with ``from specsim.verify import ...``; they live in
   ``verify_round``, and the literature's schemes played under :mod:`specsim.schemes`;
 * :mod:`~specsim.verify.steps` -- the pieces of one step listed above;
 * :mod:`~specsim.verify.kernel` -- one batched round: :func:`verify`, :func:`verify_uniforms`
-  and the input checks.
+  (:func:`accepted_uniforms`, its accepted count alone) and the input checks.
 """
 
 from specsim.verify.kernel import (
@@ -38,6 +38,7 @@ from specsim.verify.kernel import (
     PLACEHOLDER,
     ROW_TOL,
     VerifyResult,
+    accepted_uniforms,
     check_round,
     check_rows,
     verify,
@@ -73,6 +74,7 @@ __all__ = [
     "VerifyResult",
     "accept",
     "acceptance_probability",
+    "accepted_uniforms",
     "check_round",
     "check_rows",
     "first_rejection",

@@ -1,6 +1,7 @@
 """One round of verification on explicit arrays, batched: :func:`verify` (validated, the public
 door) and :func:`verify_uniforms` (from given uniforms, for callers that manage their own
-streams), with the input checks :func:`check_rows` and :func:`check_round`.
+streams; :func:`accepted_uniforms`, its accepted count alone), with the input checks
+:func:`check_rows` and :func:`check_round`.
 
 Leviathan, Kalman & Matias 2022 (arXiv 2211.17192), Algorithm 1, cited as [L]. The layout is
 Hugging Face transformers' ``_speculative_sampling`` (``p`` (batch, γ+1, V), ``q``
@@ -139,9 +140,9 @@ def _final_tokens(p: Rows, q: Rows, sums: Sums | None,
     return out.reshape(n_acc.shape)
 
 
-def _round(p: Rows, q: Rows, x: IntArray, spec: RuleSpec,
-           u_accept: FloatArray, u_final: FloatArray, sums: Sums | None = None) -> VerifyResult:
-    """One round on rows used as given (``sums`` None) or divided by their ``sums`` (sp, sq)."""
+def _accepted(p: Rows, q: Rows, x: IntArray, spec: RuleSpec, u_accept: FloatArray,
+              sums: Sums | None = None) -> IntArray:
+    """The drafts a round accepts before its first rejection (...,), rows as :func:`_round`."""
     gamma = x.shape[-1]
     if spec.accept == "argmax":  # the argmax of p is that of p / sum(p)
         ok = x == p[..., :gamma, :].argmax(axis=-1)
@@ -152,7 +153,14 @@ def _round(p: Rows, q: Rows, x: IntArray, spec: RuleSpec,
         if sums is not None:  # exactly the entries of the renormalised rows
             p_x, q_x = p_x / sums[0][..., :gamma], q_x / sums[1]
         ok = accept(u_accept, p_x, q_x)
-    n_acc = first_rejection(ok)
+    return first_rejection(ok)
+
+
+def _round(p: Rows, q: Rows, x: IntArray, spec: RuleSpec,
+           u_accept: FloatArray, u_final: FloatArray, sums: Sums | None = None) -> VerifyResult:
+    """One round on rows used as given (``sums`` None) or divided by their ``sums`` (sp, sq)."""
+    gamma = x.shape[-1]
+    n_acc = _accepted(p, q, x, spec, u_accept, sums)
     residual_rows = spec.on_rejection == "residual" and gamma > 0
     final = _final_tokens(p, q, sums, n_acc, residual_rows, u_final)
     tokens, n_emitted = _emitted(x, n_acc, final, spec.keep_drafts)
@@ -171,6 +179,13 @@ def verify_uniforms(p: FloatArray, q: FloatArray, x: IntArray, rule: str,
     engine, the n-gram and LLM experiments) use this directly.
     """
     return _round(p, q, np.asarray(x, dtype=np.intp), rule_spec(rule), u_accept, u_final)
+
+
+def accepted_uniforms(p: FloatArray, q: FloatArray, x: IntArray, rule: str,
+                      u_accept: FloatArray) -> IntArray:
+    """``verify_uniforms(p, q, x, rule, u_accept, u_final).accepted`` without drawing the
+    emitted token: for a long run that counts accepted drafts only."""
+    return _accepted(p, q, np.asarray(x, dtype=np.intp), rule_spec(rule), u_accept)
 
 
 def _first_bad(mask: NDArray[np.bool_]) -> tuple[int, ...]:
