@@ -1,11 +1,9 @@
 # Everything that is not a rule: validation, the grid, target lists, wildcard constraints.
 import gc
-import inspect
 import logging
 import os
 import sys
 
-from snakemake.common import overwrite_function_params
 from snakemake.io import report as report_flag
 
 from specsim.process import put_on_path
@@ -157,14 +155,6 @@ def point_inputs(wildcards):
     """
     point = grid_point(wildcards)
     return list(point.family.inputs(point.spec, point.temperature))
-
-
-# Snakemake asks each callable of a job for its signature (inspect.signature) to learn which
-# arguments it takes, one to three times per callable and job: the point rule's four callables,
-# asked once per job of a 10^5-point grid, cost ~6 CPU s. Its own wrappers
-# (snakemake.ioutils.subpath) declare the parameters once instead; so do these.
-for _per_point in (point_inputs, point_job, point_mem_mb, point_runtime):
-    overwrite_function_params(_per_point, inspect.signature(_per_point).parameters)
 
 
 def table_files(wildcards=None):
