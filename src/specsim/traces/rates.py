@@ -50,6 +50,7 @@ class TraceRates:
     def tree(self, parents: Any) -> float:
         par = np.asarray(parents)
         g = len(level_widths(par))
-        emitted, drafted = window_laws(self.trace, g, lambda p, q: window_tree_law(p, q, par))
+        emitted, drafted = window_laws(self.trace, g,
+                                       lambda p, q, at: window_tree_law(p, q, par, at))
         return rates(ScheduleLaws.one_length(g, emitted, drafted),
                      self.trace.doc_start).tokens_per_call

@@ -49,7 +49,7 @@ from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
-from specsim.traces.frozen import dense_rows, window_rows
+from specsim.traces.frozen import dense_rows, window_positions, window_rows
 from specsim.traces.optimal import solve
 from specsim.traces.positional import truncate
 from specsim.verify import acceptance_probability
@@ -149,20 +149,24 @@ def check_work(positions: int, width: int, scheme: Scheme, gamma: int,
 
 
 def window_laws(trace: Trace, gamma: int,
-                law: Callable[[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]
+                law: Callable[[FloatArray, FloatArray, IntArray], tuple[FloatArray, FloatArray]]
                 ) -> tuple[FloatArray, FloatArray]:
     """The same for a whole-draft rule: its ``window_law`` (:mod:`specsim.schemes.law`; ``law``
-    maps rows p, q (n, γ+1, V) to the law (n, γ+2) and the drafted tokens through each depth)
-    on every start's window of frozen dense rows, :data:`WINDOW_CHUNK` starts at a time (the
+    maps rows p, q (R, V) and the row each of n starts meets at each depth, ``at`` (n, γ+1), to
+    the law (n, γ+2) and the drafted tokens through each depth) on every start's window of
+    frozen dense rows, :data:`WINDOW_CHUNK` starts at a time, each position's row once (the
     window stays inside its document: past its end the last pair repeats, and the law is cut
     at the end). Drafts beyond the document's end are not counted (a round drafts only the
     depths left: the rule's drafted tokens through that depth)."""
     n = trace.n_positions
     rem = _remaining(trace.doc_start)
+    p, q = dense_rows(trace, np.arange(n))
     emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
     for lo in range(0, n, WINDOW_CHUNK):
         t = np.arange(lo, min(lo + WINDOW_CHUNK, n))
-        emitted[t], by_depth = law(*window_rows(trace, t, gamma + 1))
+        at = window_positions(trace, t, gamma + 1)  # positions lo .. at most hi - 1 + γ
+        top = int(at.max()) + 1
+        emitted[t], by_depth = law(p[lo:top], q[lo:top], at - lo)
         drafted[t] = by_depth[np.minimum(gamma, rem[t])]
     return truncate(emitted, trace.doc_start), drafted
 
@@ -209,7 +213,7 @@ def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
     if window_laws_of(scheme):
         check_work(trace.n_positions, trace.width, scheme, gamma, trace)
         emitted, drafted = window_laws(trace, gamma,
-                                       lambda p, q: scheme.window_law(p, q, gamma))
+                                       lambda p, q, at: scheme.window_law(p, q, gamma, at))
         return ScheduleLaws.one_length(gamma, emitted, drafted)
     rows = tokenwise_rows(trace, scheme)
     q, accept, stop = rows
