@@ -183,6 +183,8 @@ class Rule:
     kernel: Callable[[FloatArray, FloatArray, int], Kernel]
     capped: bool = True
     row_seconds: Callable[[int, int], float] = lambda v, k: 1e-7 * v * k * k  # a row's kernel
+    window_step: Callable[[FloatArray, FloatArray, int], tuple[FloatArray, FloatArray]] | None \
+        = None  # rows -> the kernel's trans summed over tokens and its stop (default: by it)
 
     def law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
             budget: int = BUDGET) -> RoundLaw:
@@ -217,9 +219,8 @@ class Rule:
         go_row, stop_row = np.empty((r, k, k)), np.empty((r, k))
         step = max(1, BUDGET // (k * v * k))  # rows per kernel: (rows, k, V, k) cells
         for lo in range(0, r, step):
-            sel = used[lo:lo + step]
-            kern = self.kernel(rows_p[sel], rows_q[sel], k)
-            go_row[lo:lo + step], stop_row[lo:lo + step] = kern.trans.sum(axis=2), kern.stop
+            go_row[lo:lo + step], stop_row[lo:lo + step] = self._window_step(
+                rows_p[used[lo:lo + step]], rows_q[used[lo:lo + step]], k)
         where = np.searchsorted(used, at[:, :g])  # (n, γ): each (start, depth)'s kernel
         go, stop = go_row[where], stop_row[where]
         F = np.zeros((n, k))
@@ -230,6 +231,14 @@ class Rule:
             F = np.einsum("nm,nmj->nj", F, go[:, i])
         tokens[:, g + 1] = F.sum(axis=1)
         return tokens, k * np.arange(g + 1, dtype=np.float64)
+
+    def _window_step(self, p: FloatArray, q: FloatArray,
+                     k: int) -> tuple[FloatArray, FloatArray]:
+        """Per row: the kernel's trans summed over the emitted token (R, k, k) and its stop."""
+        if self.window_step is not None:
+            return self.window_step(p, q, k)
+        kern = self.kernel(p, q, k)
+        return kern.trans.sum(axis=2), kern.stop
 
     def window_seconds(self, n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
                        rows: Any = None) -> float:
