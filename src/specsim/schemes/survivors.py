@@ -214,15 +214,13 @@ class Rule:
         rows_p, rows_q, at = indexed_windows(p, q, g, at)
         k = checked_drafts(knobs, self.name)
         n = at.shape[0]
-        used = np.unique(at[:, :g])  # the rows some depth < γ meets (the last one's: bonus)
-        r, v = used.size, rows_p.shape[1]
+        r, v = rows_p.shape
         go_row, stop_row = np.empty((r, k, k)), np.empty((r, k))
         step = max(1, BUDGET // (k * v * k))  # rows per kernel: (rows, k, V, k) cells
         for lo in range(0, r, step):
             go_row[lo:lo + step], stop_row[lo:lo + step] = self._window_step(
-                rows_p[used[lo:lo + step]], rows_q[used[lo:lo + step]], k)
-        where = np.searchsorted(used, at[:, :g])  # (n, γ): each (start, depth)'s kernel
-        go, stop = go_row[where], stop_row[where]
+                rows_p[lo:lo + step], rows_q[lo:lo + step], k)
+        go, stop = go_row[at[:, :g]], stop_row[at[:, :g]]  # (n, γ, ...): each depth's step
         F = np.zeros((n, k))
         F[:, k - 1] = 1.0  # all k drafts survive at depth 0
         tokens = np.zeros((n, g + 2))

@@ -200,13 +200,11 @@ def window_tree_law(p: Any, q: Any, parents: Any,
     rows_p, rows_q, at = indexed_windows(p, q, depth, at)
     levels = t.depth[:root]  # each drafted node's depth, 1..D
     widths = [max(int(t.n_children[np.append(levels, 0) == d].max()), 1) for d in range(depth)]
-    used = np.unique(at[:, :depth])  # the rows some depth < D meets (the last one's: bonus)
-    _, acc, reach = rrs(rows_p[used], rows_q[used], max(widths, default=1))
+    _, acc, reach = rrs(rows_p, rows_q, max(widths, default=1))
     accepted = acc.sum(axis=-1)
     steps = []  # per depth d: (reach (k+1, n), go (k, n)) of its widest node's k children
     for d, k in enumerate(widths):
-        where = np.searchsorted(used, at[:, d])
-        steps.append((reach[:k + 1, where], reach[:k, where] * accepted[:k, where]))
+        steps.append((reach[:k + 1, at[:, d]], reach[:k, at[:, d]] * accepted[:k, at[:, d]]))
     n = at.shape[0]
     tokens = np.zeros((n, depth + 2))
     mass: dict[int, FloatArray] = {root: np.ones(n)}
