@@ -189,12 +189,16 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = df[df["rule"] == "correct"]
     rows = []
     group_keys = ["study", "model", "alpha", "temperature"]
+    gammas = np.arange(1, GAMMA_MAX + 1)
+    curves: dict[tuple[str, float | None, float], np.ndarray] = {}  # studies share models
     for (study, model, alpha, temp), sub in df.groupby(group_keys, dropna=False, sort=True):
         if set(sub["policy"]) <= {"fixed"}:
             continue
         a = None if pd.isna(alpha) else float(alpha)
-        gammas = np.arange(1, GAMMA_MAX + 1)
-        fixed = _fixed_curve(grid, str(model), a, float(temp), gammas)
+        curve_key = (str(model), a, float(temp))
+        if curve_key not in curves:
+            curves[curve_key] = _fixed_curve(grid, *curve_key, gammas)
+        fixed = curves[curve_key]
         base = {"study": study, "model": model, "alpha": alpha, "temperature": temp}
         for c in sub["c_list"].iloc[0]:
             c = float(c)
