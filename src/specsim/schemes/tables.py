@@ -35,7 +35,7 @@ from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
 from specsim.schemes import POLICIES, optimal
-from specsim.schemes.sequoia import best_tree, level_widths
+from specsim.schemes.sequoia import best_trees, level_widths
 from specsim.schemes.tokenwise import correct_tables
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
@@ -299,12 +299,10 @@ def _sequoia_trees(grid: Grid, model: str, budget_max: int
     rates = None if point is None or budget_max < 1 else point.family.rates(point)
     if rates is None:
         return []
-    accept = rates.acceptance(budget_max)
-    out = []
-    for n in range(1, budget_max + 1):
-        parents = best_tree(accept, n)[1]
-        out.append((n, level_widths(parents), rates.tree(parents)))
-    return out
+    budgets = list(range(1, budget_max + 1))
+    trees = best_trees(rates.acceptance(budget_max), budgets)
+    return [(n, level_widths(parents), rates.tree(parents)) for n, (_, parents) in
+            zip(budgets, trees, strict=True)]
 
 
 def _best_sequoia(trees: list[tuple[int, tuple[int, ...], float]],
