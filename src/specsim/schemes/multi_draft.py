@@ -86,11 +86,11 @@ def rrs(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, FloatArray, F
 
 def _binomials(Q: FloatArray, k: int) -> FloatArray:
     """binom[t, x, c, a] = P(Binomial(t, Q[c, a]) = x), t, x = 0..k-1: how many of t untested
-    candidates carry the accepted token a."""
+    candidates carry the accepted token a (each power (1 - Q)^e computed once, e < k)."""
     t, x = np.arange(k)[:, None], np.arange(k)[None, :]
     coef = np.array([[comb(a, b) for b in range(k)] for a in range(k)], dtype=np.float64)
-    return coef[..., None, None] * Q ** x[..., None, None] * \
-        (1.0 - Q) ** np.maximum(t - x, 0)[..., None, None]
+    miss = (1.0 - Q) ** np.arange(k)[:, None, None]
+    return coef[..., None, None] * Q ** x[..., None, None] * miss[np.maximum(t - x, 0)]
 
 
 def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
