@@ -252,3 +252,18 @@ def test_bad_inputs_refused() -> None:
         with pytest.raises(ValueError, match=needle) as err:
             call()
         assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_window_step_is_the_kernel_summed_over_tokens_to_the_bit(k: int) -> None:
+    """The window law's per-row step without the (R, k, V, k) transition: the same numbers as
+    the kernel's trans summed over the emitted token, and its stop, bit for bit."""
+    rng = np.random.default_rng(k)
+    a = rng.random((2, 300, 27)) ** 3
+    a[a < 0.1] = 0.0
+    a[..., 0] += 1e-3
+    p, q = a / a.sum(axis=-1, keepdims=True)
+    go, stop = multi_draft.RULE.window_step(p, q, k)  # type: ignore[misc]
+    kern = multi_draft._kernel(p, q, k)
+    np.testing.assert_array_equal(go, kern.trans.sum(axis=2))
+    np.testing.assert_array_equal(stop, kern.stop)

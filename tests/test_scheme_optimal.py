@@ -202,9 +202,9 @@ def test_the_certified_bound_holds_beyond_the_solved_cap(seed: int) -> None:
     drafting at most 5 tokens; at the solved cap it is the optimum itself."""
     P, Q, acc, rej = _tables(30 + seed, 3)
     c = 0.05
-    assert optimal.bound(P, Q, acc, rej, 2, c, 2) == pytest.approx(
-        optimal.solve(P, Q, acc, rej, 2, c).gain, rel=1e-12)
-    top = optimal.bound(P, Q, acc, rej, 2, c, 5)
+    at_cap, top = optimal.bound(P, Q, acc, rej, 2, c, [2, 5])
+    assert at_cap == pytest.approx(optimal.solve(P, Q, acc, rej, 2, c).gain, rel=1e-12)
+    assert optimal.bound(P, Q, acc, rej, 2, c, [5]) == [top]  # one DP serves every cap
     assert optimal.solve(P, Q, acc, rej, 5, c).gain <= top * (1 + 1e-12)
     heuristic = Scheme.build("correct", {}, "heuristic", {"cap": 5})
     assert max(_speedup(heuristic, P, Q, g, c) for g in range(1, 6)) <= top * (1 + 1e-12)

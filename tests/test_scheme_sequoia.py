@@ -14,7 +14,13 @@ import pytest
 
 from specsim.exact import stationary_rates
 from specsim.models.maths import blend, one_hot_argmin, random_table
-from specsim.schemes.sequoia import best_tree, level_widths, positional_acceptance, tree_value
+from specsim.schemes.sequoia import (
+    best_tree,
+    best_trees,
+    level_widths,
+    positional_acceptance,
+    tree_value,
+)
 from specsim.schemes.tree import tree_law
 
 TARGET = random_table(1, 2.5)
@@ -104,3 +110,16 @@ def test_brute_force_lists_every_shape_once() -> None:
     seen = {tuple(t) for t in ordered_trees(5)}
     assert len(seen) == 42
     assert all(len(t) == 5 for t in itertools.islice(ordered_trees(5), 10))
+
+
+def test_one_dp_gives_every_budget_its_own_tree() -> None:
+    """best_trees runs the DP once to the largest budget; each budget's value and tree are
+    best_tree's for that budget alone, bit for bit, in the order asked."""
+    accept = np.array([0.8, 0.45, 0.3, 0.2, 0.1])
+    budgets = [7, 1, 3, 12, 3]
+    for (value, parents), b in zip(best_trees(accept, budgets), budgets, strict=True):
+        want_value, want_parents = best_tree(accept, b)
+        assert value == want_value and parents.size == b
+        np.testing.assert_array_equal(parents, want_parents)
+    with pytest.raises(ValueError, match="budget must be an integer >= 1"):
+        best_trees(accept, [2, 0])

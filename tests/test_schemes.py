@@ -286,3 +286,30 @@ def test_lossy_rules_match_a_scalar_round_from_the_papers(rule: str,
             if len(seq) >= 2:
                 pair[seq[0], seq[1]] += m
         np.testing.assert_allclose(law.pair[ctx], pair, atol=1e-12)
+
+
+@pytest.mark.parametrize(("rule", "knobs", "gamma"), [
+    ("multi_draft", {"drafts": 3}, 3), ("spectr", {"drafts": 2}, 2),
+    ("multi_draft_wor", {"drafts": 2}, 2), ("tree", {"branches": "3x1x2"}, 3),
+    ("traversal", {"branches": "2x2"}, 2), ("block", {}, 2)])
+def test_window_law_on_rows_met_by_index_is_the_law_on_the_gathered_windows(
+        rule: str, knobs: dict[str, Any], gamma: int) -> None:
+    """Rows given once each with ``at`` (a trace's windows overlap: start t meets rows
+    t..t+γ, the last repeated at the end) give every rule's window law bit for bit as the
+    gathered (n, γ+1, V) windows do; an index out of range or of the wrong shape is refused."""
+    rng = np.random.default_rng(len(rule) + gamma)
+    a = rng.random((2, 9, 5)) ** 3
+    a[a < 0.15] = 0.0
+    a[..., 0] += 1e-3  # every row has mass
+    p, q = a / a.sum(axis=-1, keepdims=True)
+    at = np.minimum(np.arange(7)[:, None] + np.arange(gamma + 1), 8)
+    scheme = Scheme.build(rule, knobs)
+    got, drafted = scheme.window_law(p, q, gamma, at)
+    want, want_drafted = scheme.window_law(p[at], q[at], gamma)
+    assert got.shape == (7, gamma + 2)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(drafted, want_drafted)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    for bad in (at + 1, at[:, :-1]):
+        with pytest.raises(ValueError, match="at must be"):
+            scheme.window_law(p, q, gamma, bad)

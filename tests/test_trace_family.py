@@ -514,8 +514,9 @@ def test_trace_rates_agree_with_the_token_wise_and_scheme_laws() -> None:
             rates.scheme(Scheme.build("correct"), g), rel=1e-12)
     # an irregular, depth-first tree: the DP over nodes against tree_law on every window chain
     par = np.array([-1, 0, 1, 0, -1, 4])
-    per_start = ts.window_laws(tr, 3, lambda p, q: (np.array(
-        [tree_law(*chain_of_rows(p[i], q[i])[:2], par).tokens[-1] for i in range(p.shape[0])]),
+    per_start = ts.window_laws(tr, 3, lambda p, q, at: (np.array(
+        [tree_law(*chain_of_rows(p[at[i]], q[at[i]])[:2], par).tokens[-1]
+         for i in range(at.shape[0])]),
         np.array([0.0, 2.0, 5.0, 6.0])))  # levels of 2, 3 and 1 nodes
     want = ts.rates(ts.ScheduleLaws((3,), (per_start[0],), per_start[1][None, :], 0, 0, None),
                     tr.doc_start).tokens_per_call

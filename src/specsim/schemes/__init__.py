@@ -255,11 +255,12 @@ class Scheme:
         round on position-indexed rows, e.g. a trace's frozen windows)."""
         return self.rule in WHOLE_DRAFT and hasattr(self._module(), "window_law")
 
-    def window_law(self, p: FloatArray, q: FloatArray,
-                   gamma: int) -> tuple[FloatArray, FloatArray]:
+    def window_law(self, p: FloatArray, q: FloatArray, gamma: int,
+                   at: IntArray | None = None) -> tuple[FloatArray, FloatArray]:
         """The module's ``window_law`` (:attr:`has_window_law`): the law of tokens emitted
-        from n starts of rows p, q (n, γ+1, V), and the drafted tokens through each depth."""
-        return self._module().window_law(p, q, gamma, dict(self.rule_knobs))
+        from n starts of rows p, q (n, γ+1, V) (or rows (R, V) met as ``at`` (n, γ+1) says),
+        and the drafted tokens through each depth."""
+        return self._module().window_law(p, q, gamma, dict(self.rule_knobs), at)
 
     def window_cells(self, n: int, vocab: int, gamma: int) -> float:
         """Peak cells of :meth:`window_law` on n starts of ``vocab`` tokens, beyond the rows."""

@@ -249,14 +249,15 @@ def path_law(P: ArrayLike, Q: ArrayLike, gamma: int, start: int, *,
     return BlockPaths(drafts[:, 1:], levels[-1].weight, p, h, tau)
 
 
-def window_law(p: ArrayLike, q: ArrayLike, gamma: int,
-               knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray]:
-    """The round's law from n starts of position-indexed rows p, q (n, γ+1, V) (the
-    ``window_law`` of :mod:`.law`): [B]'s per-path law of τ (:func:`path_law`) on each start's
-    window chain (:func:`specsim.models.iid.chain_of_rows`), one start at a time -- a path's
-    h_i depends on its tokens, so nothing lumps. Drafted tokens: one per depth."""
+def window_law(p: ArrayLike, q: ArrayLike, gamma: int, knobs: Mapping[str, Any],
+               at: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
+    """The round's law from n starts of position-indexed rows p, q (n, γ+1, V) (or rows met
+    as ``at`` says; the ``window_law`` of :mod:`.law`): [B]'s per-path law of τ
+    (:func:`path_law`) on each start's window chain (:func:`specsim.models.iid.chain_of_rows`),
+    one start at a time -- a path's h_i depends on its tokens, so nothing lumps. Drafted
+    tokens: one per depth."""
     _, _, g = _validate(np.eye(1), np.eye(1), gamma, knobs)
-    p, q = checked_windows(p, q, g)
+    p, q = checked_windows(p, q, g, at)
     out = np.zeros((p.shape[0], g + 2))
     for i in range(p.shape[0]):
         P, Q, first = chain_of_rows(p[i], q[i])

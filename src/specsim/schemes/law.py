@@ -17,11 +17,14 @@ Two functions per scheme, written from its paper:
 ``play(P, Q, state, gamma, knobs, rng) -> RoundSample``
     one round for n independent chains at once (vectorised over chains, no Python loop over
     chains), from scheme states ``state`` (n,).
-``window_law(p, q, gamma, knobs) -> (FloatArray, FloatArray)`` (optional, whole-draft rules)
-    the law of the tokens one round emits from each of n starts of *position-indexed* rows:
-    start i meets the pair (p[i, d], q[i, d]) (p, q (n, γ+1, V)) at depth d whatever was
+``window_law(p, q, gamma, knobs, at=None) -> (FloatArray, FloatArray)`` (optional, whole-draft
+    rules) the law of the tokens one round emits from each of n starts of *position-indexed*
+    rows: start i meets the pair (p[i, d], q[i, d]) (p, q (n, γ+1, V)) at depth d whatever was
     drafted before -- a trace's frozen windows (:mod:`specsim.traces.schemes`) -- as (n, γ+2),
-    and the tokens drafted by a round cut after depth d (γ+1,). It equals ``law`` on each
+    and the tokens drafted by a round cut after depth d (γ+1,). With ``at`` (n, γ+1) the rows
+    are given once each, p, q (R, V), and start i meets row at[i, d] at depth d
+    (:func:`indexed_windows`): a trace position sits in γ+1 windows, and a rule whose work is
+    per row does it once per position. It equals ``law`` on each
     start's window chain (:func:`specsim.models.iid.chain_of_rows`) without building it; with
     it ``window_seconds(n, vocab, gamma, knobs, rows=None) -> float | None`` estimates its time
     on one core (``rows``: the windows (p, q) of a sample of the n starts, for a rule whose
@@ -54,14 +57,20 @@ from specsim.resources import Footprint
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
-__all__ = ["ROW_SUM_TOL", "LawSize", "RoundSample", "checked_rows", "checked_windows"]
+__all__ = ["ROW_SUM_TOL", "LawSize", "RoundSample", "checked_rows", "checked_windows",
+           "indexed_windows"]
 
 ROW_SUM_TOL = 1e-9
 
 
-def checked_windows(p: object, q: object, gamma: int) -> tuple[FloatArray, FloatArray]:
-    """Validated position-indexed rows p, q (n, γ+1, V) of ``window_law``: ValueError
-    otherwise, naming what is wrong."""
+def checked_windows(p: object, q: object, gamma: int,
+                    at: object = None) -> tuple[FloatArray, FloatArray]:
+    """Validated position-indexed rows p, q (n, γ+1, V) of ``window_law`` (given as rows and
+    ``at``: those rows gathered, :func:`indexed_windows`): ValueError otherwise, naming what
+    is wrong."""
+    if at is not None:
+        rows_p, rows_q, idx = indexed_windows(p, q, gamma, at)
+        return rows_p[idx], rows_q[idx]
     out = []
     for name, t in (("p", p), ("q", q)):
         a = np.asarray(t, dtype=np.float64)
@@ -72,6 +81,32 @@ def checked_windows(p: object, q: object, gamma: int) -> tuple[FloatArray, Float
     if out[0].shape != out[1].shape:
         raise ValueError(f"p and q shapes differ: {out[0].shape} vs {out[1].shape}")
     return out[0], out[1]
+
+
+def indexed_windows(p: object, q: object, gamma: int,
+                    at: object = None) -> tuple[FloatArray, FloatArray, IntArray]:
+    """``window_law``'s rows as distinct rows p, q (R, V) and the row each of n starts meets at
+    each depth, ``at`` (n, γ+1), validated (ValueError naming what is wrong); without ``at``,
+    p, q are (n, γ+1, V) windows and every (start, depth) is its own row."""
+    if at is None:
+        p, q = checked_windows(p, q, gamma)
+        n, _, v = p.shape
+        return (p.reshape(-1, v), q.reshape(-1, v),
+                np.arange(n * (gamma + 1), dtype=np.intp).reshape(n, gamma + 1))
+    out = []
+    for name, t in (("p", p), ("q", q)):
+        a = np.asarray(t, dtype=np.float64)
+        if a.ndim != 2 or a.shape[1] == 0:
+            raise ValueError(f"{name} must be (R, V) rows with at, got shape {a.shape}")
+        out.append(checked_rows(name, a))
+    if out[0].shape != out[1].shape:
+        raise ValueError(f"p and q shapes differ: {out[0].shape} vs {out[1].shape}")
+    idx = np.asarray(at)
+    if idx.ndim != 2 or idx.shape[1] != gamma + 1 or not np.issubdtype(idx.dtype, np.integer) \
+            or ((idx < 0) | (idx >= out[0].shape[0])).any():
+        raise ValueError(f"at must be (n, gamma+1) = (n, {gamma + 1}) row indices in "
+                         f"[0, {out[0].shape[0]}), got shape {idx.shape}")
+    return out[0], out[1], idx.astype(np.intp, copy=False)
 
 
 def checked_rows(name: str, rows: FloatArray) -> FloatArray:

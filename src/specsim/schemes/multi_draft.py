@@ -84,15 +84,20 @@ def rrs(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, FloatArray, F
     return res, acc, reach
 
 
+def _binomials(Q: FloatArray, k: int) -> FloatArray:
+    """binom[t, x, c, a] = P(Binomial(t, Q[c, a]) = x), t, x = 0..k-1: how many of t untested
+    candidates carry the accepted token a (each power (1 - Q)^e computed once, e < k)."""
+    t, x = np.arange(k)[:, None], np.arange(k)[None, :]
+    coef = np.array([[comb(a, b) for b in range(k)] for a in range(k)], dtype=np.float64)
+    miss = (1.0 - Q) ** np.arange(k)[:, None, None]
+    return coef[..., None, None] * Q ** x[..., None, None] * miss[np.maximum(t - x, 0)]
+
+
 def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     """[M] §4 MSS (RRS with i.i.d. candidates) at every context, for 1..k candidates."""
     size = P.shape[0]
     res, acc, reach = rrs(P, Q, k)
-    # binom[t, x, c, a] = P(Binomial(t, Q[c, a]) = x), t, x = 0..k-1
-    t, x = np.arange(k)[:, None], np.arange(k)[None, :]
-    coef = np.array([[comb(a, b) for b in range(k)] for a in range(k)], dtype=np.float64)
-    binom = coef[..., None, None] * Q ** x[..., None, None] * \
-        (1.0 - Q) ** np.maximum(t - x, 0)[..., None, None]
+    binom = _binomials(Q, k)
     trans = np.zeros((size, k, P.shape[1], k))  # rows may be any contexts (a trace's)
     for m in range(1, k + 1):
         for j in range(1, m + 1):  # rejected j-1 times, then accepted; m-j untested remain
@@ -102,9 +107,32 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     return Kernel(trans=trans, stop=reach[1:].T.copy(), final=np.moveaxis(res[1:], 0, 1))
 
 
+def _window_step(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
+    """:func:`_kernel`'s ``trans`` summed over the emitted token, (R, k, k), and its ``stop``
+    (R, k), without the (R, k, V, k) transition: each entry is the same sum in the same order
+    (over the rejections j, then over the tokens one at a time), so the numbers are the
+    kernel's to the bit. One candidate has no (V, k) blow-up: the kernel's own (numpy sums
+    its token axis pairwise there, the contiguous one)."""
+    if k == 1:
+        kern = _kernel(P, Q, k)
+        return kern.trans.sum(axis=2), kern.stop
+    _, acc, reach = rrs(P, Q, k)
+    binom = _binomials(Q, k)
+    go = np.empty((P.shape[0], k, k))
+    for m in range(1, k + 1):
+        carried = np.zeros((k, *P.shape))  # [n-1, c, a]: m candidates, n carry the token a
+        for j in range(1, m + 1):
+            carried += reach[j - 1][:, None] * acc[j - 1] * binom[m - j]
+        total = carried[..., 0].copy()
+        for a in range(1, P.shape[1]):
+            total += carried[..., a]
+        go[:, m - 1] = total.T
+    return go, reach[1:].T.copy()
+
+
 # the exact law of an MSS round ([M] §4) by the forward DP of :mod:`.survivors` (refusing
 # (S k)^2 > budget cells), and of the sequence it emits
-RULE: Final = survivors.Rule("multi_draft", _kernel)
+RULE: Final = survivors.Rule("multi_draft", _kernel, window_step=_window_step)
 law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
 window_law: Final = RULE.window_law

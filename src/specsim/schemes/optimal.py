@@ -59,7 +59,7 @@ draft cost the policy is optimal for.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,10 +118,11 @@ class Solution:
 
 
 def _envelopes(Q: FloatArray, acc: FloatArray, Hr: FloatArray, Hb: FloatArray, lam_c: float,
-               gamma: int, limit: int | None = None) -> tuple[FloatArray, FloatArray]:
-    """(thresholds t (γ+1, S), V_γ(s, 1) (S,)) by the backward DP on breakpoints. With
-    ``limit``, an envelope of more breakpoints is replaced by its chords between ``limit``
-    equally spaced π in [0, 1]: a
+               gamma: int, limit: int | None = None,
+               kept: dict[int, FloatArray] | None = None) -> tuple[FloatArray, FloatArray]:
+    """(thresholds t (γ+1, S), V_γ(s, 1) (S,)) by the backward DP on breakpoints (V_k(s, 1)
+    of every k that is a key of ``kept`` is stored there). With ``limit``, an envelope of
+    more breakpoints is replaced by its chords between ``limit`` equally spaced π in [0, 1]: a
     convex function lies below its chords and the DP is monotone, so the values returned are
     upper bounds of V (the thresholds then mean nothing)."""
     size = Q.shape[0]
@@ -166,6 +167,8 @@ def _envelopes(Q: FloatArray, acc: FloatArray, Hr: FloatArray, Hb: FloatArray, l
                     # where continuing and stopping tie) must not move the bound's digits
                     nx[j], ny[j] = grid, np.interp(grid, u, ny[j])
         xs, ys = nx, ny
+        if kept is not None and k in kept:
+            kept[k] = np.array([y[-1] for y in ys])
     return t, np.array([y[-1] for y in ys])
 
 
@@ -278,18 +281,19 @@ BOUND_BREAKPOINTS = 4000
 
 
 def bound(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, base: int,
-          c: float, gamma: int) -> float:
-    """A certified upper bound on the long-run tokens per unit cost of every non-anticipating
-    policy drafting at most ``gamma`` tokens (any γ, e.g. beyond what :func:`solve` can
-    solve exactly): the certificate λ + max_s (1 - λ + Ṽ_γ(s, 1) - h(s)) with (λ, h) of the
-    exact optimum at cap ``base`` and Ṽ >= V the DP's envelopes joined by chords beyond
-    :data:`BOUND_BREAKPOINTS` breakpoints. Equal to that optimum when ``gamma`` = ``base``
-    and nothing was cut."""
+          c: float, gammas: Sequence[int]) -> list[float]:
+    """Certified upper bounds on the long-run tokens per unit cost of every non-anticipating
+    policy drafting at most γ tokens, for each γ of ``gammas`` (any, e.g. beyond what
+    :func:`solve` can solve exactly; one DP to the largest): the certificate
+    λ + max_s (1 - λ + Ṽ_γ(s, 1) - h(s)) with (λ, h) of the exact optimum at cap ``base`` and
+    Ṽ >= V the DP's envelopes joined by chords beyond :data:`BOUND_BREAKPOINTS` breakpoints.
+    Equal to that optimum when γ = ``base`` and nothing was cut."""
     Pa, Qa, acc, rej, _ = tokenwise.check_tables(P, Q, accept, reject)
     sol = solve(Pa, Qa, acc, rej, base, check({"c": c}, base, Pa.shape[0]))
-    _, value = _envelopes(Qa, acc, rej @ sol.h, Pa @ sol.h, sol.gain * c, check_gamma(gamma),
-                          BOUND_BREAKPOINTS)
-    return sol.gain + max(0.0, float(np.max(1.0 - sol.gain + value - sol.h)))
+    kept: dict[int, FloatArray] = {check_gamma(g): np.zeros(0) for g in gammas}
+    _envelopes(Qa, acc, rej @ sol.h, Pa @ sol.h, sol.gain * c, max(kept), BOUND_BREAKPOINTS,
+               kept)
+    return [sol.gain + max(0.0, float(np.max(1.0 - sol.gain + kept[g] - sol.h))) for g in gammas]
 
 
 def table_refusal(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,

@@ -29,6 +29,7 @@ acceptance does depend on the context; the ``schemes_trees`` table shows both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ from specsim.precision import at_least, first_max
 from specsim.schemes.law import FloatArray, IntArray
 from specsim.verify import residual
 
-__all__ = ["best_tree", "level_widths", "positional_acceptance", "rejection_profile",
+__all__ = ["best_tree", "best_trees", "level_widths", "positional_acceptance", "rejection_profile",
            "tree_value"]
 
 
@@ -84,10 +85,18 @@ def best_tree(accept: Any, budget: int) -> tuple[float, IntArray]:
     Ties go to the fewer children at the lower position (the first maximum), so the answer is
     deterministic; values within :data:`specsim.precision.EXACT_RTOL` count as tied, so the
     last bits of ``accept`` (a long sum over a trace's positions) cannot pick the tree."""
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-        raise ValueError(f"budget must be an integer >= 1 (drafted tree nodes), got {budget!r}")
+    return best_trees(accept, [budget])[0]
+
+
+def best_trees(accept: Any, budgets: Sequence[int]) -> list[tuple[float, IntArray]]:
+    """:func:`best_tree` for each of ``budgets``, by one DP to the largest (a budget's table
+    is the first rows of a larger one's)."""
+    for budget in budgets:
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+            raise ValueError(f"budget must be an integer >= 1 (drafted tree nodes), got "
+                             f"{budget!r}")
     p = _marginal(accept)
-    n, k = int(budget) + 1, p.size
+    n, k = max(int(b) for b in budgets) + 1, p.size
     c = np.zeros(n + 1)  # c[s]: best subtree of s nodes, its root included
     g = np.zeros((n + 1, k + 1))  # g[m, i]: m nodes under children at positions >= i
     pick = np.zeros((n + 1, k + 1), dtype=np.intp)  # the subtree size at position i (0: none)
@@ -99,20 +108,18 @@ def best_tree(accept: Any, budget: int) -> tuple[float, IntArray]:
             best = first_max(vals)
             if not at_least(g[m, i], vals[best]) and vals[best] > 0.0:  # better beyond rounding
                 g[m, i], pick[m, i] = vals[best], sizes[best]
-    parents: list[int] = []
-
-    def build(node: int, m: int) -> None:  # hang m nodes under ``node``
+    def build(parents: list[int], node: int, m: int) -> list[int]:  # hang m nodes under node
         for i in range(k):
             s = int(pick[m, i])
             if s == 0:
-                return
+                break
             parents.append(node)
-            me = len(parents) - 1
-            build(me, s - 1)
+            build(parents, len(parents) - 1, s - 1)
             m -= s
+        return parents
 
-    build(-1, n - 1)
-    return float(c[n]), np.asarray(parents, dtype=np.intp)
+    return [(float(c[int(b) + 1]), np.asarray(build([], -1, int(b)), dtype=np.intp))
+            for b in budgets]
 
 
 def positional_acceptance(P: Any, Q: Any, k: int, weights: Any = None) -> FloatArray:

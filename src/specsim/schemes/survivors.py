@@ -25,7 +25,7 @@ from typing import Any, Final
 import numpy as np
 
 from specsim.exact import RoundLaw
-from specsim.schemes.law import FloatArray, IntArray, RoundSample, checked_rows, checked_windows
+from specsim.schemes.law import FloatArray, IntArray, RoundSample, checked_rows, indexed_windows
 
 __all__ = ["BUDGET", "Kernel", "Rule", "checked_drafts", "checked_state", "checked_tables",
            "draft_paths", "emit_depth", "finish_round", "round_law", "sequence_law"]
@@ -183,6 +183,8 @@ class Rule:
     kernel: Callable[[FloatArray, FloatArray, int], Kernel]
     capped: bool = True
     row_seconds: Callable[[int, int], float] = lambda v, k: 1e-7 * v * k * k  # a row's kernel
+    window_step: Callable[[FloatArray, FloatArray, int], tuple[FloatArray, FloatArray]] | None \
+        = None  # rows -> the kernel's trans summed over tokens and its stop (default: by it)
 
     def law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
             budget: int = BUDGET) -> RoundLaw:
@@ -200,24 +202,25 @@ class Rule:
         P, g, kern = self._built(P, Q, gamma, knobs, budget)
         return sequence_law(P, kern, g, start, budget, self.name)
 
-    def window_law(self, p: Any, q: Any, gamma: int,
-                   knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray]:
-        """The round's law from n starts of position-indexed rows p, q (n, γ+1, V) (the
-        ``window_law`` of :mod:`.law`): there a depth's rows do not depend on the token
-        emitted, so the (context, survivors) chain lumps to survivors alone -- the kernel of
-        each (start, depth) row summed over tokens, a (k, k) step -- and a round is a forward
-        DP over depths on (n, k), O(n γ V k^2). Drafted tokens: k per depth."""
+    def window_law(self, p: Any, q: Any, gamma: int, knobs: Mapping[str, Any],
+                   at: Any = None) -> tuple[FloatArray, FloatArray]:
+        """The round's law from n starts of position-indexed rows p, q (n, γ+1, V), or rows
+        (R, V) met as ``at`` says (the ``window_law`` of :mod:`.law`): there a depth's rows do
+        not depend on the token emitted, so the (context, survivors) chain lumps to survivors
+        alone -- the kernel of each row summed over tokens, a (k, k) step, once per distinct
+        row -- and a round is a forward DP over depths on (n, k), O(R V k^2 + n γ k^2).
+        Drafted tokens: k per depth."""
         g = int(gamma)
-        p, q = checked_windows(p, q, g)
+        rows_p, rows_q, at = indexed_windows(p, q, g, at)
         k = checked_drafts(knobs, self.name)
-        n, _, v = p.shape
-        rows_p, rows_q = p[:, :g].reshape(n * g, v), q[:, :g].reshape(n * g, v)
-        go, stop = np.empty((n * g, k, k)), np.empty((n * g, k))
+        n = at.shape[0]
+        r, v = rows_p.shape
+        go_row, stop_row = np.empty((r, k, k)), np.empty((r, k))
         step = max(1, BUDGET // (k * v * k))  # rows per kernel: (rows, k, V, k) cells
-        for lo in range(0, n * g, step):
-            kern = self.kernel(rows_p[lo:lo + step], rows_q[lo:lo + step], k)
-            go[lo:lo + step], stop[lo:lo + step] = kern.trans.sum(axis=2), kern.stop
-        go, stop = go.reshape(n, g, k, k), stop.reshape(n, g, k)
+        for lo in range(0, r, step):
+            go_row[lo:lo + step], stop_row[lo:lo + step] = self._window_step(
+                rows_p[lo:lo + step], rows_q[lo:lo + step], k)
+        go, stop = go_row[at[:, :g]], stop_row[at[:, :g]]  # (n, γ, ...): each depth's step
         F = np.zeros((n, k))
         F[:, k - 1] = 1.0  # all k drafts survive at depth 0
         tokens = np.zeros((n, g + 2))
@@ -226,6 +229,14 @@ class Rule:
             F = np.einsum("nm,nmj->nj", F, go[:, i])
         tokens[:, g + 1] = F.sum(axis=1)
         return tokens, k * np.arange(g + 1, dtype=np.float64)
+
+    def _window_step(self, p: FloatArray, q: FloatArray,
+                     k: int) -> tuple[FloatArray, FloatArray]:
+        """Per row: the kernel's trans summed over the emitted token (R, k, k) and its stop."""
+        if self.window_step is not None:
+            return self.window_step(p, q, k)
+        kern = self.kernel(p, q, k)
+        return kern.trans.sum(axis=2), kern.stop
 
     def window_seconds(self, n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
                        rows: Any = None) -> float:

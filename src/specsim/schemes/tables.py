@@ -35,7 +35,7 @@ from specsim.families import family_of
 from specsim.grid import Grid, Point
 from specsim.precision import covers, first_max
 from specsim.schemes import POLICIES, optimal
-from specsim.schemes.sequoia import best_tree, level_widths
+from specsim.schemes.sequoia import best_trees, level_widths
 from specsim.schemes.tokenwise import correct_tables
 from specsim.tables.points import sort_rows, study_points
 from specsim.verify import RULES
@@ -163,24 +163,27 @@ def _against_optimal(grid: Grid, out: pd.DataFrame) -> None:
     out["optimal_gamma"] = [g for g, _ in found]
     out["optimal_speedup_exact"] = [v for _, v in found]
     out["vs_optimal"] = out["speedup_exact"] / out["optimal_speedup_exact"]
+    past: dict[tuple, tuple[pd.Series, int, set[int]]] = {}  # longest drafts past the cap
+    for (_, r), (base, _) in zip(out.iterrows(), found, strict=True):
+        if pd.notna(base) and int(r["longest_draft"]) > base and \
+                family_of(grid.model_spec(str(r["model"]))).optimal_bound:  # a trace: none
+            past.setdefault(of(r), (r, int(base), set()))[2].add(int(r["longest_draft"]))
     bounds: dict[tuple, float] = {}
+    for k, (r, base, longest) in past.items():  # one envelope DP per (model, α, T, c)
+        spec = grid.model_spec(str(r["model"]))
+        alpha = None if pd.isna(r["alpha"]) else float(r["alpha"])
+        P, Q = family_of(spec).tables(spec, float(r["temperature"]), alpha)  # type: ignore[misc]
+        caps = sorted(longest)
+        bounds |= {(*k, g): b for g, b in zip(
+            caps, optimal.bound(P, Q, *correct_tables(P, Q), base, float(r["c"]), caps),
+            strict=True)}
     values = []
     for (_, r), (base, value) in zip(out.iterrows(), found, strict=True):
         longest = int(r["longest_draft"])
         if pd.isna(base) or longest <= base:
             values.append(value)
-            continue
-        spec = grid.model_spec(str(r["model"]))
-        if not family_of(spec).optimal_bound:  # a trace: no certified bound past the cap
-            values.append(np.nan)
-            continue
-        k = (*of(r), longest)
-        if k not in bounds:
-            alpha = None if pd.isna(r["alpha"]) else float(r["alpha"])
-            P, Q = family_of(spec).tables(spec, float(r["temperature"]), alpha)  # type: ignore[misc]
-            acc, rej = correct_tables(P, Q)
-            bounds[k] = optimal.bound(P, Q, acc, rej, int(base), float(r["c"]), longest)
-        values.append(bounds[k])
+        else:
+            values.append(bounds.get((*of(r), longest), np.nan))
     out["optimal_bound_exact"] = values
 
 
@@ -189,12 +192,16 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = df[df["rule"] == "correct"]
     rows = []
     group_keys = ["study", "model", "alpha", "temperature"]
+    gammas = np.arange(1, GAMMA_MAX + 1)
+    curves: dict[tuple[str, float | None, float], np.ndarray] = {}  # studies share models
     for (study, model, alpha, temp), sub in df.groupby(group_keys, dropna=False, sort=True):
         if set(sub["policy"]) <= {"fixed"}:
             continue
         a = None if pd.isna(alpha) else float(alpha)
-        gammas = np.arange(1, GAMMA_MAX + 1)
-        fixed = _fixed_curve(grid, str(model), a, float(temp), gammas)
+        curve_key = (str(model), a, float(temp))
+        if curve_key not in curves:
+            curves[curve_key] = _fixed_curve(grid, *curve_key, gammas)
+        fixed = curves[curve_key]
         base = {"study": study, "model": model, "alpha": alpha, "temperature": temp}
         for c in sub["c_list"].iloc[0]:
             c = float(c)
@@ -292,12 +299,10 @@ def _sequoia_trees(grid: Grid, model: str, budget_max: int
     rates = None if point is None or budget_max < 1 else point.family.rates(point)
     if rates is None:
         return []
-    accept = rates.acceptance(budget_max)
-    out = []
-    for n in range(1, budget_max + 1):
-        parents = best_tree(accept, n)[1]
-        out.append((n, level_widths(parents), rates.tree(parents)))
-    return out
+    budgets = list(range(1, budget_max + 1))
+    trees = best_trees(rates.acceptance(budget_max), budgets)
+    return [(n, level_widths(parents), rates.tree(parents)) for n, (_, parents) in
+            zip(budgets, trees, strict=True)]
 
 
 def _best_sequoia(trees: list[tuple[int, tuple[int, ...], float]],

@@ -258,12 +258,13 @@ def positional_law(p: Any, q: Any, shape: tuple[int, ...],
     return _positional(p, q, shape, chunk)[0]
 
 
-def window_law(p: Any, q: Any, gamma: int,
-               knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray]:
-    """The ``window_law`` of :mod:`.law`: :func:`positional_law` of the ``branches`` tree, and
-    its drafted tokens through each depth (:func:`.tree.drafted_through`)."""
+def window_law(p: Any, q: Any, gamma: int, knobs: Mapping[str, Any],
+               at: Any = None) -> tuple[FloatArray, FloatArray]:
+    """The ``window_law`` of :mod:`.law` (rows gathered where ``at`` is given):
+    :func:`positional_law` of the ``branches`` tree, and its drafted tokens through each depth
+    (:func:`.tree.drafted_through`)."""
     shape = checked_shape(gamma, knobs, RULE)
-    p, q = checked_windows(p, q, gamma)
+    p, q = checked_windows(p, q, gamma, at)
     return positional_law(p, q, shape), drafted_through(shape)
 
 

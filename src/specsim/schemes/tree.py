@@ -52,7 +52,7 @@ from specsim.exact import RoundLaw, check_gamma, check_pair
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
-from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, checked_windows
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, indexed_windows
 from specsim.schemes.multi_draft import residuals, rrs
 from specsim.verify import accept, rule_spec
 
@@ -177,32 +177,37 @@ def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
                     single=halt[root].copy(), pair=pair, context=np.arange(size))
 
 
-def window_law(p: Any, q: Any, gamma: int,
-               knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray]:
-    """The round's law from n starts of position-indexed rows p, q (n, γ+1, V) (the
-    ``window_law`` of :mod:`.law`; :func:`window_tree_law` of the shape's tree)."""
-    return window_tree_law(p, q, parents_of(checked_shape(gamma, knobs)))
+def window_law(p: Any, q: Any, gamma: int, knobs: Mapping[str, Any],
+               at: Any = None) -> tuple[FloatArray, FloatArray]:
+    """The round's law from n starts of position-indexed rows p, q (n, γ+1, V), or rows
+    (R, V) met as ``at`` says (the ``window_law`` of :mod:`.law`; :func:`window_tree_law` of
+    the shape's tree)."""
+    return window_tree_law(p, q, parents_of(checked_shape(gamma, knobs)), at)
 
 
-def window_tree_law(p: Any, q: Any, parents: Any) -> tuple[FloatArray, FloatArray]:
+def window_tree_law(p: Any, q: Any, parents: Any,
+                    at: Any = None) -> tuple[FloatArray, FloatArray]:
     """:func:`window_law` on any tree ``parents`` (as :func:`tree_law`), rows p, q
-    (n, D+1, V) for its depth D: a node's children are i.i.d. q[i, d] and the next depth's
+    (n, D+1, V) for its depth D (or rows (R, V) and ``at`` (n, D+1),
+    :func:`.law.indexed_windows`): a node's children are i.i.d. q[i, d] and the next depth's
     rows do not depend on the token accepted, so a node at depth d with m children stops the
     round with reach_m and hands child j+1 the mass reach_j Σ_a min(q, r_j) (RRS,
-    :func:`.multi_draft.rrs`, once per depth): a DP over nodes with one number per start,
-    O(n D V k). Drafted tokens through depth d: the tree's nodes in its first d levels."""
+    :func:`.multi_draft.rrs`, once per distinct row for the widest node's k children: a
+    narrower depth reads its first entries): a DP over nodes with one number per start,
+    O(R V k + n N). Drafted tokens through depth d: the tree's nodes in its first d levels."""
     t = _tree(parents)
     root, depth = t.nodes, int(t.depth.max())
-    p, q = checked_windows(p, q, depth)
+    rows_p, rows_q, at = indexed_windows(p, q, depth, at)
     levels = t.depth[:root]  # each drafted node's depth, 1..D
+    widths = [max(int(t.n_children[np.append(levels, 0) == d].max()), 1) for d in range(depth)]
+    _, acc, reach = rrs(rows_p, rows_q, max(widths, default=1))
+    accepted = acc.sum(axis=-1)
     steps = []  # per depth d: (reach (k+1, n), go (k, n)) of its widest node's k children
-    for d in range(depth):
-        at = np.append(levels, 0) == d
-        k = max(int(t.n_children[at].max()), 1)
-        _, acc, reach = rrs(p[:, d], q[:, d], k)
-        steps.append((reach, reach[:k] * acc.sum(axis=-1)))
-    tokens = np.zeros((p.shape[0], depth + 2))
-    mass: dict[int, FloatArray] = {root: np.ones(p.shape[0])}
+    for d, k in enumerate(widths):
+        steps.append((reach[:k + 1, at[:, d]], reach[:k, at[:, d]] * accepted[:k, at[:, d]]))
+    n = at.shape[0]
+    tokens = np.zeros((n, depth + 2))
+    mass: dict[int, FloatArray] = {root: np.ones(n)}
     for v in [root, *range(root)]:  # the root, then index order (parents before children)
         m_v, d, m = mass.pop(v), int(t.depth[v]), int(t.n_children[v])
         if d == depth:  # a leaf at depth D: every draft accepted, the bonus token

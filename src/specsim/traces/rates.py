@@ -11,6 +11,7 @@ tree (:func:`specsim.schemes.tree.window_tree_law`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import fsum
 from typing import Any
 
@@ -33,23 +34,32 @@ class TraceRates:
 
     trace: Trace
 
+    @cached_property
+    def rows(self) -> tuple[FloatArray, FloatArray]:
+        """Every position's dense rows (:func:`specsim.traces.frozen.dense_rows`), built once
+        for all of this object's questions (read-only: each question shares them)."""
+        p, q = dense_rows(self.trace, np.arange(self.trace.n_positions))
+        p.flags.writeable = q.flags.writeable = False
+        return p, q
+
     def acceptance(self, k: int) -> FloatArray:
         """accept[j] = mean_t reach_j(t) (1 - rho_j(t)) / mean_t reach_j(t) over the positions,
         each mean an exactly rounded sum (``math.fsum``): 3e4 terms whose last bits must not
         depend on the CPU (they pick Sequoia's tree)."""
-        p, q = dense_rows(self.trace, np.arange(self.trace.n_positions))
-        rho, reach = rejection_profile(p, q, int(k))
+        rho, reach = rejection_profile(*self.rows, int(k))
         num = np.array([fsum(row) for row in reach * (1.0 - rho)])
         den = np.array([fsum(row) for row in reach])
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
 
     def scheme(self, scheme: Scheme, gamma: int) -> float:
-        laws = schedule_laws(self.trace, scheme, gamma)
+        laws = schedule_laws(self.trace, scheme, gamma, self.rows)
         return rates(laws, self.trace.doc_start).tokens_per_call
 
     def tree(self, parents: Any) -> float:
         par = np.asarray(parents)
         g = len(level_widths(par))
-        emitted, drafted = window_laws(self.trace, g, lambda p, q: window_tree_law(p, q, par))
+        emitted, drafted = window_laws(self.trace, g,
+                                       lambda p, q, at: window_tree_law(p, q, par, at),
+                                       self.rows)
         return rates(ScheduleLaws.one_length(g, emitted, drafted),
                      self.trace.doc_start).tokens_per_call

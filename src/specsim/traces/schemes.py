@@ -49,7 +49,7 @@ from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
-from specsim.traces.frozen import dense_rows, window_rows
+from specsim.traces.frozen import dense_rows, window_positions, window_rows
 from specsim.traces.optimal import solve
 from specsim.traces.positional import truncate
 from specsim.verify import acceptance_probability
@@ -64,10 +64,20 @@ def _remaining(doc_start: IntArray) -> IntArray:
     return np.repeat(doc_start[1:], np.diff(doc_start)) - np.arange(int(doc_start[-1]))
 
 
-def tokenwise_rows(trace: Trace, scheme: Scheme) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """(q, accept, stop) on every position's dense rows (N, W+1): the draft's law, the rule's
-    accept table and the confidence policy's stop table (zeros under other policies)."""
-    p, q = dense_rows(trace, np.arange(trace.n_positions))
+Rows = tuple[FloatArray, FloatArray]  # every position's dense rows p, q (N, W+1)
+
+
+def _rows(trace: Trace, rows: Rows | None) -> Rows:
+    """``rows`` where the caller holds them (built once for many questions), else built."""
+    return dense_rows(trace, np.arange(trace.n_positions)) if rows is None else rows
+
+
+def tokenwise_rows(trace: Trace, scheme: Scheme,
+                   rows: Rows | None = None) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(q, accept, stop) on every position's dense rows (N, W+1) (``rows``: those rows, if
+    the caller holds them): the draft's law, the rule's accept table and the confidence
+    policy's stop table (zeros under other policies)."""
+    p, q = _rows(trace, rows)
     if scheme.rule == "correct":
         accept = acceptance_probability(p, q)
     else:
@@ -149,20 +159,25 @@ def check_work(positions: int, width: int, scheme: Scheme, gamma: int,
 
 
 def window_laws(trace: Trace, gamma: int,
-                law: Callable[[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]
-                ) -> tuple[FloatArray, FloatArray]:
+                law: Callable[[FloatArray, FloatArray, IntArray], tuple[FloatArray, FloatArray]],
+                rows: Rows | None = None) -> tuple[FloatArray, FloatArray]:
     """The same for a whole-draft rule: its ``window_law`` (:mod:`specsim.schemes.law`; ``law``
-    maps rows p, q (n, γ+1, V) to the law (n, γ+2) and the drafted tokens through each depth)
-    on every start's window of frozen dense rows, :data:`WINDOW_CHUNK` starts at a time (the
+    maps rows p, q (R, V) and the row each of n starts meets at each depth, ``at`` (n, γ+1), to
+    the law (n, γ+2) and the drafted tokens through each depth) on every start's window of
+    frozen dense rows, :data:`WINDOW_CHUNK` starts at a time, each position's row once (the
     window stays inside its document: past its end the last pair repeats, and the law is cut
     at the end). Drafts beyond the document's end are not counted (a round drafts only the
-    depths left: the rule's drafted tokens through that depth)."""
+    depths left: the rule's drafted tokens through that depth; ``rows``: the trace's dense
+    rows, if the caller holds them)."""
     n = trace.n_positions
     rem = _remaining(trace.doc_start)
+    p, q = _rows(trace, rows)
     emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
     for lo in range(0, n, WINDOW_CHUNK):
         t = np.arange(lo, min(lo + WINDOW_CHUNK, n))
-        emitted[t], by_depth = law(*window_rows(trace, t, gamma + 1))
+        at = window_positions(trace, t, gamma + 1)  # positions lo .. at most hi - 1 + γ
+        top = int(at.max()) + 1
+        emitted[t], by_depth = law(p[lo:top], q[lo:top], at - lo)
         drafted[t] = by_depth[np.minimum(gamma, rem[t])]
     return truncate(emitted, trace.doc_start), drafted
 
@@ -203,15 +218,17 @@ def window_laws_of(scheme: Scheme) -> bool:
     return scheme.rule in WHOLE_DRAFT
 
 
-def schedule_laws(trace: Trace, scheme: Scheme, gamma: int) -> ScheduleLaws:
+def schedule_laws(trace: Trace, scheme: Scheme, gamma: int,
+                  dense: Rows | None = None) -> ScheduleLaws:
     """The per-start laws of ``scheme`` at draft length γ (every length 1..cap for the
-    heuristic schedule)."""
+    heuristic schedule; ``dense``: the trace's dense rows, if the caller holds them)."""
     if window_laws_of(scheme):
         check_work(trace.n_positions, trace.width, scheme, gamma, trace)
         emitted, drafted = window_laws(trace, gamma,
-                                       lambda p, q: scheme.window_law(p, q, gamma))
+                                       lambda p, q, at: scheme.window_law(p, q, gamma, at),
+                                       dense)
         return ScheduleLaws.one_length(gamma, emitted, drafted)
-    rows = tokenwise_rows(trace, scheme)
+    rows = tokenwise_rows(trace, scheme, dense)
     q, accept, stop = rows
     if scheme.policy == "optimal":  # its stop depends on π, not on the drafted token alone
         sol = solve(q, accept, trace.doc_start, gamma, float(dict(scheme.policy_knobs)["c"]))
