@@ -41,6 +41,7 @@ from specsim.exact import (
 from specsim.families import markov_pair
 from specsim.models.iid import iid_frozen_markov, iid_pairs
 from specsim.models.spec import ModelSpec, TableSpec
+from specsim.sampling import inverse_cdf_at
 from specsim.stats import chi2_sf, gof_test
 
 # p-value threshold of each "same distribution" assertion: no test here makes more than 6, so
@@ -276,6 +277,28 @@ def test_table_sampler_equals_searchsorted(vocab: int, kind: str) -> None:
     assert np.all(table[rows, got] > 0.0)
     # inverse_cdf_rows (used by iid_round) has the same contract
     assert np.array_equal(inverse_cdf_rows(normalised_cdf(table[rows]), u), expected)
+
+
+def test_inverse_cdf_at_is_the_count_on_breakpoints() -> None:
+    """The bisection over gathered rows returns #{k: cdf_k <= u} of each chain's row, u on
+    every breakpoint and either side of it, rows with zero-probability tokens (inside, first,
+    last) and widths 1..9 (full and partial bisection trees)."""
+    rng = np.random.default_rng(11)
+    for v in range(1, 10):
+        table = rng.dirichlet(np.ones(v), 40) * (rng.random((40, v)) < 0.7)
+        table[:, rng.integers(0, v)] += 0.1
+        cdf = normalised_cdf(table)
+        rows = np.repeat(np.arange(40), 3 * v + 3)
+        brk = cdf[rows, np.arange(rows.size) % v]  # every breakpoint of every row
+        u = np.concatenate([brk, np.nextafter(brk, 0.0), np.nextafter(brk, 1.0)])
+        u = np.clip(np.concatenate([u, [0.0, np.nextafter(1.0, 0.0)]]), 0.0,
+                    np.nextafter(1.0, 0.0))
+        rows = np.concatenate([rows] * 3 + [[0, 39]])
+        want = np.array([np.searchsorted(cdf[r], x, side="right")
+                         for r, x in zip(rows, u, strict=True)])
+        assert np.array_equal(inverse_cdf_at(cdf, rows, u), np.minimum(want, v - 1))
+        assert np.array_equal(inverse_cdf_at(cdf, rows, u),
+                              inverse_cdf_rows(cdf[rows], u))
 
 
 def test_table_sampler_exercises_all_lookup_paths() -> None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.engine import run_chains
-from specsim.sampling import FloatArray, IntArray, inverse_cdf_rows, normalised_cdf
+from specsim.sampling import FloatArray, IntArray, inverse_cdf_at, normalised_cdf
 from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
@@ -309,20 +309,24 @@ def simulate(trace: Trace, laws: ScheduleLaws, visits: FloatArray, seed: np.rand
             u = rng.random((3, reach, state.size))
             accepted = np.zeros(state.size, dtype=np.intp)
             drafts = np.zeros(state.size, dtype=np.intp)
-            drafting = np.ones(state.size, dtype=bool)
             leading = np.ones(state.size, dtype=bool)  # every draft so far accepted
             pi = np.ones(state.size)  # P(every draft so far accepted), for the optimal policy
+            live = np.arange(state.size)  # the chains still drafting
             for i in range(reach):
-                s = np.minimum(t + i, n - 1)
+                s = np.minimum(t[live] + i, n - 1)
+                go = (i < g[live]) & (i < left[live])
                 if laws.thresholds is not None:  # draft at s with g - i left iff π >= t
-                    drafting &= pi >= laws.thresholds[np.maximum(g - i, 0), s]
-                active = drafting & (i < g) & (i < left)
-                x = inverse_cdf_rows(cdf_q[s], u[0, i])
-                drafts += active
-                leading &= ~active | (u[1, i] < accept[s, x])
-                accepted += active & leading
-                pi = np.where(active, pi * accept[s, x], pi)
-                drafting = active & ~(u[2, i] < stop[s, x])
+                    go &= pi[live] >= laws.thresholds[np.maximum(g[live] - i, 0), s]
+                live, s = live[go], s[go]
+                if not live.size:
+                    break
+                x = inverse_cdf_at(cdf_q, s, u[0, i, live])
+                a = accept[s, x]
+                drafts[live] += 1
+                leading[live] &= u[1, i, live] < a
+                accepted[live] += leading[live]
+                pi[live] *= a
+                live = live[~(u[2, i, live] < stop[s, x])]
             count = np.minimum(accepted + 1, left)
         else:  # a round drawn from its start's exact law
             u = rng.random(state.size)
