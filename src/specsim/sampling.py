@@ -30,9 +30,9 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
 __all__ = [
+    "GuidedRows",
     "StackedRowSampler",
     "TableSampler",
-    "inverse_cdf_at",
     "inverse_cdf_blocked",
     "inverse_cdf_rows",
     "normalised_cdf",
@@ -56,22 +56,36 @@ def inverse_cdf_rows(cdf: FloatArray, u: FloatArray) -> IntArray:
     return np.minimum((cdf <= u[..., None]).sum(axis=-1), v - 1)
 
 
-def inverse_cdf_at(cdf: FloatArray, rows: IntArray, u: FloatArray) -> IntArray:
-    """:func:`inverse_cdf_rows` of ``cdf[rows]`` (``cdf`` (N, V), rows non-decreasing) without
-    gathering the rows: #{k: cdf_k <= u} is the first k with cdf_k > u, found by a binary
-    search over each row (log2 V gathers of one entry instead of one of V entries)."""
-    v = cdf.shape[1]
-    flat = cdf.ravel()
-    base = rows * v
-    lo = np.zeros(rows.shape, dtype=np.intp)  # the count lies in [lo, hi]
-    hi = np.full(rows.shape, v, dtype=np.intp)
-    for _ in range(v.bit_length()):
-        mid = (lo + hi) >> 1
-        open_ = lo < hi
-        le = flat[base + np.minimum(mid, v - 1)] <= u
-        lo = np.where(open_ & le, mid + 1, lo)
-        hi = np.where(open_ & ~le, mid, hi)
-    return np.minimum(lo, v - 1)
+class GuidedRows:
+    """Inverse-CDF draws from the rows of one table, each chain from its own row: the count
+    #{k: cdf_k <= u} that :func:`inverse_cdf_rows` returns on the gathered rows, without
+    gathering them. A guide per row, guide[r, j] = #{k: cdf[r, k] <= j/M} (M = 2^k >= V, so
+    u M and cdf M are exact), brackets the count between guide[r, floor(u M)] and the next
+    entry; a scan up from the lower end finishes it (most buckets hold at most one CDF value).
+    Unlike :class:`TableSampler` it is built without a loop over rows (one pass for a trace's
+    ~10^5 positions) and leaves the few crowded buckets to the scan."""
+
+    def __init__(self, probs: FloatArray) -> None:
+        self.cdf = normalised_cdf(np.asarray(probs, dtype=np.float64))
+        n, self.v = self.cdf.shape
+        self.m = m = 1 << max(self.v - 1, 1).bit_length()
+        cell = np.ceil(self.cdf * m)  # cdf_k <= j/M iff ceil(cdf_k M) <= j
+        cell = np.where(np.isnan(cell), m + 1, cell).astype(np.intp)  # NaN: never <= u
+        at = (np.arange(n)[:, None] * (m + 2) + cell).ravel()
+        self.guide = np.bincount(at, minlength=n * (m + 2)).reshape(n, m + 2)[:, :m + 1]
+        self.guide = self.guide.cumsum(axis=1)
+        self.flat = self.cdf.ravel()
+
+    def __call__(self, rows: IntArray, u: FloatArray) -> IntArray:
+        j = (u * self.m).astype(np.intp)
+        lo, hi = self.guide[rows, j], self.guide[rows, j + 1]
+        todo = np.flatnonzero(lo < hi)
+        while todo.size:
+            up = self.flat[rows[todo] * self.v + lo[todo]] <= u[todo]
+            todo = todo[up]
+            lo[todo] += 1
+            todo = todo[lo[todo] < hi[todo]]
+        return np.minimum(lo, self.v - 1)
 
 
 def sample_rows(probs: FloatArray, u: FloatArray) -> IntArray:
