@@ -41,6 +41,7 @@ from specsim.exact import (
 from specsim.families import markov_pair
 from specsim.models.iid import iid_frozen_markov, iid_pairs
 from specsim.models.spec import ModelSpec, TableSpec
+from specsim.sampling import GuidedRows
 from specsim.stats import chi2_sf, gof_test
 from specsim.verify import accepted_uniforms, verify_uniforms
 
@@ -277,6 +278,29 @@ def test_table_sampler_equals_searchsorted(vocab: int, kind: str) -> None:
     assert np.all(table[rows, got] > 0.0)
     # inverse_cdf_rows (used by iid_round) has the same contract
     assert np.array_equal(inverse_cdf_rows(normalised_cdf(table[rows]), u), expected)
+
+
+def test_guided_rows_is_the_count_on_breakpoints() -> None:
+    """GuidedRows returns #{k: cdf_k <= u} of each chain's row (what searchsorted returns),
+    u on every breakpoint, every guide edge j/M and either side of them, on rows with
+    zero-probability tokens, a crowded bucket (a tail of tiny tokens) and widths 1..40."""
+    rng = np.random.default_rng(11)
+    for v in [*range(1, 10), 17, 40]:
+        table = rng.dirichlet(np.ones(v), 40) * (rng.random((40, v)) < 0.7)
+        table[:, rng.integers(0, v)] += 0.1
+        table[0, v // 2:] = 1e-9  # many CDF values in the last bucket
+        cdf = normalised_cdf(table)
+        draw = GuidedRows(table)
+        rows = np.repeat(np.arange(40), v + draw.m + 1)
+        edge = np.concatenate([cdf, np.tile(np.arange(draw.m + 1) / draw.m, (40, 1))], axis=1)
+        u = edge.ravel()
+        u = np.concatenate([u, np.nextafter(u, 0.0), np.nextafter(u, 1.0), [0.0, 0.0]])
+        u = np.clip(u, 0.0, np.nextafter(1.0, 0.0))
+        rows = np.concatenate([rows] * 3 + [[0, 39]])
+        want = np.array([np.searchsorted(cdf[r], x, side="right")
+                         for r, x in zip(rows, u, strict=True)])
+        assert np.array_equal(draw(rows, u), np.minimum(want, v - 1))
+        assert np.array_equal(draw(rows, u), inverse_cdf_rows(cdf[rows], u))
 
 
 def test_table_sampler_exercises_all_lookup_paths() -> None:

@@ -134,3 +134,19 @@ def test_dp_value_is_its_policys_cost_with_many_breakpoints(seed, c):
     assert sol.breakpoints > 50
     np.testing.assert_allclose(forward_cost(q, accept, doc_start, sol.thresholds, c),
                                sol.cost[doc_start[:-1]].sum(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("gamma", [1, 3])
+def test_documents_solved_together_as_alone(gamma):
+    """The DP solves the starts of every document together (documents of lengths 1..9, some
+    shorter than the cap, drafts accepted with probability 0 among 8 tokens): each document's
+    thresholds, laws and costs are bit for bit those it gets as the only document."""
+    q, accept = tiny(30, 8, 4)
+    doc_start = np.array([0, 9, 10, 13, 21, 23, 30])
+    together = solve(q, accept, doc_start, gamma, 0.05)
+    assert np.isfinite(together.thresholds).any()
+    for lo, hi in itertools.pairwise(doc_start):
+        alone = solve(q[lo:hi], accept[lo:hi], np.array([0, hi - lo]), gamma, 0.05)
+        np.testing.assert_array_equal(together.thresholds[:, lo:hi], alone.thresholds)
+        for name in ("emitted", "drafted", "cost"):
+            np.testing.assert_array_equal(getattr(together, name)[lo:hi], getattr(alone, name))

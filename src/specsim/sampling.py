@@ -30,6 +30,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
 __all__ = [
+    "GuidedRows",
     "StackedRowSampler",
     "TableSampler",
     "inverse_cdf_blocked",
@@ -56,6 +57,38 @@ def inverse_cdf_rows(cdf: FloatArray, u: FloatArray) -> IntArray:
     """Sample one index per row of ``cdf`` (..., V) from uniforms ``u`` (...): #{k: cdf_k <= u}."""
     v = cdf.shape[-1]
     return np.minimum((cdf <= u[..., None]).sum(axis=-1), v - 1)
+
+
+class GuidedRows:
+    """Inverse-CDF draws from the rows of one table, each chain from its own row: the count
+    #{k: cdf_k <= u} that :func:`inverse_cdf_rows` returns on the gathered rows, without
+    gathering them. A guide per row, guide[r, j] = #{k: cdf[r, k] <= j/M} (M = 2^k >= V, so
+    u M and cdf M are exact), brackets the count between guide[r, floor(u M)] and the next
+    entry; a scan up from the lower end finishes it (most buckets hold at most one CDF value).
+    Unlike :class:`TableSampler` it is built without a loop over rows (one pass for a trace's
+    ~10^5 positions) and leaves the few crowded buckets to the scan."""
+
+    def __init__(self, probs: FloatArray) -> None:
+        self.cdf = normalised_cdf(np.asarray(probs, dtype=np.float64))
+        n, self.v = self.cdf.shape
+        self.m = m = 1 << max(self.v - 1, 1).bit_length()
+        cell = np.ceil(self.cdf * m)  # cdf_k <= j/M iff ceil(cdf_k M) <= j
+        cell = np.where(np.isnan(cell), m + 1, cell).astype(np.intp)  # NaN: never <= u
+        at = (np.arange(n)[:, None] * (m + 2) + cell).ravel()
+        self.guide = np.bincount(at, minlength=n * (m + 2)).reshape(n, m + 2)[:, :m + 1]
+        self.guide = self.guide.cumsum(axis=1)
+        self.flat = self.cdf.ravel()
+
+    def __call__(self, rows: IntArray, u: FloatArray) -> IntArray:
+        j = (u * self.m).astype(np.intp)
+        lo, hi = self.guide[rows, j], self.guide[rows, j + 1]
+        todo = np.flatnonzero(lo < hi)
+        while todo.size:
+            up = self.flat[rows[todo] * self.v + lo[todo]] <= u[todo]
+            todo = todo[up]
+            lo[todo] += 1
+            todo = todo[lo[todo] < hi[todo]]
+        return np.minimum(lo, self.v - 1)
 
 
 def sample_rows(probs: FloatArray, u: FloatArray) -> IntArray:

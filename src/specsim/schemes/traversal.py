@@ -173,7 +173,7 @@ def _visit(rows: _Rows, a: FloatArray, c: IntArray, shape: tuple[int, ...], want
     last = np.zeros((n, size)) if want else None
     first = np.zeros((n, size)) if want >= 2 else None
     pair = np.zeros((n * size, size)) if want == 3 else None
-    for _ in range(shape[0]):
+    for j in range(shape[0]):
         a_x = ratio(a[parent], B[parent, token], q)
         w = q * reach[parent]  # P(this child is entered with this token)
         if rest:
@@ -201,7 +201,10 @@ def _visit(rows: _Rows, a: FloatArray, c: IntArray, shape: tuple[int, ...], want
         if first is not None:
             first += np.bincount(cell, w * (1.0 - deleted), minlength=n * size).reshape(n, size)
         reach = reach * np.bincount(parent, q * deleted, minlength=n)
-        a, B = backward_step(a, B, D)
+        if j < shape[0] - 1 or want:
+            a, B = backward_step(a, B, D)
+        else:  # every child deleted: only the node's weight is read on
+            a = hold(excess(a, B, D)[1], a)
     own = None if last is None else (reach * a)[:, None] * B  # every child deleted: the node
     length[:, 0] += reach * a  # itself, then its bonus
     if last is not None and own is not None:

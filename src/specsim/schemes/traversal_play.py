@@ -14,8 +14,8 @@ import numpy as np
 
 from specsim.exact import check_pair
 from specsim.sampling import sample_rows
-from specsim.schemes.block import backward_step, ratio
-from specsim.schemes.law import IntArray, RoundSample
+from specsim.schemes.block import excess, final_residual, hold, ratio
+from specsim.schemes.law import FloatArray, IntArray, RoundSample
 from specsim.schemes.tree import checked_shape, draft_tree, parents_of
 
 __all__ = ["play"]
@@ -58,29 +58,53 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     tests, u_bonus = rng.random((n_nodes, n)), rng.random(n)
     rows = np.arange(n)
     a = np.ones((depth + 1, n))
-    B = np.empty((depth + 1, n, P.shape[0]))
+    B = np.empty((depth + 1, n, P.shape[0]))  # a node's row once a child of it is deleted
     ctx = np.empty((depth + 1, n), dtype=np.intp)
-    B[0], ctx[0] = P[s], s
+    ctx[0] = s
+    fresh = np.ones(depth + 1, dtype=bool)  # no child deleted yet: the row is P[ctx]
+    # every child deleted: the residual rows, formed only for the chains that draw from them
+    done: list[tuple[IntArray, FloatArray, FloatArray, FloatArray] | None] = [None] * (depth + 1)
+    final = {u: v for v, u in enumerate(parents.tolist())}  # each node's last child
+    last = [final[u] == v for v, u in enumerate(parents.tolist())]
+
+    def row(d: int, on: IntArray) -> FloatArray:
+        if fresh[d]:
+            return P[ctx[d, on]]
+        held = done[d]
+        if held is None:
+            return B[d, on]
+        was, exc, mass, rows_p = held
+        at = np.searchsorted(was, on)  # on: chains among those searching then
+        return final_residual(exc[at], mass[at], rows_p[at])
+
     live = np.ones(n, dtype=bool)
     node = np.full(n, n_nodes, dtype=np.intp)  # the accepted node (n_nodes: the root)
     bonus = np.zeros(n, dtype=np.intp)
     for v, d in _events(parents):
-        if d > 0:  # entering v: its weight from its parent's state now
-            x = tok[:, v]
-            a[d] = ratio(a[d - 1], B[d - 1][rows, x], Q[ctx[d - 1], x])
-            B[d], ctx[d] = P[x], x
+        if d > 0:  # entering v: its weight from its parent's state now (chains searching)
+            on = np.flatnonzero(live)
+            x = tok[on, v]
+            b_x = P[ctx[d - 1, on], x] if fresh[d - 1] else B[d - 1][on, x]
+            a[d, on] = ratio(a[d - 1, on], b_x, Q[ctx[d - 1, on], x])
+            ctx[d, on], fresh[d], done[d] = x, True, None
             continue
         d = -d  # leaving v: all its children deleted
         ok = live & (tests[v] < a[d])
         if ok.any():
-            bonus[ok] = sample_rows(B[d][ok], u_bonus[ok])
+            bonus[ok] = sample_rows(row(d, np.flatnonzero(ok)), u_bonus[ok])
             node[ok] = v
             live &= ~ok
         on = np.flatnonzero(live)  # the chains still searching: the others' rows are done
-        a[d - 1, on], B[d - 1, on] = backward_step(a[d - 1, on], B[d - 1, on],
-                                                   Q[ctx[d - 1, on]])
+        rows_p = row(d - 1, on)  # [B]'s backward step at the parent (block.backward_step)
+        exc, mass = excess(a[d - 1, on], rows_p, Q[ctx[d - 1, on]])
+        a[d - 1, on] = hold(mass, a[d - 1, on])
+        if last[v]:
+            done[d - 1] = (on, exc, mass, rows_p)
+        else:
+            B[d - 1, on] = final_residual(exc, mass, rows_p)
+        fresh[d - 1] = False
     if live.any():  # every child of the root deleted: the root (a = 1), bonus from its row
-        bonus[live] = sample_rows(B[0][live], u_bonus[live])
+        bonus[live] = sample_rows(row(0, np.flatnonzero(live)), u_bonus[live])
     path = np.full((n_nodes + 1, depth), -1, dtype=np.intp)  # path[v]: root -> v's nodes
     level = np.zeros(n_nodes + 1, dtype=np.intp)
     for v, u in enumerate(parents.tolist()):

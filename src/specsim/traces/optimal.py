@@ -85,109 +85,226 @@ class OptimalRounds:
     breakpoints: int
 
 
+def _ranges(counts: IntArray) -> tuple[IntArray, IntArray]:
+    """(owner, index within its owner) of every item when owner j holds ``counts[j]``."""
+    owner = np.repeat(np.arange(counts.size), counts)
+    first = np.cumsum(counts) - counts
+    return owner, np.arange(owner.size) - first[owner]
+
+
+def _ptr(counts: IntArray) -> IntArray:
+    return np.concatenate([[0], np.cumsum(counts)])
+
+
 @dataclass(frozen=True)
-class _Piecewise:
-    """Right-continuous piecewise-linear functions of π on [0, 1]: on [u_i, u_{i+1}) column j
-    is value[i, j] + slope[i, j] (π - u_i). Columns: cost to go, drafts in the round, then the
+class _Pieces:
+    """One right-continuous piecewise-linear function of π on [0, 1] per document, stacked:
+    document j's pieces are rows ``ptr[j]:ptr[j+1]``; on [u_i, u_{i+1}) column c is
+    value[i, c] + slope[i, c] (π - u_i). Columns: cost to go, drafts in the round, then the
     law of the round's emitted tokens (γ+2 columns). Cost is continuous; the policy's
     functionals jump at thresholds (right-continuous: π >= t drafts on)."""
 
     u: FloatArray
     value: FloatArray
     slope: FloatArray
+    ptr: IntArray
 
-    def at(self, z: FloatArray) -> tuple[FloatArray, FloatArray]:
-        i = np.searchsorted(self.u, z, side="right") - 1
+    @classmethod
+    def stop(cls, e1: FloatArray, width: int, column: int) -> _Pieces:
+        """Stopping whatever π, one document per entry of ``e1`` = E(s+1): cost π E(s+1),
+        π tokens at ``column``."""
+        slope = np.zeros((e1.size, width))
+        slope[:, 0] = e1
+        slope[:, 2 + column] = 1.0
+        return cls(np.zeros(e1.size), np.zeros((e1.size, width)), slope,
+                   np.arange(e1.size + 1))
+
+    def piece(self, owner: IntArray, z: FloatArray) -> IntArray:
+        """The piece of document ``owner[i]`` holding π = ``z[i]`` (z >= 0): its last u <= z,
+        as :func:`numpy.searchsorted` (side right) finds it in that document's pieces."""
+        counts = np.diff(self.ptr)
+        mine = np.repeat(np.arange(counts.size), counts)
+        same = mine[1:] == mine[:-1]
+        if np.any(same & (self.u[1:] < self.u[:-1])):  # a cut rounded past the next piece
+            out = np.empty(z.size, dtype=np.intp)
+            for j in np.unique(owner):
+                sel = owner == j
+                lo = self.ptr[j]
+                out[sel] = lo + np.searchsorted(self.u[lo:self.ptr[j + 1]], z[sel],
+                                                side="right") - 1
+            return out
+        keys = np.concatenate([mine, owner])
+        vals = np.concatenate([self.u, z])
+        kind = np.concatenate([np.zeros(self.u.size, dtype=np.intp),
+                               np.ones(z.size, dtype=np.intp)])
+        order = np.lexsort((kind, vals, keys))  # a breakpoint before a query at equal π
+        seen = np.cumsum(kind[order] == 0)
+        out = np.empty(z.size, dtype=np.intp)
+        at = order >= self.u.size
+        out[order[at] - self.u.size] = seen[at] - 1
+        return out
+
+    def at(self, owner: IntArray, z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        i = self.piece(owner, z)
         return self.value[i] + self.slope[i] * (z - self.u[i])[:, None], self.slope[i]
 
 
-def _stop(width: int, e1: float, column: int) -> tuple[FloatArray, FloatArray]:
-    """Value at π = 0 and slope of stopping: cost π E(s+1), π tokens at ``column``."""
-    slope = np.zeros(width)
-    slope[0] = e1
-    slope[2 + column] = 1.0
-    return np.zeros(width), slope
+@dataclass(frozen=True)
+class _Rows:
+    """Each position's distinct accept values of live draft tokens (q > 0, accept > 0) in
+    ascending order, their draft weights (rows ``ptr[s]:ptr[s+1]``), and ``dead`` the
+    position's draft mass accepted with probability 0."""
+
+    vals: FloatArray
+    weights: FloatArray
+    ptr: IntArray
+    dead: FloatArray
+
+    @classmethod
+    def of(cls, q: FloatArray, a: FloatArray) -> _Rows:
+        live = (q > 0) & (a > 0)
+        row, _ = np.nonzero(live)
+        av, qv = a[live], q[live]  # row-major: each row's tokens in column order
+        order = np.lexsort((av, row))
+        new = np.ones(order.size, dtype=bool)
+        new[1:] = (row[order][1:] != row[order][:-1]) | (av[order][1:] != av[order][:-1])
+        group = np.empty(order.size, dtype=np.intp)
+        group[order] = np.cumsum(new) - 1
+        # one bin per (position, value), summed in column order as a row's own bincount
+        weights = np.bincount(group, weights=qv, minlength=int(new.sum()))
+        counts = np.bincount(row[order][new], minlength=q.shape[0])
+        dead = np.zeros(q.shape[0])
+        lost = (q > 0) & ~live
+        many = np.flatnonzero(lost.sum(axis=1) > 2)
+        for s in many:  # numpy's own sum order
+            dead[s] = float(q[s][~live[s]].sum())
+        few = np.flatnonzero(lost.any(axis=1) & (lost.sum(axis=1) <= 2))
+        for s in few:
+            x = q[s][lost[s]]  # zeros change no sum, and x + y == y + x
+            dead[s] = x[0] if x.size == 1 else x[0] + x[1]
+        return cls(av[order][new], weights, _ptr(counts), dead)
 
 
-def _step(child: _Piecewise, q: FloatArray, a: FloatArray, beta: float, e1: float, c: float,
-          column: int) -> tuple[float, _Piecewise]:
-    """(threshold, functions) at (s, k) from the child's at (s+1, k-1); ``column`` = d + 1:
-    the tokens a stop or a rejection here emits."""
-    width = child.value.shape[1]
-    stop_v, stop_s = _stop(width, e1, column)
-    live = (q > 0) & (a > 0)  # drafts accepted with probability 0 add q x (value at 0) below
-    vals, inv = np.unique(a[live], return_inverse=True)
-    weights = np.bincount(inv, weights=q[live], minlength=vals.size)
-    dead = float(q[~live].sum())
-    u = np.unique(np.concatenate([[0.0]] + [child.u[child.u < v] / v for v in vals]))
-    if u.size > MAX_BREAKPOINTS:
-        raise ValueError(f"the optimal policy's envelope on the trace has {u.size} breakpoints, "
-                         f"more than {MAX_BREAKPOINTS}")
+def _step(child: _Pieces, rows: _Rows, s: IntArray, beta: FloatArray, e1: FloatArray,
+          c: float, column: int) -> tuple[FloatArray, _Pieces]:
+    """(thresholds, functions) at (s, k) from the children at (s+1, k-1), one document per
+    entry of ``s``; ``column`` = d + 1: the tokens a stop or a rejection here emits."""
+    n, width = s.size, child.value.shape[1]
+    kids = np.diff(child.ptr)
+    own_j, loc_j = _ranges(rows.ptr[s + 1] - rows.ptr[s])  # each document's accept values
+    j = rows.ptr[s][own_j] + loc_j
+    v, w = rows.vals[j], rows.weights[j]
+    m = np.bincount(own_j, minlength=n)
+    pair, loc = _ranges(kids[own_j])  # (value, child breakpoint) of the same document
+    cu = child.u[child.ptr[own_j[pair]] + loc]
+    keep = cu < v[pair]
+    cand = np.concatenate([np.zeros(n), cu[keep] / v[pair][keep]])
+    whose = np.concatenate([np.arange(n), own_j[pair][keep]])
+    order = np.lexsort((cand, whose))
+    cand, whose = cand[order], whose[order]
+    new = np.ones(cand.size, dtype=bool)
+    new[1:] = (whose[1:] != whose[:-1]) | (cand[1:] != cand[:-1])
+    u, ow = cand[new], whose[new]
+    size = np.bincount(ow, minlength=n)
+    if size.max() > MAX_BREAKPOINTS:
+        raise ValueError(f"the optimal policy's envelope on the trace has {size.max()} "
+                         f"breakpoints, more than {MAX_BREAKPOINTS}")
+    uptr = _ptr(size)
     go_v = np.zeros((u.size, width))
     go_s = np.zeros((u.size, width))
     go_v[:, 0] = c
     go_v[:, 1] = 1.0
-    go_s[:, 0] = (1.0 - beta) * e1
-    go_s[:, 2 + column] = 1.0 - beta
-    # (value, slope) -> value at u: the rows below hold value at u already
+    go_s[:, 0] = ((1.0 - beta) * e1)[ow]
+    go_s[:, 2 + column] = (1.0 - beta)[ow]
     go_v += go_s * u[:, None]
-    zero_v, _ = child.at(np.zeros(1))
-    go_v += dead * zero_v[0]
+    head = child.ptr[:-1]
+    zero_v = child.value[head] + child.slope[head] * (0.0 - child.u[head])[:, None]
+    go_v += (rows.dead[s][:, None] * zero_v)[ow]
     # each child is linear on the image of a parent segment [u_j, u_j+1): read its piece at
     # the segment's middle (a breakpoint's image u_j v may round to either side of it)
-    mid = (u + np.append(u[1:], 1.0)) / 2.0
-    z = np.multiply.outer(vals, mid)
-    cv, cs = child.at(z.ravel())
-    cs = cs.reshape(vals.size, u.size, width) * vals[:, None, None]  # slope in π
-    cv = cv.reshape(vals.size, u.size, width) - cs * (mid - u)[None, :, None]
-    go_v += np.tensordot(weights, cv, axes=1)
-    go_s += np.tensordot(weights, cs, axes=1)
-    D = go_v[:, 0] - u * e1  # continue - stop: concave, c > 0 at 0
-    slope_d = go_s[:, 0] - e1
-    end_d = D[-1] + slope_d[-1] * (1.0 - u[-1])
-    if end_d > 0:  # stop whatever π
-        return np.inf, _Piecewise(np.zeros(1), stop_v[None], stop_s[None])
-    below = np.flatnonzero(D <= 0)
-    i = int(below[0]) if below.size else u.size  # first breakpoint where going on pays
-    cut = u[i - 1] - D[i - 1] / slope_d[i - 1]
-    first = go_v[i - 1] + go_s[i - 1] * (cut - u[i - 1])
-    return cut, _Piecewise(np.concatenate([[0.0, cut], u[i:]]),
-                           np.vstack([stop_v, first, go_v[i:]]),
-                           np.vstack([stop_s, go_s[i - 1], go_s[i:]]))
+    nxt = np.append(u[1:], 1.0)
+    nxt[uptr[1:] - 1] = 1.0
+    mid = (u + nxt) / 2.0
+    pj, lk = _ranges(size[own_j])  # (value, segment) of the same document, value-major
+    seg = uptr[own_j[pj]] + lk
+    z = v[pj] * mid[seg]
+    cv, cs = child.at(own_j[pj], z)
+    cs = cs * v[pj][:, None]  # slope in π
+    cv = cv - cs * (mid[seg] - u[seg])[:, None]
+    qptr, vptr = _ptr(m * size), _ptr(m)
+    for k in range(n):  # the children's mix, one dot per document (BLAS's own sum order)
+        a, b = qptr[k], qptr[k + 1]
+        lhs = w[vptr[k]:vptr[k + 1]].reshape(1, m[k])
+        lo, hi = uptr[k], uptr[k + 1]
+        go_v[lo:hi] += np.dot(lhs, cv[a:b].reshape(m[k], -1)).reshape(hi - lo, width)
+        go_s[lo:hi] += np.dot(lhs, cs[a:b].reshape(m[k], -1)).reshape(hi - lo, width)
+    e1o = e1[ow]
+    D = go_v[:, 0] - u * e1o  # continue - stop: concave, c > 0 at 0
+    slope_d = go_s[:, 0] - e1o
+    last = uptr[1:] - 1
+    end_d = D[last] + slope_d[last] * (1.0 - u[last])
+    go = ~(end_d > 0)  # else stop whatever π
+    pos = np.where(D <= 0, np.arange(u.size), u.size)
+    first = np.minimum.reduceat(pos, uptr[:-1])
+    i = np.where(first < uptr[1:], first - uptr[:-1], size)  # first breakpoint where going on pays
+    prev = np.where(i > 0, uptr[:-1] + i - 1, last)
+    g = np.flatnonzero(go)
+    p = prev[g]
+    cut = np.full(n, np.inf)
+    cut[g] = u[p] - D[p] / slope_d[p]
+    head_v = go_v[p] + go_s[p] * (cut[g] - u[p])[:, None]
+    count = np.where(go, 2 + size - i, 1)
+    nptr = _ptr(count)
+    out_u = np.zeros(nptr[-1])
+    out_v = np.zeros((nptr[-1], width))
+    out_s = np.zeros((nptr[-1], width))
+    out_s[nptr[:-1], 0] = e1
+    out_s[nptr[:-1], 2 + column] = 1.0
+    out_u[nptr[g] + 1] = cut[g]
+    out_v[nptr[g] + 1] = head_v
+    out_s[nptr[g] + 1] = go_s[p]
+    tail = go[ow] & (np.arange(u.size) - uptr[ow] >= i[ow])
+    dest = nptr[ow[tail]] + 2 + np.arange(u.size)[tail] - uptr[ow[tail]] - i[ow[tail]]
+    out_u[dest] = u[tail]
+    out_v[dest] = go_v[tail]
+    out_s[dest] = go_s[tail]
+    return cut, _Pieces(out_u, out_v, out_s, nptr)
 
 
 def solve(q: FloatArray, accept: FloatArray, doc_start: IntArray, gamma: int, c: float
           ) -> OptimalRounds:
     """The optimal policy on dense rows ``q``, ``accept`` (N, V) of a trace with documents at
     ``doc_start``, for a cap of γ drafts and a draft cost c: for each start t (last first) the
-    backward DP over its round's states (s = t + d, k = γ - d), d = γ .. 0."""
+    backward DP over its round's states (s = t + d, k = γ - d), d = γ .. 0. Documents are
+    independent: the starts r positions before their document's end are solved together."""
     n = q.shape[0]
     beta = (q * accept).sum(axis=1)
-    end = np.repeat(doc_start[1:], np.diff(doc_start))
+    rows = _Rows.of(q, accept)
+    lengths = np.diff(doc_start)
     width = gamma + 4
     t = np.full((gamma + 1, n + gamma + 1), np.inf)
     cost = np.zeros(n)
     emitted, drafted = np.zeros((n, gamma + 2)), np.zeros(n)
     most = 1
-    for start in range(n - 1, -1, -1):
-        last = int(end[start])
-        ahead = np.zeros(gamma + 2)  # E(start + i), 0 at and beyond the document's end
-        ahead[: max(0, min(gamma + 2, last - start))] = cost[start: min(last, start + gamma + 2)]
-        d = gamma
-        v, sl = _stop(width, float(ahead[d + 1]), d + 1)
-        fn = _Piecewise(np.zeros(1), v[None], sl[None])
+    for r in range(1, int(lengths.max(initial=0)) + 1):
+        start = doc_start[1:][lengths >= r] - r
+
+        def ahead(i: int, start: IntArray = start, r: int = r) -> FloatArray:
+            """E(start + i), 0 at and beyond the document's end."""
+            return cost[start + i] if i < r else np.zeros(start.size)
+
+        fn = _Pieces.stop(ahead(gamma + 1), width, gamma + 1)
         for d in range(gamma - 1, -1, -1):
-            s = start + d
-            if s >= last:  # no draft beyond the document's end: stop
-                v, sl = _stop(width, 0.0, d + 1)
-                fn = _Piecewise(np.zeros(1), v[None], sl[None])
+            if d >= r:  # no draft beyond the document's end: stop
+                fn = _Pieces.stop(np.zeros(start.size), width, d + 1)
                 continue
-            cut, fn = _step(fn, q[s], accept[s], float(beta[s]), float(ahead[d + 1]), c, d + 1)
+            s = start + d
+            cut, fn = _step(fn, rows, s, beta[s], ahead(d + 1), c, d + 1)
             t[gamma - d, s] = cut
-            most = max(most, fn.u.size)
-        at_one, _ = fn.at(np.ones(1))
-        cost[start] = 1.0 + at_one[0, 0]
-        drafted[start] = at_one[0, 1]
-        emitted[start] = at_one[0, 2:]
+            most = max(most, int(np.diff(fn.ptr).max()))
+        at_one, _ = fn.at(np.arange(start.size), np.ones(start.size))
+        cost[start] = 1.0 + at_one[:, 0]
+        drafted[start] = at_one[:, 1]
+        emitted[start] = at_one[:, 2:]
     return OptimalRounds(t[:, :n], truncate(np.clip(emitted, 0.0, None), doc_start),
                          drafted, cost, most)

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsim.engine import run_chains
-from specsim.sampling import FloatArray, IntArray, inverse_cdf_rows, normalised_cdf
+from specsim.sampling import FloatArray, GuidedRows, IntArray
 from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
@@ -293,6 +293,47 @@ def rates(laws: ScheduleLaws, doc_start: IntArray) -> SchemeRates:
                        float((visits * laws.drafted).sum()) / total, law / total, calls, visits)
 
 
+def _draft_round(draw: GuidedRows, accept: FloatArray, stop: FloatArray,
+                 thresholds: FloatArray | None, t: IntArray, g: IntArray, left: IntArray,
+                 u: FloatArray, n: int) -> tuple[IntArray, IntArray]:
+    """(drafts accepted before the first rejection, drafts made) per chain of one token-wise
+    round from positions ``t``: draft i at s = t + i from q_s with u[0, i], accepted iff
+    u[1, i] < accept[s, x], drafting stops after it iff u[2, i] < stop[s, x], at the cap g,
+    at the document's end (``left``) and, under the optimal policy, when π < thresholds[g - i,
+    s]. The chains still drafting are kept in compact arrays."""
+    size = t.size
+    accepted = np.zeros(size, dtype=np.intp)
+    drafts = np.zeros(size, dtype=np.intp)
+    live = np.arange(size)
+    leading = np.ones(size, dtype=bool)  # every draft so far accepted
+    pi = np.ones(size)  # P(every draft so far accepted), for the optimal policy
+    got = np.zeros(size, dtype=np.intp)
+    for i in range(u.shape[1]):
+        s = np.minimum(t + i, n - 1)
+        go = (i < g) & (i < left)
+        if thresholds is not None:  # draft at s with g - i left iff π >= t
+            go &= pi >= thresholds[np.maximum(g - i, 0), s]
+        if not go.all():
+            accepted[live[~go]], drafts[live[~go]] = got[~go], i
+            live, s, t, g, left, leading, pi, got = (
+                a[go] for a in (live, s, t, g, left, leading, pi, got))
+            if not live.size:
+                return accepted, drafts
+        ui = u[:, i] if live.size == size else u[:, i, live]
+        x = draw(s, ui[0])
+        a = accept[s, x]
+        leading &= ui[1] < a
+        got += leading
+        pi *= a
+        on = ~(ui[2] < stop[s, x])
+        if not on.all():
+            accepted[live[~on]], drafts[live[~on]] = got[~on], i + 1
+            live, t, g, left, leading, pi, got = (
+                b[on] for b in (live, t, g, left, leading, pi, got))
+    accepted[live], drafts[live] = got, u.shape[1]
+    return accepted, drafts
+
+
 def simulate(trace: Trace, laws: ScheduleLaws, visits: FloatArray, seed: np.random.SeedSequence,
              chains: int, rounds: int, batches: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Monte Carlo of the long run: histogram (batches, width) of tokens emitted per round and
@@ -310,7 +351,7 @@ def simulate(trace: Trace, laws: ScheduleLaws, visits: FloatArray, seed: np.rand
         c[:, -1] = 1.0
     if laws.rows is not None:
         q, accept, stop = laws.rows
-        cdf_q = normalised_cdf(q)
+        draw_q = GuidedRows(q)
 
     def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, IntArray]:
         fresh = state < 0
@@ -324,22 +365,8 @@ def simulate(trace: Trace, laws: ScheduleLaws, visits: FloatArray, seed: np.rand
         if laws.rows is not None:  # play the round: draft from q_s, test with the rule's table
             reach = int(g.max())
             u = rng.random((3, reach, state.size))
-            accepted = np.zeros(state.size, dtype=np.intp)
-            drafts = np.zeros(state.size, dtype=np.intp)
-            drafting = np.ones(state.size, dtype=bool)
-            leading = np.ones(state.size, dtype=bool)  # every draft so far accepted
-            pi = np.ones(state.size)  # P(every draft so far accepted), for the optimal policy
-            for i in range(reach):
-                s = np.minimum(t + i, n - 1)
-                if laws.thresholds is not None:  # draft at s with g - i left iff π >= t
-                    drafting &= pi >= laws.thresholds[np.maximum(g - i, 0), s]
-                active = drafting & (i < g) & (i < left)
-                x = inverse_cdf_rows(cdf_q[s], u[0, i])
-                drafts += active
-                leading &= ~active | (u[1, i] < accept[s, x])
-                accepted += active & leading
-                pi = np.where(active, pi * accept[s, x], pi)
-                drafting = active & ~(u[2, i] < stop[s, x])
+            accepted, drafts = _draft_round(draw_q, accept, stop, laws.thresholds, t, g, left,
+                                            u, n)
             count = np.minimum(accepted + 1, left)
         else:  # a round drawn from its start's exact law
             u = rng.random(state.size)
