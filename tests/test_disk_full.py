@@ -307,7 +307,7 @@ def test_a_disk_that_fills_during_a_run_ends_it_in_one_line_and_a_rerun_resumes(
     disk in some job. Its last line is that job's; no Snakemake metadata error, no traceback,
     no partial file; with room again the rerun redoes only what is missing and its tables equal
     a run that never met a full disk."""
-    from conftest import TABLES_ONLY, TINY, snakemake, tables
+    from conftest import TINY, snakemake, tables
 
     fill(disk_16m, leave=(6 << 20) + (512 << 10))
     done = snakemake(disk_16m, TINY, "--cores", "2", check=False)
@@ -322,7 +322,7 @@ def test_a_disk_that_fills_during_a_run_ends_it_in_one_line_and_a_rerun_resumes(
     kept = {p: p.stat().st_mtime_ns for p in (disk_16m / "results").rglob("*.parquet")}
     assert kept, "the run should fill the disk after its first point files"
     (disk_16m / "filler").unlink()
-    snakemake(disk_16m, TINY, "--cores", "2", TABLES_ONLY)  # what the checks below read
+    snakemake(disk_16m, TINY, "--cores", "2")
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # finished jobs are not redone
     assert tables(disk_16m) == tables(tiny_run)
     assert (disk_16m / RESERVE).stat().st_blocks * 512 >= RESERVE_BYTES  # held again
