@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = ROOT / "tests" / "data" / "tiny.yaml"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+# The target of a run whose test reads only the tables and the point files: every point, collect,
+# tables and checks, but not the figures (about 7 CPU s on the tiny config), the manifest, the
+# gate and the final check, which `all` adds (each a process start).
+TABLES_ONLY = "results/tables/checks.csv"
 
 
 @pytest.fixture
@@ -57,25 +62,31 @@ def tables(workdir: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((workdir / "results" / "tables").glob("*.csv"))}
 
 
-@pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One complete run of the tiny config, shared by every pytest-xdist worker (the first to
-    ask builds it under a lock in the run's common temporary directory, the others wait for
-    it); tests that change it work on a copy."""
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], object]) -> Path:
+    """A directory ``build`` fills once per test run, shared by every pytest-xdist worker (the
+    first to ask builds it under a lock in the run's common temporary directory, the others wait
+    for it); tests that change it work on a copy."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: its own directory
-        work = tmp_path_factory.mktemp("tiny")
-        snakemake(work, TINY, "--cores", "2")
+        work = tmp_path_factory.mktemp(name)
+        build(work)
         return work
     common = tmp_path_factory.getbasetemp().parent  # the same for every worker of this run
-    work, done = common / "tiny", common / "tiny.done"
-    with (common / "tiny.lock").open("w") as lock:
+    work, done = common / name, common / f"{name}.done"
+    with (common / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not done.exists():
             shutil.rmtree(work, ignore_errors=True)  # a worker that failed mid-way
             work.mkdir()
-            snakemake(work, TINY, "--cores", "2")
+            build(work)
             done.touch()
     return work
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One complete run of the tiny config, built once (built_once)."""
+    return built_once(tmp_path_factory, "tiny", lambda work: snakemake(work, TINY, "--cores", "2"))
 
 
 # Tests whose module compares Monte Carlo with exact values through tests/mc.py (directly or

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, SNAKEMAKE, TINY
+from conftest import ROOT, SNAKEMAKE, TINY, built_once
 
 from specsim import outputs
 
@@ -212,18 +212,11 @@ def _report_config() -> dict[str, Any]:
     return config
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished run with its report, working directory and config given the way a user
-    types them (so the report holds no path of this machine but the tool's own)."""
-    if chromium() is None:
-        if os.environ.get("SPECSIM_REQUIRE_CHROMIUM"):
-            pytest.fail("no chromium: install it (apt-get install chromium) or set "
-                        "SPECSIM_CHROMIUM to its path")
-        pytest.skip("no chromium (make test-report installs it)")
-    if os.environ.get("SPECSIM_REPORT_RUN"):  # a finished run with its report: look only
-        return Path(os.environ["SPECSIM_REPORT_RUN"])
-    work = tmp_path_factory.mktemp("report")
+def _build(work: Path) -> None:
+    """The tiny config plus the real-text stage run, then its report, working directory and
+    config given the way a user types them (so the report holds no path of this machine but the
+    tool's own). ``work`` holds a copy of the tiny run: only the added points, the real-text
+    stage and what reads them run (an added study reruns nothing else: test_incremental.py)."""
     (work / "report.yaml").write_text(yaml.safe_dump(_report_config(), sort_keys=False))
     for extra in ([], ["--report", "results/report.html"]):
         res = subprocess.run(
@@ -231,7 +224,25 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
              "--cores", "2", *extra], cwd=work, capture_output=True, text=True, timeout=1800,
             check=False)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
-    return work
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """A finished run with its report, built once for every pytest-xdist worker."""
+    if chromium() is None:
+        if os.environ.get("SPECSIM_REQUIRE_CHROMIUM"):
+            pytest.fail("no chromium: install it (apt-get install chromium) or set "
+                        "SPECSIM_CHROMIUM to its path")
+        pytest.skip("no chromium (make test-report installs it)")
+    if os.environ.get("SPECSIM_REPORT_RUN"):  # a finished run with its report: look only
+        return Path(os.environ["SPECSIM_REPORT_RUN"])
+    tiny_run = request.getfixturevalue("tiny_run")
+
+    def build(work: Path) -> None:
+        shutil.copytree(tiny_run, work, symlinks=True, dirs_exist_ok=True)  # mtimes kept
+        _build(work)
+
+    return built_once(tmp_path_factory, "report", build)
 
 
 @pytest.fixture(scope="module")
