@@ -36,7 +36,6 @@ from specsim.io.reserve import (
     full_at_exit,
     hold_reserve,
     release_reserve,
-    releasing_on_disk_full,
     room_to_start,
 )
 from specsim.job import describe, to_arg
@@ -229,21 +228,26 @@ def test_a_job_run_by_hand_finds_no_reserve_and_leaves_nothing(tmp_path: Path) -
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_run_rule_that_meets_a_full_disk_frees_the_reserve_and_raises(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_manifest_step_that_meets_a_full_disk_frees_the_reserve_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tiny_config: dict[str, Any]) -> None:
+    """The run's own records (grid, manifest) are steps like the others: a full disk frees the
+    reserve, leaves the job's line for the run's end and exits 1, in one line."""
+    from specsim.cli import main
+    from specsim.config import write_grid_file
+
     monkeypatch.chdir(tmp_path)
+    write_grid_file("grid.json", load_grid(mini_config(tiny_config), SCHEMA))
     hold_reserve()
     with monkeypatch.context() as m:
         disk_full_after(m, 3)
-        with pytest.raises(OSError, match=r"disk full writing results/manifest\.txt"), \
-                releasing_on_disk_full():
-            write_json_verified("results/manifest.txt", {"a": 1})
+        assert main(["manifest", "--grid", "grid.json", "--out", "results/manifest.txt",
+                     "results/points.parquet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["specsim: disk full writing results/manifest.txt"], err
     assert not RESERVE.exists()
     assert disk_full_note() == f"specsim: disk full writing results/manifest.txt; {ADVICE}"
-    hold_reserve()
-    with pytest.raises(ValueError, match="other"), releasing_on_disk_full():
-        raise ValueError("other")
-    assert RESERVE.exists()  # only a full disk frees it
+    assert not Path("results/manifest.txt").exists()
 
 
 def statvfs_with(free: int) -> os.statvfs_result:

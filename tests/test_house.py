@@ -139,7 +139,7 @@ def test_no_private_name_imported_from_another_module() -> None:
 LAYERS = [
     ("cli", ["specsim.cli", "specsim.__main__", "specsim.llm.cli", "specsim.llm.record_cli",
              "specsim.realtext.cli", "specsim.traces.cli", "specsim.configcheck",
-             "specsim.configdoc", "specsim.acceptance.cli"]),
+             "specsim.configdoc", "specsim.acceptance.cli", "specsim.runfiles"]),
     ("tiers", ["specsim.realtext", "specsim.llm"]),
     ("checks", ["specsim.checks", "specsim.schemes.checks"]),
     ("integrity", ["specsim.integrity", "specsim.resume", "specsim.tablediff"]),

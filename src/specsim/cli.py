@@ -1,24 +1,22 @@
 """specsim: each step of the Snakemake pipeline, runnable on its own.
 
 The pipeline (Snakefile) runs these steps, in this order:
-  point    simulate one grid point and compute its exact reference (the pipeline's "simulate"
-           and "exact": results/sim/<point>.parquet and results/exact/<point>.parquet)
+  grid     the grid file: every point of the validated config     -> results/grid.json
+  point    simulate one grid point and compute its exact reference -> results/{sim,exact}/
   collect  join every point's two files into per-point estimates  -> results/points.parquet
   tables   the analysis tables: CSV, Markdown and HTML            -> results/tables/
   figures  the figures: PDF and PNG                               -> results/figures/
   checks   re-test every claim of the seeds                       -> results/tables/checks.csv
-  gate     fail, naming them, when claims in checks.csv failed or  -> results/checks.ok
-           a file under results/ is damaged (as verify checks)
+  manifest every file the run builds                              -> results/manifest.txt
+  gate     fail, naming them, when claims failed or a file under results/ is damaged
   verify   re-check every file under results/; name each damaged one and how to rebuild it
   html     the HTML rendering of tables another step wrote (the real-text tables)
   record   write traces of a draft/target pair (ngram), check trace files (check)
   advise   engine acceptance metrics + step latencies -> the best draft length per batch
 
-`specsim <step> --help` shows a step's options. The grid file every step reads is the
-results/grid.json the workflow's `grid` rule writes from config.yaml. The real-model tiers run
-as `specsim realtext STEP` (the real-text stage) and `specsim llm STEP` (the opt-in LLM tier),
-one rule a step. Each step ends its log (stderr) with one line: what it did,
-how many, and how long it took.
+`specsim <step> --help` shows a step's options. The real-model tiers run as `specsim realtext
+STEP` and `specsim llm STEP` (opt-in), one rule a step. Each step ends its log (stderr) with
+one line: what it did, how many, and how long it took.
 """
 
 from __future__ import annotations
@@ -33,39 +31,26 @@ from typing import Any
 
 from specsim.argtypes import Parser as _Parser
 from specsim.errors import InputError
-from specsim.process import exit_on_sigterm
-
-
-class _NoPandas:
-    """Import finder that reports pandas as absent (see :func:`_without_pandas`)."""
-
-    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"pandas is not loaded in point jobs ({name})", name=name)
-
-
-def _without_pandas() -> None:
-    """A point job writes two one-row Parquet files and never needs pandas, but pyarrow's
-    pandas shim imports it on the first ``pa.array`` call when it is installed -- about half
-    of a point job's start-up. Point jobs run one per grid point, so they hide it."""
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas())
+from specsim.process import exit_on_sigterm, hide_pandas
 
 
 # --- argument types: each refuses a bad value with a one-line reason ---------------------------
 def _file(path: str) -> str:
-    if not Path(path).is_file():
-        raise argparse.ArgumentTypeError(f"no such file: {path}")
-    return path
+    if Path(path).is_file():
+        return path
+    raise argparse.ArgumentTypeError(f"no such file: {path}")
 
 
 def _directory(path: str) -> str:
-    if not Path(path).is_dir():
-        raise argparse.ArgumentTypeError(f"no such directory: {path}")
-    return path
+    if Path(path).is_dir():
+        return path
+    raise argparse.ArgumentTypeError(f"no such directory: {path}")
 
 
 GATE = "results/checks.ok"  # relative to the working directory, as in the workflow
+# steps whose parser sets the function that runs them (the tiers, record, the run's records...)
+RUN_BY_ITSELF = ("realtext", "llm", "record", "check-config", "verify", "advise", "grid",
+                 "manifest")
 
 
 def _withdraw_gate() -> str:
@@ -236,6 +221,7 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
                    help="tables to render (names declared in specsim.outputs)")
 
     # The tiers (`specsim realtext|llm STEP`), record, verify, check-config, advise.
+    from specsim import runfiles
     from specsim.acceptance import cli as advise
     from specsim.configcheck import add_parser as add_check_config_parser
     from specsim.integrity import add_parser as add_verify_parser
@@ -247,6 +233,7 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     for add in (add_realtext_parser, add_llm_parser, add_verify_parser,
                 add_check_config_parser, advise.add_parser):
         add(sub)
+    runfiles.add_parsers(sub, _grid)
     add_record_parser(sub, kinds=(add_record_hf,))
     return parser, dict(sub.choices)
 
@@ -257,7 +244,7 @@ def _say(line: str) -> None:
 
 
 def _point(args: argparse.Namespace) -> int:
-    _without_pandas()  # before pyarrow's first array: half a point job's start-up otherwise
+    hide_pandas()  # before pyarrow's first array: half a point job's start-up otherwise
     from specsim import job
 
     job.run(args.job, args.sim, args.exact, sys.stderr)  # prints its own "done: ..." line
@@ -298,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sub = steps[args.cmd]
     try:
-        if args.cmd in ("realtext", "llm", "record", "check-config", "verify", "advise"):
+        if args.cmd in RUN_BY_ITSELF:
             return int(args.run(args))
         return _run(args, sub, time.perf_counter())
     except OSError as err:

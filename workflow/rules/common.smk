@@ -1,11 +1,13 @@
 # Everything that is not a rule: validation, the grid, target lists, wildcard constraints.
 import gc
+import json
 import logging
 import os
 import sys
 
 from snakemake.io import report as report_flag
 
+from specsim import runfiles
 from specsim.process import put_on_path
 from specsim.config import load_grid, stale_provenance, study_sources
 from specsim.configfile import check_config_files
@@ -22,8 +24,9 @@ from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
 # the job writing with one line naming the file (specsim's CLI), which frees the room the run
 # held for Snakemake's metadata (specsim.io.reserve), so the run ends as a failed run and its
 # last line is the job's; Snakemake's log handler drops what it cannot write instead of
-# printing tracebacks. Only the main process checks: a job's subprocess (a `run:` rule re-reads
-# this file) starts after the main one made its locks and logs, and would stop with no log.
+# printing tracebacks. Only the main process checks: a job's own Snakemake process (on a
+# cluster) re-reads this file after the main one made its locks and logs, and would stop with no
+# log.
 if workflow.is_main_process:
     if no_room_here := room_to_start("."):
         sys.exit(f"specsim: {no_room_here}")
@@ -111,11 +114,13 @@ def point_outputs():
     """Both files of every grid point. The `all` target lists them. Snakemake rebuilds a
     missing file only for a job that runs, and `all` runs when one of its inputs is missing, so a
     deleted sim or exact file is regenerated (and what reads it rerun)."""
-    return [
-        f"results/{kind}/{p.path}.parquet"
-        for p in GRID.points
-        for kind in ("sim", "exact")
-    ]
+    return runfiles.point_outputs(GRID)
+
+
+def grid_config(wildcards=None):
+    """The validated config as JSON, in its own key order (the studies' order is the tables'):
+    what `specsim grid` builds the grid file from."""
+    return json.dumps(GRID.config, separators=(",", ":"))
 
 
 def grid_point(wildcards):

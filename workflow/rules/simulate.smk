@@ -10,13 +10,9 @@ rule grid:
         "logs/grid.log",
     priority: 1  # before the point jobs: collect needs it, and it takes seconds
     params:
-        digest=GRID.config_digest,
-    run:
-        from specsim.config import write_grid_file
-        from specsim.io.reserve import releasing_on_disk_full
-
-        with releasing_on_disk_full():
-            write_grid_file(output[0], GRID)
+        config=grid_config,  # the validated config: a change of it reruns aggregation
+    shell:
+        "specsim grid --config {params.config:q} --out {output:q} 2> {log:q}"
 
 
 # One wildcard, {point} = model~<m>/draft~<d>/alpha~<a>/gamma~<g>/temperature~<t>/rule~<r>/

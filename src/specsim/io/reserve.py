@@ -26,8 +26,6 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from specsim.io.atomic import DiskFullError, disk_full, disk_full_line, free_bytes, no_room
@@ -104,18 +102,6 @@ def met_full_disk(err: OSError) -> str:
     line = disk_full_line(err.filename)
     release_reserve(line)
     return line
-
-
-@contextmanager
-def releasing_on_disk_full() -> Iterator[None]:
-    """Around a ``run:`` rule's writes (the CLI does the same for a shell rule's job): a full
-    disk frees the reserve and leaves the job's line for the run's end; the error goes on."""
-    try:
-        yield
-    except OSError as err:
-        if disk_full(err):
-            met_full_disk(err)
-        raise
 
 
 def disk_full_note(directory: str | os.PathLike[str] = ".") -> str | None:
