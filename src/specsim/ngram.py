@@ -322,6 +322,8 @@ class NGramModel:
         k = self._check(order)
         vocab = self.V
         ids = np.asarray(ctx, dtype=np.int64) % vocab ** (k - 1)
+        if k in self.dense:  # a table: gather its rows directly (no need to dedupe)
+            return self.dense[k][ids.ravel()].reshape(*ids.shape, vocab)
         uniq, inv = np.unique(ids, return_inverse=True)
         return self._probs_unique(uniq, k)[inv.ravel()].reshape(*ids.shape, vocab)
 
@@ -338,10 +340,14 @@ class NGramModel:
         if rows.size:
             # seen contexts: scale the lower-order row by t/(c+t), add c(h, x)/(c+t) sparsely
             c, t = lev.total[rows], lev.types[rows]
-            out[where] *= (t / (c + t))[:, None]
+            scale = np.ones(ids.shape[0])  # unseen rows: times 1.0, unchanged
+            scale[where] = t / (c + t)
+            out *= scale[:, None]  # in place: no gather and scatter of the seen rows
             owner = np.repeat(np.arange(rows.size), t)
             key = np.arange(owner.size) - np.repeat(np.cumsum(t) - t, t) + lev.starts[rows][owner]
-            out[where[owner], lev.keys[key] % vocab] += lev.counts[key] / (c + t)[owner]
+            # (row, symbol) cells are distinct (the ids are unique): one flat scatter-add
+            cell = where[owner] * vocab + lev.keys[key] % vocab
+            out.reshape(-1)[cell] += lev.counts[key] / (c + t)[owner]
         return out
 
     def prob(self, ctx: IntArray, x: IntArray, order: int) -> FloatArray:
