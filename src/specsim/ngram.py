@@ -320,34 +320,28 @@ class NGramModel:
     def probs(self, ctx: IntArray, order: int) -> FloatArray:
         """Next-symbol distributions (n, V) of the order-``order`` model for context ids."""
         k = self._check(order)
-        vocab = self.V
-        ids = np.asarray(ctx, dtype=np.int64) % vocab ** (k - 1)
-        if k in self.dense:  # a table: gather its rows directly (no need to dedupe)
-            return self.dense[k][ids.ravel()].reshape(*ids.shape, vocab)
+        ids = np.asarray(ctx, dtype=np.int64) % self.V ** (k - 1)
+        if k in self.dense:  # a table: its rows gathered directly (no dedupe needed)
+            return self.dense[k][ids.ravel()].reshape(*ids.shape, self.V)
         uniq, inv = np.unique(ids, return_inverse=True)
-        return self._probs_unique(uniq, k)[inv.ravel()].reshape(*ids.shape, vocab)
+        return self._probs_unique(uniq, k)[inv.ravel()].reshape(*ids.shape, self.V)
 
     def _probs_unique(self, ids: IntArray, k: int) -> FloatArray:
         vocab = self.V
         if k in self.dense:
             return self.dense[k][ids % vocab ** (k - 1)]
-        shorter = ids % vocab ** (k - 2)
-        uniq, inv = np.unique(shorter, return_inverse=True)
+        uniq, inv = np.unique(ids % vocab ** (k - 2), return_inverse=True)
         out = self._probs_unique(uniq, k - 1)[inv]
         lev = self.levels[k]
         pos, seen = lev.find(ids)
         rows, where = pos[seen], np.flatnonzero(seen)
         if rows.size:
-            # seen contexts: scale the lower-order row by t/(c+t), add c(h, x)/(c+t) sparsely
+            # seen contexts: scale the lower-order row by t/(c+t) (in place), add c(h, x)/(c+t)
             c, t = lev.total[rows], lev.types[rows]
-            scale = np.ones(ids.shape[0])  # unseen rows: times 1.0, unchanged
-            scale[where] = t / (c + t)
-            out *= scale[:, None]  # in place: no gather and scatter of the seen rows
+            out *= np.where(seen, lev.types[pos] / (lev.total[pos] + lev.types[pos]), 1.0)[:, None]
             owner = np.repeat(np.arange(rows.size), t)
             key = np.arange(owner.size) - np.repeat(np.cumsum(t) - t, t) + lev.starts[rows][owner]
-            # (row, symbol) cells are distinct (the ids are unique): one flat scatter-add
-            cell = where[owner] * vocab + lev.keys[key] % vocab
-            out.reshape(-1)[cell] += lev.counts[key] / (c + t)[owner]
+            out[where[owner], lev.keys[key] % vocab] += lev.counts[key] / (c + t)[owner]
         return out
 
     def prob(self, ctx: IntArray, x: IntArray, order: int) -> FloatArray:
