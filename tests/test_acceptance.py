@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -315,6 +316,23 @@ def test_shortcut_is_exact_at_the_engines_K_and_errs_elsewhere() -> None:
     for row in df[df["extrapolated"]].itertuples():
         want = 1 + p.sum() + p[2] * sum(r**m for m in range(1, row.gamma - 2))
         assert row.tokens_constant_tail == pytest.approx(want, rel=1e-12)
+
+
+
+def test_shortcut_on_laws_computed_once_is_the_same_table() -> None:
+    """The engine step computes a trace's positional laws once for every K: the same table,
+    exactly, as each K computing its own."""
+    from specsim.acceptance.shortcut import shortcut_laws
+
+    t = _trace([30, 45, 12], 3)
+    laws = shortcut_laws(t, [1, 2, 3, 4, 5])
+    for k in (1, 2, 4):
+        own = shortcut_table(t, "t", k, 5, seed=k, resamples=300, replicas=2)
+        shared = shortcut_table(t, "t", k, 5, seed=k, resamples=300, replicas=2, laws=laws)
+        pd.testing.assert_frame_equal(own, shared, check_exact=True)
+    partial = shortcut_table(t, "t", 4, 5, seed=9, resamples=50, laws={1: laws[1]})
+    pd.testing.assert_frame_equal(partial, shortcut_table(t, "t", 4, 5, seed=9, resamples=50),
+                                  check_exact=True)
 
 
 # ------------------------------------------------------------------ specsim advise

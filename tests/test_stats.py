@@ -392,3 +392,15 @@ def test_alpha_from_tokens_inverts_eq1() -> None:
     out = alpha_from_tokens([0.3, 99.0, np.nan], 3)
     assert out[0] == 0.0 and out[1] == 1.0 and np.isnan(out[2])
     assert isinstance(alpha_from_tokens(2.0, 3), float)
+
+
+@pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.999])
+def test_batch_mean_interval_quantile_is_scipy_t_ppf_exactly(level) -> None:
+    """The interval's t quantile (stdtrit, to spare the scipy.stats import) is t.ppf's float."""
+    from scipy import stats
+
+    for b in (2, 3, 5, 16, 32, 101):
+        y, x = np.arange(1.0, b + 1) ** 1.5, np.arange(1.0, b + 1)
+        est, low, high, se = batch_mean_interval(y, x, level)
+        tq = float(stats.t.ppf(0.5 + 0.5 * level, b - 1))
+        assert (low, high) == (est - tq * se, est + tq * se)  # the same floats, exactly

@@ -25,6 +25,7 @@ from specsim.traces.positional import (
     acceptance,
     bootstrap_ratio,
     positional_law,
+    resampled_sums,
     simulate,
     tokenwise_rounds,
     traverse,
@@ -235,3 +236,16 @@ def test_bootstrap_ratio_is_seeded_and_brackets():
     a = bootstrap_ratio(num, den, seed=4)
     assert a == bootstrap_ratio(num, den, seed=4)  # identity: same seed, same interval
     assert a[0] < num.sum() / den.sum() < a[1]
+
+
+@pytest.mark.parametrize("docs", [1, 7, 256, 300])
+def test_resampled_sums_are_one_draw_per_resample(docs):
+    """The block's indices drawn in one call are the stream of one draw per resample (the
+    bootstrap each trace table prints depends on it), across a 256-resample block boundary."""
+    rng = np.random.default_rng(1)
+    cols = [rng.random(docs), rng.integers(0, 9, docs).astype(np.float64)]
+    ref = np.random.default_rng(8)
+    counts = np.stack([np.bincount(ref.integers(0, docs, docs), minlength=docs)
+                       for _ in range(300)]).astype(np.float64)
+    want = np.stack([(counts * c).sum(axis=1) for c in cols], axis=1)
+    assert np.array_equal(resampled_sums(cols, 8, 300), want)

@@ -320,25 +320,25 @@ class NGramModel:
     def probs(self, ctx: IntArray, order: int) -> FloatArray:
         """Next-symbol distributions (n, V) of the order-``order`` model for context ids."""
         k = self._check(order)
-        vocab = self.V
-        ids = np.asarray(ctx, dtype=np.int64) % vocab ** (k - 1)
+        ids = np.asarray(ctx, dtype=np.int64) % self.V ** (k - 1)
+        if k in self.dense:  # a table: its rows gathered directly (no dedupe needed)
+            return self.dense[k][ids.ravel()].reshape(*ids.shape, self.V)
         uniq, inv = np.unique(ids, return_inverse=True)
-        return self._probs_unique(uniq, k)[inv.ravel()].reshape(*ids.shape, vocab)
+        return self._probs_unique(uniq, k)[inv.ravel()].reshape(*ids.shape, self.V)
 
     def _probs_unique(self, ids: IntArray, k: int) -> FloatArray:
         vocab = self.V
         if k in self.dense:
             return self.dense[k][ids % vocab ** (k - 1)]
-        shorter = ids % vocab ** (k - 2)
-        uniq, inv = np.unique(shorter, return_inverse=True)
+        uniq, inv = np.unique(ids % vocab ** (k - 2), return_inverse=True)
         out = self._probs_unique(uniq, k - 1)[inv]
         lev = self.levels[k]
         pos, seen = lev.find(ids)
         rows, where = pos[seen], np.flatnonzero(seen)
         if rows.size:
-            # seen contexts: scale the lower-order row by t/(c+t), add c(h, x)/(c+t) sparsely
+            # seen contexts: scale the lower-order row by t/(c+t) (in place), add c(h, x)/(c+t)
             c, t = lev.total[rows], lev.types[rows]
-            out[where] *= (t / (c + t))[:, None]
+            out *= np.where(seen, lev.types[pos] / (lev.total[pos] + lev.types[pos]), 1.0)[:, None]
             owner = np.repeat(np.arange(rows.size), t)
             key = np.arange(owner.size) - np.repeat(np.cumsum(t) - t, t) + lev.starts[rows][owner]
             out[where[owner], lev.keys[key] % vocab] += lev.counts[key] / (c + t)[owner]

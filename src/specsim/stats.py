@@ -168,7 +168,8 @@ def batch_mean_interval(
     resid = y - est * x
     var = float(np.sum(resid * resid)) / (b * (b - 1) * xbar * xbar)
     se = math.sqrt(var)
-    tq = float(stats.t.ppf(0.5 + 0.5 * level, b - 1))
+    # t.ppf is stdtrit inside (0, 1): the same float, without importing scipy.stats (~0.6 s)
+    tq = float(special.stdtrit(b - 1, 0.5 + 0.5 * level))
     return est, est - tq * se, est + tq * se, se
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from specsim.acceptance.cost import CostModel
@@ -144,10 +145,13 @@ def schedule(counts: AcceptanceCounts, cost: CostModel, batches: Sequence[int],
                          "cost_extrapolated": c.extrapolated and g > 0,
                          "batch_interpolated": c.interpolated})
     table = pd.DataFrame(rows)
-    table["best"], table["chosen_by"] = False, ""
+    best = np.zeros(len(table), dtype=bool)
+    chosen_by = np.full(len(table), "", dtype=object)
     for _, idx in table.groupby("batch").groups.items():
-        best, why = choose_best(table.loc[idx])
-        table.loc[best, ["best", "chosen_by"]] = [True, why]
+        label, why = choose_best(table.loc[idx])
+        at = table.index.get_loc(label)  # marked in arrays, set once (not a .loc write each)
+        best[at], chosen_by[at] = True, why
+    table["best"], table["chosen_by"] = best, chosen_by
     # speculation at this batch size is best and surely pays (its interval above 1)
     table["pays"] = table["best"] & (table["gamma"] > 0) & (table["speedup_ci_low"] > 1.0)
     return Schedule(table.loc[:, list(COLUMNS)], counts.max_gamma)

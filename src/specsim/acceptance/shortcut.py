@@ -38,7 +38,7 @@ from specsim.traces.positional import (
     resampled_sums,
 )
 
-__all__ = ["expected_counters", "shortcut_table"]
+__all__ = ["expected_counters", "shortcut_laws", "shortcut_table"]
 
 
 def _per_document(values: np.ndarray, doc_start: np.ndarray) -> np.ndarray:
@@ -81,17 +81,29 @@ def _reported(sums: np.ndarray, replicas: int, gammas: list[int],
     return out
 
 
+def shortcut_laws(trace: Trace, gammas: list[int],
+                  rule: str = "correct") -> dict[int, PositionalLaw]:
+    """The positional law of ``rule`` on ``trace`` at each of ``gammas``: what
+    :func:`shortcut_table` reads, the same at every ``engine_gamma`` (compute it once)."""
+    beta = acceptance(trace, rule)
+    return {g: positional_law(beta, trace.doc_start, g) for g in sorted(set(gammas))}
+
+
 def shortcut_table(trace: Trace, name: str, engine_gamma: int, max_gamma: int,
                    seed: int | np.random.SeedSequence, rule: str = "correct",
                    resamples: int = BOOTSTRAP, level: float = 0.95,
-                   replicas: int = 1) -> pd.DataFrame:
+                   replicas: int = 1,
+                   laws: dict[int, PositionalLaw] | None = None) -> pd.DataFrame:
     """One row per K' = 1..max_gamma: the counters' route from a run at ``engine_gamma``
     against the positional law at K', the error and its bootstrap interval over documents, the
-    constant tail's error, and the route's own interval at ``replicas`` chains per document."""
-    beta = acceptance(trace, rule)
-    ds = trace.doc_start
+    constant tail's error, and the route's own interval at ``replicas`` chains per document.
+    ``laws``: :func:`shortcut_laws` of ``trace`` and ``rule`` already computed (those missing
+    are computed here)."""
     gammas = list(range(1, max_gamma + 1))
-    laws = {g: positional_law(beta, ds, g) for g in sorted({*gammas, engine_gamma})}
+    laws = dict(laws or {})
+    missing = sorted({*gammas, engine_gamma} - set(laws))
+    if missing:
+        laws.update(shortcut_laws(trace, missing, rule))
     counters = _counters(laws[engine_gamma])  # (D, K + 1)
     lengths = trace.doc_lengths.astype(np.float64)
     calls = [laws[g].calls for g in gammas]

@@ -254,9 +254,10 @@ def _region(rounds: int, accepted: tuple[int, ...], level: float) -> _Region:
     def best_u(v: np.ndarray) -> np.ndarray:
         # the likelihood is concave in u: bisect its derivative's sign, every slope at once
         lo, hi = np.full(v.shape, -_BOX), np.full(v.shape, _BOX)
+        vx = v[:, None] * x  # the same every step: computed once (this loop is the region's cost)
         for _ in range(50):
             mid = 0.5 * (lo + hi)
-            rising = np.sum(y - n * _sigmoid(mid[:, None] + v[:, None] * x), axis=1) > 0
+            rising = (y - n * _sigmoid(mid[:, None] + vx)).sum(axis=1) > 0
             lo, hi = np.where(rising, mid, lo), np.where(rising, hi, mid)
         return 0.5 * (lo + hi)
 

@@ -67,8 +67,7 @@ def schedule_tables(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace
         t = schedule(c, profile, s.engine_batch, s.engine_max_gamma).table
         scheds.append(t.assign(pair=name, engine_gamma=c.max_gamma, rounds=c.rounds,
                                latency=profile.source))
-        for k in range(1, s.engine_gamma + 1):
-            sc = _shortcut(traces[name], name, k, s, seed)
+        for k, sc in enumerate(_shortcuts(traces[name], name, s, seed), start=1):
             if k == c.max_gamma:
                 measured = [c.tokens_per_call(int(g)) for g in sc["gamma"]]
                 sc["tokens_measured_counters"] = [m.mean for m in measured]
@@ -76,18 +75,23 @@ def schedule_tables(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace
                 sc["tokens_measured_counters_ci_high"] = [m.high for m in measured]
             shortcuts.append(sc)
     for name, trace in (more or {}).items():
-        shortcuts += [_shortcut(trace, name, k, s, seed) for k in range(1, s.engine_gamma + 1)]
+        shortcuts += _shortcuts(trace, name, s, seed)
     sched = pd.concat(scheds, ignore_index=True)
     first = ["pair", "engine_gamma", "rounds"]
     sched = sched[first + [c for c in sched.columns if c not in first]]
     return sched, pd.concat(shortcuts, ignore_index=True)
 
 
-def _shortcut(trace: Trace, name: str, k: int, s: Settings, seed: int) -> pd.DataFrame:
-    from specsim.acceptance.shortcut import shortcut_table
+def _shortcuts(trace: Trace, name: str, s: Settings, seed: int) -> list[pd.DataFrame]:
+    """The shortcut table of ``trace`` from every K = 1..``engine.gamma``, on its positional
+    laws computed once (they do not depend on K)."""
+    from specsim.acceptance.shortcut import shortcut_laws, shortcut_table
 
-    return shortcut_table(trace, name, k, s.engine_max_gamma,
-                          seed_for(seed, "engine", "shortcut", name, k), replicas=s.engine_replicas)
+    ks = range(1, s.engine_gamma + 1)
+    laws = shortcut_laws(trace, [*range(1, s.engine_max_gamma + 1), *ks])
+    return [shortcut_table(trace, name, k, s.engine_max_gamma,
+                           seed_for(seed, "engine", "shortcut", name, k),
+                           replicas=s.engine_replicas, laws=laws) for k in ks]
 
 
 def best_pair(sched: pd.DataFrame) -> str:

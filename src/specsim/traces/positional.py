@@ -236,8 +236,10 @@ def resampled_sums(columns: list[FloatArray], seed: int | np.random.SeedSequence
     out = np.empty((resamples, len(cols)))
     for lo in range(0, resamples, 256):
         hi = min(resamples, lo + 256)
-        counts = np.stack([np.bincount(rng.integers(0, d, d), minlength=d)
-                           for _ in range(hi - lo)]).astype(np.float64)
+        # one draw for the block: the same stream as one draw per resample, counted at once
+        picks = rng.integers(0, d, (hi - lo, d)) + d * np.arange(hi - lo)[:, None]
+        counts = np.bincount(picks.ravel(), minlength=(hi - lo) * d).reshape(hi - lo, d)
+        counts = counts.astype(np.float64)
         for k, c in enumerate(cols):
             out[lo:hi, k] = (counts * c).sum(axis=1)
     return out
