@@ -253,10 +253,9 @@ def _point(args: argparse.Namespace) -> int:
 
 def _collect(args: argparse.Namespace, parser: _Parser) -> int:
     from specsim.collect import collect
+    from specsim.runfiles import point_outputs
 
-    base = Path(args.results_dir)
-    missing = [f"{base / kind / p.path}.parquet" for p in args.grid.points
-               for kind in ("sim", "exact") if not (base / kind / f"{p.path}.parquet").is_file()]
+    missing = [f for f in point_outputs(args.grid, args.results_dir) if not Path(f).is_file()]
     if missing:
         parser.error(f"argument --results-dir: {len(missing)} of {2 * len(args.grid.points)} "
                      f"point files missing, e.g. {missing[0]} (run the point jobs first)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from specsim.errors import InputError
@@ -19,7 +20,8 @@ from specsim.errors import InputError
 
 def point_outputs(grid: Any, base: str = "results") -> list[str]:
     """Both files of every grid point (the point job's outputs), Monte Carlo then exact."""
-    return [f"{base}/{kind}/{p.path}.parquet" for p in grid.points for kind in ("sim", "exact")]
+    return [str(Path(base) / kind / f"{p.path}.parquet") for p in grid.points
+            for kind in ("sim", "exact")]
 
 
 def add_parsers(sub: Any, grid_file: Any) -> None:
