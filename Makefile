@@ -9,7 +9,7 @@ CORES ?= $(shell nproc 2>/dev/null || echo 1)
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run verify test test-fast test-explore test-portability test-report test-cluster llm docs lint bench bench-smoke report readme-figures clean
+.PHONY: setup run verify typecheck test test-fast test-explore test-portability test-report test-cluster llm docs lint bench bench-smoke report readme-figures clean
 
 setup: $(STAMP)
 
@@ -50,9 +50,15 @@ run: setup  ## fresh machine -> every table and figure under results/
 verify: setup  ## re-check every file under results/ (the gate runs this too)
 	$(VENV)/bin/specsim verify --results-dir results
 
-# The suite on every core (pytest-xdist; the workers share one tiny DAG run, tests/conftest.py),
-# then the tests marked `serial`, which must run alone, in a second pass: every test runs once.
-test: setup  ## unit, property and end-to-end tests, lint
+# mypy with every --strict flag on the packages [tool.mypy] names in pyproject.toml; the rest
+# of specsim is read for its types only. Its cache (.mypy_cache/) re-checks only what changed.
+typecheck: setup  ## static types: mypy --strict (pyproject.toml [tool.mypy])
+	$(VENV)/bin/mypy
+
+# The type check first (seconds), then the suite on every core (pytest-xdist; the workers share
+# one tiny DAG run, tests/conftest.py), then the tests marked `serial`, which must run alone, in
+# a second pass: every test runs once.
+test: setup typecheck  ## types, unit, property and end-to-end tests, lint
 	$(PY) -m pytest -n $(CORES) -m "not serial"
 	$(PY) -m pytest -m serial || [ $$? -eq 5 ]  # 5: no test is marked serial
 
@@ -128,7 +134,7 @@ test-portability: setup  ## fast tests + tiny DAG with SIMD dispatch off: byte-i
 # snakemake --lint asks every rule for a conda env or container; this workflow deploys its
 # software as the pinned venv instead (docs/reference/deployment.md), so that one lint is
 # expected and any other fails (tests/test_first_hour.py::test_snakemake_lint).
-lint: setup
+lint: setup typecheck
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/snakefmt --check Snakefile workflow
 	$(PY) -m pytest -q tests/test_first_hour.py -k snakemake_lint

@@ -33,7 +33,7 @@ from specsim.argtypes import output_dir, positive_int
 __all__ = ["add_parser", "advise"]
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """The ``advise`` sub-command of the ``specsim`` command line (:mod:`specsim.cli`)."""
     p = sub.add_parser("advise", help="engine counters + measured runs -> best draft length per "
                                       "batch size", description=__doc__,

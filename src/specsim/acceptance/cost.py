@@ -55,7 +55,9 @@ class RoundCost:
 class CostModel(Protocol):
     """What the schedule needs of a cost model (module docstring)."""
 
-    source: str
+    @property
+    def source(self) -> str:
+        """Where the costs come from (the runs' or the profile's files), for messages."""
 
     def check_covers(self, batches: Sequence[int], max_gamma: int) -> None:
         """Raise (one line naming the file and the first cell missing) unless every batch size

@@ -8,15 +8,20 @@ column): each one's best speedup with its interval. The line 1 (plain decoding) 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from specsim.figures.style import MARKERS, PALETTE, STYLE, WIDE, plt, save
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 __all__ = ["figure_schedule"]
 
 
-def _best_k(ax, best: pd.DataFrame, color: str, label: str) -> None:
+def _best_k(ax: Axes, best: pd.DataFrame, color: str, label: str) -> None:
     batches = best["batch"].to_numpy()
     gamma = best["gamma"].to_numpy()
     ident = ~best["extrapolated"].to_numpy(dtype=bool)
@@ -26,7 +31,7 @@ def _best_k(ax, best: pd.DataFrame, color: str, label: str) -> None:
         ax.plot(batches[~ident], gamma[~ident], "o", ms=3.5, mfc="white", color=color)
 
 
-def _with_ci(ax, best: pd.DataFrame, color: str, marker: str, label: str) -> None:
+def _with_ci(ax: Axes, best: pd.DataFrame, color: str, marker: str, label: str) -> None:
     err = np.vstack([best["speedup"] - best["speedup_ci_low"],
                      best["speedup_ci_high"] - best["speedup"]])
     ax.errorbar(best["batch"], best["speedup"], yerr=err, fmt=marker + "-", ms=3.5, lw=0.8,

@@ -48,7 +48,7 @@ recommends an extrapolated K' only when its low end beats the best identified on
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -67,7 +67,8 @@ _GRID = 65  # slopes across the likelihood region where S's extremes are searche
 
 def _log_sigmoid(eta: np.ndarray) -> np.ndarray:
     """log(1 / (1 + e^-eta)), stable at both ends."""
-    return -np.logaddexp(0.0, -eta)
+    out: np.ndarray = -np.logaddexp(0.0, -eta)
+    return out
 
 
 def _sigmoid(eta: np.ndarray | float) -> np.ndarray:
@@ -114,7 +115,8 @@ def _loglik(y: np.ndarray, n: np.ndarray, x: np.ndarray, u: np.ndarray | float,
             v: np.ndarray | float) -> np.ndarray:
     """The binomial log-likelihood of each row of (y, n) (shape (..., K)) at its (u, v)."""
     eta = np.asarray(u)[..., None] + np.asarray(v)[..., None] * x
-    return np.sum(y * _log_sigmoid(eta) + (n - y) * _log_sigmoid(-eta), axis=-1)
+    out: np.ndarray = np.sum(y * _log_sigmoid(eta) + (n - y) * _log_sigmoid(-eta), axis=-1)
+    return out
 
 
 def _mle(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -189,14 +191,14 @@ def tail_means(per_position: np.ndarray, gammas: Sequence[int],
     K = p.shape[1]
     head = 1.0 + np.cumsum(p, axis=1)
     out = np.empty((p.shape[0], len(gammas)))
-    u = v = None
+    tails: tuple[np.ndarray, np.ndarray] | None = None  # (u, v), fitted when first needed
     for j, g in enumerate(gammas):
         if g <= K:
             out[:, j] = head[:, g - 1] if g > 0 else 1.0
             continue
-        if u is None:
-            u, v = fit_tails(p, constant)
-        out[:, j] = head[:, -1] + p[:, -1] * _share(K, u, v, g - K)
+        if tails is None:
+            tails = fit_tails(p, constant)
+        out[:, j] = head[:, -1] + p[:, -1] * _share(K, *tails, g - K)
     return out
 
 
@@ -259,9 +261,11 @@ def _region(rounds: int, accepted: tuple[int, ...], level: float) -> _Region:
             mid = 0.5 * (lo + hi)
             rising = (y - n * _sigmoid(mid[:, None] + vx)).sum(axis=1) > 0
             lo, hi = np.where(rising, mid, lo), np.where(rising, hi, mid)
-        return 0.5 * (lo + hi)
+        u: np.ndarray = 0.5 * (lo + hi)
+        return u
 
-    def edge(inside: np.ndarray, outside: np.ndarray, ok) -> np.ndarray:
+    def edge(inside: np.ndarray, outside: np.ndarray,
+             ok: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         # the last point of each segment inside -> outside where ok holds (ok at inside)
         inside, outside = inside.astype(np.float64), outside.astype(np.float64)
         done = ok(outside)

@@ -48,6 +48,8 @@ class Point(Protocol):
     point as this interface, so neither imports the layer above it."""
 
     @property
+    def model(self) -> str: ...
+    @property
     def spec(self) -> ModelSpec: ...
     @property
     def alpha(self) -> float | None: ...
@@ -117,7 +119,8 @@ class Knob:
     def apply(self, spec: ModelSpec, value: float, where: str) -> ModelSpec:
         """The spec with its knob set to ``value`` (checked)."""
         self.check(value, where)
-        return replace(spec, **{self.field: value})
+        changes: dict[str, Any] = {self.field: value}
+        return replace(spec, **changes)
 
 
 # Draft kind -> its knob. Kinds without one (calibrated, identical, uniform, file) take none;

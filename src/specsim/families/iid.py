@@ -101,9 +101,12 @@ class IidFamily(Family):
         """β of ``pairs`` (p, q) pairs, drawn from the point's own reference stream."""
         rng = np.random.default_rng(point.seed(root_seed).spawn(1)[0].generate_state(4))
         p, q = iid_pairs(point.spec, point.temperature, point.alpha, rng, (pairs,))
+        beta: FloatArray
         if rule_spec(point.rule).accept == "argmax":  # the draft must propose p's argmax
-            return np.take_along_axis(q, p.argmax(axis=1)[:, None], axis=1)[:, 0]
-        return np.minimum(p, q).sum(axis=1)
+            beta = np.take_along_axis(q, p.argmax(axis=1)[:, None], axis=1)[:, 0]
+        else:
+            beta = np.minimum(p, q).sum(axis=1)
+        return beta
 
     def _moments(self, b: FloatArray, gamma: int, rule: str,
                  share: str) -> tuple[float, float, float, float]:

@@ -274,8 +274,9 @@ class TraceFamily(Family):
         pos = np.array([min(int(context), trace.n_positions - 1)])
         p, q = dense_rows(trace, pos)
         ranks = slot_ranks(trace, pos, spec.vocab)[0]
-        return (np.bincount(ranks, weights=p[0], minlength=spec.vocab),
-                np.bincount(ranks, weights=q[0], minlength=spec.vocab))
+        # weighted counts are float64 (numpy's stubs type every bincount as integers)
+        return (np.asarray(np.bincount(ranks, weights=p[0], minlength=spec.vocab), np.float64),
+                np.asarray(np.bincount(ranks, weights=q[0], minlength=spec.vocab), np.float64))
 
     def equivalence_model(self, point: Point) -> EquivalenceModel:
         """The frozen pairs of document 0's first γ+2 positions (two rounds' worth) as a
@@ -308,6 +309,7 @@ class TraceFamily(Family):
         """Exact under the positional model; acceptance counted as the simulation counts it
         (emitted - 1 hits of min(emitted, γ) tests per round, stationary law of starts)."""
         law = self._law(point)
+        assert law.beta is not None  # a token-wise rule's law carries its acceptance
         g = point.gamma
         k = np.arange(g + 1)
         accepted = law.accepted_law()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -22,6 +23,9 @@ from cycler import cycler
 from specsim.io import atomic_path, read_table
 from specsim.verify import RULE_NAMES, RULES
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 COLUMN = 3.4  # inches: one column of a two-column paper
 # No text in any figure is smaller than this at the size it is saved (figures are saved at
 # their figsize, no cropping or scaling), so a printed column stays readable.
@@ -29,7 +33,7 @@ MIN_FONTSIZE = 7.0
 WIDE = 7.0  # inches: both columns, for multi-panel figures
 # Okabe & Ito's colour-blind-safe palette (yellow left out: unreadable on white).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "figure.figsize": (COLUMN, 2.6),
     "figure.dpi": 150,
     "savefig.dpi": 200,

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from typing import Any
 
 from specsim.acceptance.engines.ranges import Ranges, Snippet, from_one
 
@@ -68,11 +69,11 @@ def static_flags(k: int, algorithm: str) -> str:
             f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}")
 
 
-def adaptive_config(ranges: Ranges) -> dict:
+def adaptive_config(ranges: Ranges) -> dict[str, Any]:
     """``--speculative-adaptive-config`` JSON: one key per range (its first batch, from 1), a
     single candidate step (the measured K) each."""
     full, _ = from_one(ranges)
-    cfg: dict = {"strategy": "ema"}
+    cfg: dict[str, Any] = {"strategy": "ema"}
     cfg.update({str(lo): {"candidate_steps": [k]} for lo, _, k in full})
     return cfg
 

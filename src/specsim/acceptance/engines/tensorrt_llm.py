@@ -24,6 +24,8 @@ run K = 0 ranges at K = 1 (their floor).
 
 from __future__ import annotations
 
+from typing import Any
+
 from specsim.acceptance.engines.ranges import Ranges, Snippet, from_one, merged, stops_at
 
 __all__ = ["COMMIT", "DECODING", "FLOOR", "config", "snippet"]
@@ -36,7 +38,7 @@ DECODING = {"draft_model": "Draft_Target", "eagle3": "Eagle3", "mtp": "MTP", "ng
 FLOOR = {"Draft_Target": 1, "Eagle3": 1, "MTP": 1, "NGram": 0}
 
 
-def config(ranges: Ranges) -> tuple[dict | None, list[str]]:
+def config(ranges: Ranges) -> tuple[dict[str, Any] | None, list[str]]:
     """(``max_draft_len`` and ``draft_len_schedule``, or None when nothing can speculate; the
     notes on what TensorRT-LLM could not take as measured)."""
     sched = merged(ranges)

@@ -29,6 +29,7 @@ largest K (so no K is clamped); K = 0 ranges are kept (speculation off there).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from specsim.acceptance.engines.ranges import Ranges, Snippet, from_one
 
@@ -41,7 +42,7 @@ SOURCES = {
 }
 
 
-def config(ranges: Ranges, method: str = "draft_model") -> dict | None:
+def config(ranges: Ranges, method: str = "draft_model") -> dict[str, Any] | None:
     """``speculative_config`` for the schedule, or None when no batch size speculates."""
     full, _ = from_one(ranges)
     kmax = max(k for *_, k in full)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from math import ceil, floor
+from typing import NoReturn, TypedDict, Unpack
 
 import numpy as np
 
@@ -62,6 +63,14 @@ _STATS = re.compile(r"statistics\s+(\S+): #calls\(b,g,a\) =\s*\d+\s+\d+\s+\d+, #
 _SLOT = re.compile(r"\bid\s+(\d+) \|")
 
 Row = tuple[int, int, int, str, str]  # lineno, accepted, drafted, mean, rates
+Line = tuple[int, int, str, str]  # accepted, drafted, mean, rates: what recover() reads
+
+
+class Known(TypedDict, total=False):
+    """What a line may also print: its rounds ``n`` and first position's accepted ``a1``."""
+
+    n: int
+    a1: int
 
 
 class _Pool:
@@ -70,14 +79,14 @@ class _Pool:
     def __init__(self, ctx: ReadContext) -> None:
         self.ctx, self.n, self.a, self.slack = ctx, 0, [0], [0]
         self.lines = self.rounded = 0
-        self.pending: tuple[int, tuple[object, ...], dict[str, int]] | None = None
+        self.pending: tuple[int, Line, Known] | None = None
 
-    def take(self, lineno: int, *line: object, **known: int) -> None:
+    def take(self, lineno: int, *line: *Line, **known: Unpack[Known]) -> None:
         """One line: recovered now, or (``--lines last``) kept until it is the last."""
         if self.ctx.options.lines == "last":
             self.pending = (lineno, line, known)
             return
-        self.add(lineno, *recover(lineno, *line, self.ctx, **known))  # type: ignore[arg-type]
+        self.add(lineno, *recover(lineno, *line, self.ctx, **known))
 
     def add(self, lineno: int, c: AcceptanceCounts, slack: tuple[int, ...]) -> None:
         if self.lines and c.max_gamma != len(self.a):
@@ -94,7 +103,7 @@ class _Pool:
     def result(self, what: str) -> dict[int, AcceptanceCounts]:
         if self.pending is not None:
             lineno, line, known = self.pending
-            c, slack = recover(lineno, *line, self.ctx, **known)  # type: ignore[arg-type]
+            c, slack = recover(lineno, *line, self.ctx, **known)
             self.lines, self.rounded, self.n = 1, int(any(slack)), c.rounds
             self.a, self.slack = list(c.accepted), list(slack)
         if not self.lines:
@@ -161,7 +170,7 @@ def llamacpp(ctx: ReadContext) -> dict[int, AcceptanceCounts]:
     return pool.result("no llama.cpp 'draft acceptance = ... (A accepted / G generated)' line")
 
 
-def _no_positions(lineno: int, ctx: ReadContext) -> None:
+def _no_positions(lineno: int, ctx: ReadContext) -> NoReturn:
     raise ctx.error("draft acceptance without per-position rates (and mean length): the counts "
                     "per position cannot be recovered ('acc per pos' needs trace verbosity; the "
                     "'statistics ... #acc rate/pos' lines carry them: --format llamacpp-stats; "
@@ -259,7 +268,7 @@ def recover(lineno: int, accepted: int, drafted: int, mean: str, rates_text: str
     pinned = n if n is not None else (drafted // k if drafted % k == 0 and drafted // k in ns
                                       else (ns[0] if len(ns) == 1 else None))
     got = _at(pinned, accepted, mean, rates, a1) if pinned else None
-    if got is None:
+    if pinned is None or got is None:
         span = f"N in {ns[0]}..{ns[-1]}" if ns else "no N"
         raise ctx.error(f"counts cannot be recovered: {span} fits mean length {mean} and "
                         f"{accepted} accepted, and no one N turns the rates ({rates_text}) "

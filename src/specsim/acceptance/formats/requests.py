@@ -93,8 +93,9 @@ def _stats(obj: Any) -> list[dict[str, Any]]:
     metrics, ext = obj.get("metrics"), obj.get("sglext")
     inner += [metrics.get("speculative_decoding") if isinstance(metrics, dict) else None,
               ext.get("spec_tokens_details") if isinstance(ext, dict) else None]
-    choices = obj.get("choices") if isinstance(obj.get("choices"), list) else []
-    return [d for x in [*inner, *choices] for d in _stats(x)]
+    choices = obj.get("choices")
+    listed = choices if isinstance(choices, list) else []
+    return [d for x in [*inner, *listed] for d in _stats(x)]
 
 
 def _no_positions(obj: Any) -> str:
@@ -255,6 +256,7 @@ def _sglang(d: dict[str, Any], at: str, ctx: ReadContext) -> dict[int, list[int]
     proposed = d.get("spec_num_proposed_drafts")
     lengths = [j for j, c in enumerate(d.get("spec_proposed_drafts_histogram") or []) if c]
     n = sum(h)
+    k: int | None
     if lengths:
         k, mixed = max(lengths), len(lengths) > 1
         what = f"proposed draft lengths {lengths}"
