@@ -38,7 +38,7 @@ import os
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -274,9 +274,8 @@ class TraceFamily(Family):
         pos = np.array([min(int(context), trace.n_positions - 1)])
         p, q = dense_rows(trace, pos)
         ranks = slot_ranks(trace, pos, spec.vocab)[0]
-        # weighted counts are float64 (numpy's stubs type every bincount as integers)
-        return (np.asarray(np.bincount(ranks, weights=p[0], minlength=spec.vocab), np.float64),
-                np.asarray(np.bincount(ranks, weights=q[0], minlength=spec.vocab), np.float64))
+        return cast(TablePair, (np.bincount(ranks, weights=p[0], minlength=spec.vocab),
+                                np.bincount(ranks, weights=q[0], minlength=spec.vocab)))
 
     def equivalence_model(self, point: Point) -> EquivalenceModel:
         """The frozen pairs of document 0's first γ+2 positions (two rounds' worth) as a
@@ -310,9 +309,7 @@ class TraceFamily(Family):
         (emitted - 1 hits of min(emitted, γ) tests per round, stationary law of starts)."""
         law = self._law(point)
         assert law.beta is not None  # a token-wise rule's law carries its acceptance
-        g = point.gamma
-        k = np.arange(g + 1)
-        accepted = law.accepted_law()
+        g, k, accepted = point.gamma, np.arange(point.gamma + 1), law.accepted_law()
         hits, trials = float(k @ accepted), float(np.minimum(k + 1, g) @ accepted)
         return {
             "tokens_exact": law.tokens_per_call,
