@@ -120,6 +120,16 @@ def test_setup_announces_each_step(target: str, prefix: str, steps: int,
     assert any("min" in lines[i] for i in announced)  # how long the slow step takes
 
 
+@needs_make
+def test_make_test_checks_types_before_the_suite(tmp_path: Path) -> None:
+    """`make test` (so CI) runs mypy, which reads its strict set from pyproject.toml, first."""
+    lines = _dry_run("test", tmp_path)
+    mypy = [i for i, ln in enumerate(lines) if ln.split(" ")[0].endswith("/bin/mypy")]
+    suite = [i for i, ln in enumerate(lines) if " -m pytest" in ln]
+    assert mypy and suite and max(mypy) < min(suite)
+    assert "mypy==" in (REPO / "requirements.lock").read_text()  # what `make setup` installs
+
+
 # --- make clean: every output, nothing committed ----------------------------------------------
 # What the DAG, `make report` and `make llm` write (today's and the rewritten DAG's layout),
 # plus a directory no rule makes yet: clean must not depend on a list of names.
