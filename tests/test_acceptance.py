@@ -1,5 +1,5 @@
 """specsim.acceptance: counters -> tokens per call, latency profiles, the schedule, snippets,
-the shortcut's error on a trace (issue 34)."""
+the shortcut's error on a trace."""
 
 from __future__ import annotations
 
@@ -223,7 +223,7 @@ def test_best_ties_go_to_the_shorter_draft(tmp_path: Path) -> None:
 
 
 def test_the_schedule_recommends_an_extrapolated_k_only_on_its_low_end(tmp_path: Path) -> None:
-    """Issue 41: at every batch size, an extrapolated best K' has speedup_ci_low above every
+    """At every batch size, an extrapolated best K' has speedup_ci_low above every
     identified K''s speedup; otherwise the best is the identified maximum, held_back exactly
     when an extrapolated point estimate is larger."""
     profile = linear_profile(tmp_path / "p.csv", 8, 0.005, 64, 0.0002)

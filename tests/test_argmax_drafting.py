@@ -1,4 +1,4 @@
-"""Argmax drafting (issue 34, point 7): the draft proposes its argmax, verified as a one-hot q.
+"""Argmax drafting: the draft proposes its argmax, verified as a one-hot q.
 
 Its tie rule; its exact law against an independent brute force on a tiny table; Monte Carlo
 inside a CI of the exact value with failure probability <= 1e-6; losslessness (exact TV ~ 0);

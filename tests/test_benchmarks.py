@@ -1,4 +1,4 @@
-"""The benchmarks cannot rot (issue 33): every config a benchmark builds passes the checks a
+"""The benchmarks cannot rot: every config a benchmark builds passes the checks a
 run applies, and every script has the ``--quick`` mode ``make bench-smoke`` (in CI) runs it
 with. The smoke run itself runs each script end to end; these catch the config and API changes
 that break one within the fast suite."""

@@ -1,5 +1,5 @@
-"""The cost calibrated on an engine's runs (specsim.acceptance.runs, .calibrate; issue 41
-items 1-2): synthetic runs generated from a known model give its terms back (exactly when
+"""The cost calibrated on an engine's runs (specsim.acceptance.runs, .calibrate):
+synthetic runs generated from a known model give its terms back (exactly when
 noiseless), the schedule takes either cost model, every bad runs file is one line."""
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ def test_advise_with_runs_alone_writes_the_model_beside_the_schedule(tmp_path: P
     assert not out2.exists()
 
 
-# ------------------------------------------------------------------ out of sample (item 2)
+# ------------------------------------------------------------------ out of sample
 def test_out_of_sample_tables_score_both_models_against_the_runs(tmp_path: Path) -> None:
     """Runs generated from the o = 0 model at every K' = 0..6; calibrated on K' = 0 and 4
     only it predicts the rest exactly (regret 0, MAE 0); a profile without the draft's cost

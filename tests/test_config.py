@@ -83,7 +83,6 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ("bool_for_integer", mutate("budget.rounds", True), ["budget.rounds", "True"]),
     ("negative_chains", mutate("budget.chains", -5), ["budget.chains", "-5"]),
     ("zero_trials", mutate("budget.equivalence_trials", 0), ["budget.equivalence_trials", "0"]),
-    ("removed_shard_size", mutate("shard_size", 12), ["shard_size", "removed", "group-components"]),
     ("batches_over_chains", mutate("budget.batches", 1024), ["budget.batches", "1024", "chains"]),
     ("shell_model_name", rename("models", "seed_good", "$(touch x)"), ["$(touch x)", "match"]),
     ("shell_study_name", rename("studies", "break_even", "x; rm -rf /"), ["x; rm -rf /", "match"]),

@@ -136,9 +136,9 @@ def test_cost_claims_pass_and_fail_on_the_digits() -> None:
                         "speedup_exact_c0.05": 3.70379286 / 1.8,
                         "speedup_exact_batched_c0.05": 3.70379286 / 1.2}])
     claim = {"model": "m", "gamma": 4, "rule": "multi_draft", "knobs": {"drafts": 4},
-             "c": 0.05, "sequential": 2.06, "batched": 3.09, "source": "issue 24"}
+             "c": 0.05, "sequential": 2.06, "batched": 3.09, "source": "a test"}
     (row,) = cost_claims(df, [claim])
-    assert row[2] and row[1] == "issue 24"
+    assert row[2] and row[1] == "a test"
     (wrong,) = cost_claims(df, [claim | {"batched": 3.08}])
     assert not wrong[2]
     (absent,) = cost_claims(df, [claim | {"knobs": {"drafts": 2}}])

@@ -1,4 +1,4 @@
-"""Nothing the DAG wrote can be damaged unnoticed (issue 23): every file under results/ is sealed
+"""Nothing the DAG wrote can be damaged unnoticed: every file under results/ is sealed
 by a sidecar and re-checked by ``specsim verify`` / ``make verify`` / the gate, which name each
 damaged file and the command that rebuilds it; a deleted intermediate is rebuilt; a run killed
 with ``kill -9`` resumes to identical tables."""

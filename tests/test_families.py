@@ -1,9 +1,8 @@
 """Model families behind one interface: identities pinned, registries read everywhere.
 
-``tests/data/golden_points.json`` was written by the code *before* the families refactor: the
-canonical model dicts, every point id and every job digest of config.yaml and tests/data/
-tiny.yaml. Point ids and seeds derive from the canonical dicts, so if one of them moves, every
-number of that point moves -- these tests fail first.
+``tests/data/golden_points.json`` pins the canonical model dicts, every point id and every job
+digest of config.yaml and tests/data/tiny.yaml. Point ids and seeds derive from the canonical
+dicts, so if one of them moves, every number of that point moves -- these tests fail first.
 """
 
 from __future__ import annotations
@@ -64,7 +63,7 @@ def test_canonical_model_dicts_are_unchanged(name: str) -> None:
     want = GOLDEN[name]["models"]
     models = config["models"]
     assert set(want) <= set(models)
-    # models added since the golden file: the recorded pairs' traces (issue 22)
+    # models beyond the golden file's: the recorded pairs' traces
     assert {models[m]["family"] for m in set(models) - set(want)} <= {"trace"}
     for model in want:
         entry = models[model]
@@ -73,9 +72,9 @@ def test_canonical_model_dicts_are_unchanged(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_point_ids_and_job_digests_are_unchanged(name: str) -> None:
-    """Every point the golden file pins keeps its id and job digest (its path gained the
-    ``policy~fixed`` level when policies arrived); points added since are schemes points or
-    points of the trace models added since."""
+    """Every point the golden file pins keeps its id and job digest (its paths carry the
+    ``policy~fixed`` level); the points beyond the golden file's are schemes points or points
+    of the trace models."""
     grid = _grid(name)
     found = {p.path: [p.point_id, describe(grid, p)["digest"]] for p in grid.points}
     golden = GOLDEN[name]["points"]

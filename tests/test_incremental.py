@@ -1,5 +1,5 @@
 """Incremental sweeps: after a complete run, an edit reruns exactly the jobs whose own inputs it
-changes (issue 11), measured as a user would -- with ``snakemake -n`` and on disk."""
+changes, measured as a user would -- with ``snakemake -n`` and on disk."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The batched speculative loop and the engine check (issue 34, point 6; specsim.llm.batched,
+"""The batched speculative loop and the engine check (specsim.llm.batched,
 specsim.llm.engine_check). The table's arithmetic is tested always; the loop on the real model
 only with the ``llm`` extra (make llm), like the tier's other tests."""
 

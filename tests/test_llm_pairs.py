@@ -1,5 +1,5 @@
 """The LLM tier's pairs: traces recorded (``specsim record hf``, the tier's ``trace`` step), the
-positional prediction beside the measured runs, and the speedup explained (issue 22).
+positional prediction beside the measured runs, and the speedup explained.
 
 The recorder's bookkeeping (parts, resuming, settings), the tables and the CLI's refusals are
 tested always, on synthetic documents; recording with the real model is skipped without the

@@ -19,6 +19,7 @@ from specsim.ngram import ALPHABET, NGramModel, V
 from specsim.realtext import experiments, rounds
 from specsim.realtext import settings as rt_settings
 from specsim.realtext.settings import RULES, Settings
+from specsim.sampling import sample_rows
 
 FILES = 40  # docstring sources for the small test corpus (all pydoc topics are always in)
 
@@ -191,7 +192,7 @@ def test_verify_equals_engine_iid_round(rule: str) -> None:
     p = rng.dirichlet(np.full(V, 0.3), (gamma + 1, n))
     q = rng.dirichlet(np.full(V, 0.3), (gamma, n))
     u = rng.random((2 * gamma + 1, n))
-    x = np.stack([ngram.sample(q[i], u[i]) for i in range(gamma)])
+    x = np.stack([sample_rows(q[i], u[i]) for i in range(gamma)])
     ours = rounds.verify(p, q, x, rule, u)
     padded = np.concatenate([q, q[-1:]]).transpose(1, 0, 2)
     ref = engine.iid_round(p.transpose(1, 0, 2), padded, gamma, rule, u)

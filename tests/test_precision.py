@@ -27,7 +27,7 @@ def test_round_printed_digits_and_zero_sign() -> None:
 
 
 @pytest.mark.parametrize("a,b", [
-    (4.999999999999998, 5.0),                  # the lenience-0 exact mean vs its CI
+    (4.999999999999998, 5.0),                  # a lenience-0 exact mean vs its CI
     (3.9999999999999996, 4.0),                 # the block test's drafted mean on AVX-512
     (9.999999999999998, 10.000000000000002),   # the two sides of a power of ten
     (0.09999999999999999, 0.10000000000000002),

@@ -93,8 +93,8 @@ def test_every_byte_of_a_frame_is_verified_pandas_metadata_included(tmp_path: Pa
     path = tmp_path / "points.parquet"
     write_frame(frame(), path)
     data = path.read_bytes()
-    # the issue's case: a flip in the pandas metadata renames a column (verified data pages,
-    # unverified metadata), then KeyError downstream; now refused like any other byte
+    # a flip in the pandas metadata renames a column: the metadata is verified like the data
+    # pages, so it is refused like any other byte (not a KeyError downstream)
     at = data.rfind(b'"name": "alpha"') + len(b'"name": "')
     assert at > 0
     path.write_bytes(data[:at] + b"b" + data[at + 1:])
@@ -162,8 +162,8 @@ def test_gate_refuses_a_damaged_checks_table_in_one_line(tmp_path: Path, bad: by
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]
                                                          ) -> None:
-    """The issue's case: a non-UTF-8 byte in checks.csv was decoded before it was verified
-    (UnicodeDecodeError); now the bytes are checked first."""
+    """A non-UTF-8 byte in checks.csv: the bytes are verified before they are decoded (no
+    UnicodeDecodeError)."""
     monkeypatch.chdir(tmp_path)
     path = Path("results/tables/checks.csv")
     checks_table(path)
@@ -244,8 +244,8 @@ def test_a_table_cell_over_the_limit_is_refused_before_parsing(tmp_path: Path,
 @pytest.mark.parametrize("digits", [8_000, 60_000])
 def test_a_long_number_then_a_letter_is_refused_at_once(tmp_path: Path, digits: int,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The issue's hang: a first cell of 60,000 digits then a letter backtracked quadratically
-    (8,000 digits took 2.7 s). Refused by its length; and the pattern itself is linear."""
+    """A first cell of 60,000 digits then a letter: a backtracking pattern is quadratic there
+    (8,000 digits take seconds). Refused by its length; and the pattern itself is linear."""
     monkeypatch.chdir(tmp_path)
     Path("t.csv").write_text("1" * digits + "x,0\n0,1\n")
     with pytest.raises(TableFileError, match=rf"'t.csv': line 1, column 1: a cell of "

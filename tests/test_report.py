@@ -43,7 +43,7 @@ CHROMIUM_FLAGS = [
     "--remote-debugging-pipe",
 ]
 CATEGORIES = ["Checks", "Figures", "Real text", "Tables"]  # the order the menu must show
-# Budgets of a realtext section small enough for seconds (keys config.yaml no longer has are
+# Budgets of a realtext section small enough for seconds (keys config.yaml does not have are
 # dropped, so a change of the stage's schema does not break this test).
 REALTEXT_SMALL = {
     "model": {"target_order": 3, "draft_orders": [1, 2], "beta_bins": 10},

@@ -52,7 +52,7 @@ CASES = {
     "multi_draft_optimal": one_study(markov(8), analysis="schemes", rule=["multi_draft_optimal"],
                                      knobs={"drafts": [4]}),
     # a flat tree's drafts dominate: ~7 (n, N) arrays while they are drawn and the (N, N)
-    # children table twice (the old 3 n N estimated ~500 MB of a ~600 MB peak)
+    # children table twice (3 n N alone would estimate ~500 MB of a ~600 MB peak)
     "tree_flat": one_study(markov(6), analysis="schemes", rule=["tree"], gamma=[1],
                            knobs={"branches": ["2048"]}) | {"budget": FLAT},
     "traversal_flat": one_study(markov(6), analysis="schemes", rule=["traversal"], gamma=[1],
@@ -93,7 +93,7 @@ def test_the_heuristic_law_grows_like_vocab_times_cap_squared() -> None:
         return out.law
     base, double = law(16, 64), law(16, 128)
     assert double.cells > 3.5 * base.cells  # two (S cap)^2 tables dominate
-    assert law(48, 160).cells * 8 > 1e9  # the point: 2.03 GB measured, 500 MB declared
+    assert law(48, 160).cells * 8 > 1e9  # vocab 48, cap 160: 2.03 GB measured, beyond 1 GB
 
 
 def test_a_point_beyond_what_a_job_may_declare_is_refused_naming_it(
@@ -107,7 +107,7 @@ def test_a_point_beyond_what_a_job_may_declare_is_refused_naming_it(
     msg = str(err.value)
     assert msg.startswith("studies.x: model 'big' (vocab 1024), rule correct, policy fixed")
     assert "exact round law (1024 states) needs ~" in msg and "GB, more than the 16 GB" in msg
-    # the heuristic's law at the vocab 48, cap 160, against a lower ceiling
+    # the heuristic's law at vocab 48, cap 160, against a lower ceiling
     monkeypatch.setattr(work, "MAX_POINT_MB", 1000)
     cfg = copy.deepcopy(tiny_config)
     cfg["models"]["mid"] = markov(48)

@@ -20,7 +20,7 @@ from specsim.acceptance.engines.ranges import from_one, k_at, stops_at
 from specsim.acceptance.snippets import render, snippets
 
 FIXED = [
-    [(1, 1, 5), (2, 6, 3)],                      # the deployment form of the issue
+    [(1, 1, 5), (2, 6, 3)],                      # a deployment's form: two ranges
     [(1, 64, 3)],                                # a single range
     [(1, 4, 4), (5, 12, 2), (13, 40, 0)],        # speculation off from batch 13
     [(1, 3, 0), (4, 9, 2), (10, 16, 0)],         # no speculation at small batches

@@ -1,5 +1,5 @@
 """specsim.acceptance.tail: conditional acceptance fitted along the positions beyond the
-engine's K, its interval, and the schedule's rule for extrapolated draft lengths (issue 41)."""
+engine's K, its interval, and the schedule's rule for extrapolated draft lengths."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def test_k1_is_the_constant_tail_bracketed_by_the_slopes_seen() -> None:
                                       rel=1e-9)
         assert t.high == pytest.approx(base.high + r_hi * share(r_hi, SLOPE_CEILING, g - 1),
                                        rel=1e-9)
-    # issue 41's worst real pair: 22% below the constant tail at T(3), inside the interval
+    # the worst real pair of SLOPE_FLOOR's sweep: 22% below the constant tail at T(3), inside
+    # the interval
     assert c.tokens_per_call(3).low < float(expected_tokens(0.7, 3)) / 1.22
 
 
@@ -124,7 +125,7 @@ def test_tail_interval_covers_a_declining_law_over_many_runs() -> None:
         e = np.array(errors[g])
         assert misses[g] <= hi_miss, (g, misses[g])
         assert abs(e.mean()) < 4 * e.std() / math.sqrt(runs) + 2e-3, g
-        assert np.mean(const[g]) > 10 * e.std() / math.sqrt(runs), g  # the old tail's bias
+        assert np.mean(const[g]) > 10 * e.std() / math.sqrt(runs), g  # the constant tail's bias
 
 
 def test_the_interval_narrows_with_the_rounds_at_k_ge_2() -> None:
@@ -194,7 +195,7 @@ def test_the_summary_says_why_an_extrapolated_k_was_or_was_not_chosen() -> None:
 def test_k1_interval_covers_declines_up_to_the_floor() -> None:
     """From K = 1 counters of a law declining at slope v (logit r_i = u + v log i), the
     interval holds T(K') for every v in [SLOPE_FLOOR, SLOPE_CEILING]; the constant tail's point
-    is too high by the decline's share, as issue 41 measured."""
+    is too high by the decline's share."""
     u = math.log(0.8 / 0.2)
     c = AcceptanceCounts(10**6, (800000,))
     for v in (SLOPE_FLOOR, -1.0, 0.0, SLOPE_CEILING):

@@ -384,7 +384,7 @@ def test_each_measure_runs_on_a_trace_point_and_covers(in_tmp: Path, analysis: s
     if analysis == "equivalence":
         assert ref["tv_exact"] < 1e-12 and est["p_value"] > mc.p_floor()
         return
-    # not the 95% columns (a 5% coin flip per CPU: issue 33) but the SE behind them, at
+    # not the 95% columns (a 5% coin flip per CPU: tests/mc.py) but the SE behind them, at
     # mc.FAIL_PROB over the test's two comparisons: 64 batches, ~6 SE; a 8.5 SE bias fails
     dof = int(row["batches"]) - 1
     mc.assert_close(est["tokens_per_round"], est["tokens_se"], ref["tokens_exact"], dof=dof,

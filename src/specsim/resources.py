@@ -2,9 +2,9 @@
 
 Every exact law and every simulation states what it allocates and computes as a function of its
 sizes (states, draft length, chains per chunk): each scheme module beside its ``law``/``play``
-(:meth:`specsim.schemes.Scheme.law_footprint`), each family beside its long run
+(:meth:`specsim.schemes.Scheme.footprint`), each family beside its long run
 (:meth:`specsim.families.Family.long_run_footprint`), the classic rules' DP beside it
-(:func:`specsim.exact.round_dp_footprint`); each measure adds up what its job runs
+(:func:`specsim.exact.footprints.round_dp_footprint`); each measure adds up what its job runs
 (:meth:`specsim.measures.Measure.footprint`), and :mod:`specsim.work` checks every point job's
 total against the memory it may declare before any job runs.
 
