@@ -11,7 +11,7 @@ CPU.
 The wider bound keeps its teeth: a bias of ``bound + 2.4`` standard errors (normal; a few more
 on few degrees of freedom, :func:`detectable`) fails with probability 99%, and the estimates
 compared here have standard errors of 0.1-1% of their values. The intervals' own coverage is
-tested over many seeds in tests/test_coverage.py, with :func:`binomial_range`.
+tested over many seeds in tests/unit/engine/test_coverage.py, with :func:`binomial_range`.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ total against the memory it may declare before any job runs.
 A :class:`Footprint` counts float64 cells alive at the peak (temporaries included), floating-point
 operations and simulated chain-rounds; the constants below turn them into bytes and
 core-seconds. They are calibrated against point jobs run alone (``benchmarks/point_memory.py``
-prints estimate vs measured peak RSS; ``tests/test_resources.py`` holds the estimate an upper
-bound within a factor on small cases).
+prints estimate vs measured peak RSS; ``tests/unit/config/test_resources.py`` holds the estimate an
+upper bound within a factor on small cases).
 """
 
 from __future__ import annotations

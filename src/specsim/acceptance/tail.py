@@ -27,10 +27,10 @@ The interval: the profile-likelihood interval of S, i.e. S's extremes over the l
 region {(u, v), v <= 0: 2 (l_hat - l(u, v)) <= z^2} (for a scalar function of the parameters,
 the profile-likelihood interval is its range over that region); it is combined with a_K / N's
 Wilson interval and T(K)'s own interval end to end (conservative: three intervals at their
-ends). Its coverage is tested by Monte Carlo on simulated rounds (tests/test_tail.py). It
-holds the counters' sampling and slope uncertainty, not what the counters cannot see: rounds
-of a run at K' start elsewhere in the text than those of the run at K (the shortcut's error,
-about 1% on the n-gram pairs, :mod:`.shortcut`).
+ends). Its coverage is tested by Monte Carlo on simulated rounds
+(tests/unit/acceptance/test_tail.py). It holds the counters' sampling and slope uncertainty, not
+what the counters cannot see: rounds of a run at K' start elsewhere in the text than those of the
+run at K (the shortcut's error, about 1% on the n-gram pairs, :mod:`.shortcut`).
 
 K = 1 identifies one position and no slope. The point estimate is then the constant tail
 (Leviathan's constant alpha, the one model without a free parameter) and the slope is bracketed
