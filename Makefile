@@ -52,11 +52,11 @@ verify: setup  ## re-check every file under results/ (the gate runs this too)
 
 # The suite on every core (pytest-xdist; the workers share one tiny DAG run, tests/conftest.py),
 # then the tests marked `serial`, which must run alone, in a second pass: every test runs once.
-# tests/ by kind: unit/<package>/, integrity/, architecture/, and workflow/ -- the tests that
-# start Snakemake, marked `workflow` (`pytest -m "not workflow"` runs no Snakemake).
 test: setup  ## unit, property and end-to-end tests, lint
 	$(PY) -m pytest -n $(CORES) -m "not serial"
 	$(PY) -m pytest -m serial || [ $$? -eq 5 ]  # 5: no test is marked serial
+# tests/ by kind (all of them run above): unit/<package>/, integrity/, architecture/, and workflow/ -- the tests that
+# start Snakemake, marked `workflow` (`pytest -m "not workflow"` runs no Snakemake).
 
 # The report as a reader sees it: tests/workflow/test_report.py builds a tiny run and its report, opens
 # it in headless Chromium and views every table and figure; screenshots go to
