@@ -55,8 +55,8 @@ verify: setup  ## re-check every file under results/ (the gate runs this too)
 test: setup  ## unit, property and end-to-end tests, lint
 	$(PY) -m pytest -n $(CORES) -m "not serial"
 	$(PY) -m pytest -m serial || [ $$? -eq 5 ]  # 5: no test is marked serial
-# tests/ by kind (all of them run above): unit/<package>/, integrity/, architecture/, and workflow/ -- the tests that
-# start Snakemake, marked `workflow` (`pytest -m "not workflow"` runs no Snakemake).
+# tests/ by kind, all run above: unit/<package>/, integrity/, architecture/ and workflow/ (the
+# tests that start Snakemake, marked `workflow`: `pytest -m "not workflow"` runs no Snakemake).
 
 # The report as a reader sees it: tests/workflow/test_report.py builds a tiny run and its report, opens
 # it in headless Chromium and views every table and figure; screenshots go to
