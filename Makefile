@@ -61,8 +61,10 @@ typecheck: setup  ## static types: mypy --strict (pyproject.toml [tool.mypy])
 test: setup typecheck  ## types, unit, property and end-to-end tests, lint
 	$(PY) -m pytest -n $(CORES) -m "not serial"
 	$(PY) -m pytest -m serial || [ $$? -eq 5 ]  # 5: no test is marked serial
+# tests/ by kind, all run above: unit/<package>/, integrity/, architecture/ and workflow/ (the
+# tests that start Snakemake, marked `workflow`: `pytest -m "not workflow"` runs no Snakemake).
 
-# The report as a reader sees it: tests/test_report.py builds a tiny run and its report, opens
+# The report as a reader sees it: tests/workflow/test_report.py builds a tiny run and its report, opens
 # it in headless Chromium and views every table and figure; screenshots go to
 # results/report-screenshots/. Chromium comes from Debian's package (installed here as root).
 test-report: setup  ## the Snakemake report in headless Chromium: every table and figure renders
@@ -75,7 +77,7 @@ test-report: setup  ## the Snakemake report in headless Chromium: every table an
 	    echo "test-report: needs chromium: as root, apt-get install chromium" >&2; exit 1; \
 	  fi; }
 	SPECSIM_REQUIRE_CHROMIUM=1 SPECSIM_SCREENSHOTS=results/report-screenshots \
-	  $(PY) -m pytest tests/test_report.py
+	  $(PY) -m pytest tests/workflow/test_report.py
 
 test-cluster: setup  ## tiny config on a real one-node SLURM cluster (root; installs slurm-wlm, munge)
 	timeout -s INT 2400 bash workflow/cluster/test-cluster.sh
@@ -99,7 +101,7 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 LLM_CONFIG ?= workflow/llm.yaml
 llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, tens of minutes: the audit and the pair runs are real generations)
 	$(SNAKEMAKE) llm --cores $(CORES) --configfile config.yaml $(LLM_CONFIG)
-	$(PY) -m pytest tests/test_llm.py tests/test_llm_engine.py
+	$(PY) -m pytest tests/unit/llm/test_llm.py tests/unit/llm/test_llm_engine.py
 
 DOCS_STAMP := $(VENV)/.specsim-docs-installed
 
@@ -133,11 +135,11 @@ test-portability: setup  ## fast tests + tiny DAG with SIMD dispatch off: byte-i
 
 # snakemake --lint asks every rule for a conda env or container; this workflow deploys its
 # software as the pinned venv instead (docs/reference/deployment.md), so that one lint is
-# expected and any other fails (tests/test_first_hour.py::test_snakemake_lint).
+# expected and any other fails (tests/workflow/test_first_hour_runs.py::test_snakemake_lint).
 lint: setup typecheck
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/snakefmt --check Snakefile workflow
-	$(PY) -m pytest -q tests/test_first_hour.py -k snakemake_lint
+	$(PY) -m pytest -q tests/workflow/test_first_hour_runs.py -k snakemake_lint
 
 report: run  ## browsable HTML report of every figure, with captions
 	$(SNAKEMAKE) --report results/report.html
@@ -150,7 +152,7 @@ bench: setup  ## engine vs the seed's per-round loop vs the RNG floor; verify vs
 
 # Every script under benchmarks/ that runs as a program, end to end with --quick (tiny sizes, no
 # timing claims; ~2 min): CI runs this, so a config or API change that breaks a benchmark fails
-# there (tests/test_benchmarks.py checks the configs they build within the fast suite).
+# there (tests/architecture/test_benchmarks.py checks the configs they build within the fast suite).
 bench-smoke: setup  ## every benchmark script end to end on tiny sizes (CI; no timing claims)
 	@set -e; for f in $$(grep -l '^if __name__ == "__main__":' benchmarks/*.py); do \
 	  echo "bench-smoke: $$f --quick"; $(PY) $$f --quick; done

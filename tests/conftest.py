@@ -9,12 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from disk_tools import tmpfs
 from hypothesis import settings
 
 # `make test` replays the same property-test examples on every run and machine (derandomized,
@@ -83,6 +84,13 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
     return work
 
 
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs (root only; skipped elsewhere), for the disk-full tests of both kinds."""
+    with tmpfs(tmp_path, "64k") as disk:
+        yield disk
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One complete run of the tiny config, built once (built_once)."""
@@ -93,6 +101,10 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # through multi_draft_reference.py) carry the `stochastic` marker, found here from the source:
 # no list to keep by hand. tests/portability.sh runs them at every numpy dispatch level.
 _STOCHASTIC = ("import mc\n", "from mc import ", "from multi_draft_reference import ")
+# The tests that start Snakemake live in tests/workflow/ and carry the `workflow` marker, set
+# here by folder (`-m "not workflow"` runs no Snakemake); tests/architecture/test_kinds.py holds
+# every other folder free of them.
+WORKFLOW_TESTS = ROOT / "tests" / "workflow"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -104,3 +116,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             uses_mc[path] = any(s in text for s in _STOCHASTIC)
         if uses_mc[path]:
             item.add_marker(pytest.mark.stochastic)
+        if path.is_relative_to(WORKFLOW_TESTS):
+            item.add_marker(pytest.mark.workflow)
+
+
+class _NoSnakemake(subprocess.Popen):  # type: ignore[type-arg]
+    """Popen that refuses to start Snakemake: what a test outside tests/workflow/ runs."""
+
+    def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
+        argv = [args] if isinstance(args, str | os.PathLike) else list(args)
+        first = str(argv[0]).split()[0] if argv else ""
+        if Path(first).name == "snakemake" or argv[1:3] == ["-m", "snakemake"]:
+            raise AssertionError(f"this test starts Snakemake ({' '.join(map(str, argv))}): "
+                                 f"it belongs in tests/workflow/")
+        super().__init__(args, *rest, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _snakemake_only_in_workflow_tests(request: pytest.FixtureRequest,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside tests/workflow/, starting Snakemake fails the test naming where it belongs."""
+    if not Path(str(request.node.fspath)).is_relative_to(WORKFLOW_TESTS):
+        monkeypatch.setattr(subprocess, "Popen", _NoSnakemake)

@@ -6,12 +6,12 @@ fixture built with them (a trace, a random table) then feeds the rules different
 test comparing a Monte Carlo estimate with its exact value is a statistical test, and each here
 states its false-alarm probability: at most :data:`FAIL_PROB` per test, split over the test's
 assertions by Bonferroni (``assertions``). A 95% interval would be a 5% coin flip on every new
-CPU (issue 33).
+CPU.
 
 The wider bound keeps its teeth: a bias of ``bound + 2.4`` standard errors (normal; a few more
 on few degrees of freedom, :func:`detectable`) fails with probability 99%, and the estimates
 compared here have standard errors of 0.1-1% of their values. The intervals' own coverage is
-tested over many seeds in tests/test_coverage.py, with :func:`binomial_range`.
+tested over many seeds in tests/unit/engine/test_coverage.py, with :func:`binomial_range`.
 """
 
 from __future__ import annotations

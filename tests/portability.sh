@@ -6,7 +6,7 @@
 # (OPENBLAS_CORETYPE=Prescott) -- the last bits of exp, log, power and of every BLAS product
 # then differ from the default run's, as on another CPU.
 #
-# The levels (issue 33), each switching off more: none (numpy's default dispatch); AVX512_SPR;
+# The levels, each switching off more: none (numpy's default dispatch); AVX512_SPR;
 # AVX512_SPR AVX512_ICL; AVX512_SPR AVX512_ICL AVX512_SKX (numpy >= 2.4 calls that level
 # X86_V4); everything this CPU dispatches. A name numpy does not know or this CPU lacks is left
 # out (numpy refuses to switch it off: it is not in use), so on a CPU without AVX512_SPR the

@@ -3,7 +3,7 @@
 The schema is the one description of the config: every key's type, bounds, default and meaning.
 :func:`keys` walks it (``$ref`` resolved, lists of objects as ``key[].field``, mappings of named
 entries as ``key.<name>``) and :func:`markdown` writes the reference page of the documentation
-site from it, one table per top-level section (``docs/hooks.py`` calls it when the site is
+site from it, one table per top-level section (``docs/_tools/hooks.py`` calls it when the site is
 built). :func:`undescribed` names every key without a description; a test holds it empty.
 """
 

@@ -83,7 +83,8 @@ class Point:
         return family_of(self.spec)
 
     def seed(self, root: int) -> np.random.SeedSequence:
-        """SeedSequence from the root seed and the point's identity (four 32-bit words)."""
+        """SeedSequence with entropy ``root`` and spawn key two 32-bit words: the first 16 hex
+        digits of :attr:`point_id`, 8 digits a word."""
         words = [int(self.point_id[i : i + 8], 16) for i in range(0, 16, 8)]
         return np.random.SeedSequence(entropy=root, spawn_key=tuple(words))
 
@@ -104,7 +105,7 @@ class Point:
             return "none" if v is None else repr(float(v))
 
         draft = fmt(self.draft_knob)
-        if self.spec.drafting != "sample":  # sampled drafting's paths stay as they were
+        if self.spec.drafting != "sample":  # sampled drafting: no suffix
             draft += f"+{self.spec.drafting}"
         return {"model": self.model, "draft": draft, "alpha": fmt(self.alpha),
                 "gamma": str(self.gamma), "temperature": fmt(self.temperature),
@@ -241,10 +242,6 @@ def build_grid(config: dict[str, Any]) -> Grid:
     from specsim.configfile import check_values  # with yaml, which a point job never reads
 
     check_values(config, "config")
-    if "shard_size" in config:
-        raise ConfigError("shard_size: removed -- every grid point is now its own job under "
-                          "results/sim/; delete the key (on a cluster, bundle points with "
-                          "group-components, see workflow/profiles/slurm)")
     specs = _model_specs(config)
     budget = config["budget"]
     if budget["batches"] > budget["chains"]:

@@ -29,13 +29,13 @@ from specsim.models.spec import ModelSpec, TableSpec
 from specsim.schemes import Scheme
 
 # Bump when a change to the engine, the models or the exact stage changes any point's numbers:
-# every point file then reruns. tests/test_job.py pins one point's output to this version.
+# every point file then reruns (the version is part of each description and its digest).
 NUMBERS_VERSION = 1
 
 
-# Fields added after points were first planned: left out of a description while at their
-# default, so the job parameters (Snakemake's params trigger) of every existing point stay as
-# they were.
+# Fields left out of a description while at their default: a point that does not use them
+# keeps the description, and so the job parameters (Snakemake's params trigger), of a spec
+# without them.
 _LATER_FIELDS: dict[str, Any] = {"trace_file": None, "trace_pair": None, "trace_settings": None,
                                  "drafting": "sample"}
 # Fields only the config's checks read (which temperatures a recorded pair's traces exist at):

@@ -42,7 +42,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from specsim.io import read_npz, require_arrays, write_npz
-from specsim.sampling import sample_rows as sample  # noqa: F401  (the old name, for callers)
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

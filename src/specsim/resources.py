@@ -2,17 +2,17 @@
 
 Every exact law and every simulation states what it allocates and computes as a function of its
 sizes (states, draft length, chains per chunk): each scheme module beside its ``law``/``play``
-(:meth:`specsim.schemes.Scheme.law_footprint`), each family beside its long run
+(:meth:`specsim.schemes.Scheme.footprint`), each family beside its long run
 (:meth:`specsim.families.Family.long_run_footprint`), the classic rules' DP beside it
-(:func:`specsim.exact.round_dp_footprint`); each measure adds up what its job runs
+(:func:`specsim.exact.footprints.round_dp_footprint`); each measure adds up what its job runs
 (:meth:`specsim.measures.Measure.footprint`), and :mod:`specsim.work` checks every point job's
 total against the memory it may declare before any job runs.
 
 A :class:`Footprint` counts float64 cells alive at the peak (temporaries included), floating-point
 operations and simulated chain-rounds; the constants below turn them into bytes and
 core-seconds. They are calibrated against point jobs run alone (``benchmarks/point_memory.py``
-prints estimate vs measured peak RSS; ``tests/test_resources.py`` holds the estimate an upper
-bound within a factor on small cases).
+prints estimate vs measured peak RSS; ``tests/unit/config/test_resources.py`` holds the estimate an
+upper bound within a factor on small cases).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# A real transformer on this CPU (issue 8, tier 2, opt-in): SmolLM2-135M-Instruct as the target;
+# A real transformer on this CPU (tier 2, opt-in): SmolLM2-135M-Instruct as the target;
 # token n-gram, int8 and layer-skipping drafts. corpus -> alpha, costs -> speculative, assisted
 # (specsim's loop beside transformers' assisted generation); lossless (both loops);
 # device -> intensity; figures; machine.json (the run's record). Runs when the config has an
@@ -313,7 +313,7 @@ rule llm_machine:
         "--device {input.device:q} --out {output:q} 2> {log:q}"
 
 
-# The pairs the tier runs, traced and measured (issue 22): one trace job and one runs job per
+# The pairs the tier runs, traced and measured: one trace job and one runs job per
 # pair (the wildcard; an edit to the trace settings reruns each, adding a pair runs only it),
 # then the two tables and their figures. The runs are timed: they ask for every core.
 rule llm_trace:
@@ -386,7 +386,7 @@ rule llm_pairs:
         "--figures-dir results/figures 2> {log:q}"
 
 
-# Issue 34, point 6: the engine-metrics schedule checked on this CPU. The batched loop
+# The engine-metrics schedule checked on this CPU. The batched loop
 # (specsim.llm.batched) records acceptance counters at one K and a latency profile, the schedule
 # predicts the best K' per batch size, and the loop's throughput is measured at every K' and
 # batch size (configurations interleaved within each repeat): specsim.llm.engine_check. The

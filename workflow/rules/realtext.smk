@@ -1,4 +1,4 @@
-# Real language models (issue 8, tier 1): character n-grams trained on the English text every
+# Real language models (tier 1): character n-grams trained on the English text every
 # Python ships (pydoc topics + stdlib docstrings). corpus -> model -> speculative / lossless /
 # costs -> figures. Settings: config.yaml's `realtext:` section (documented in the schema).
 # The tables, figures and steps, and which settings each step reads, come from

@@ -11,7 +11,7 @@ are sufficient for every draft length K' <= K the engine ran:
 So h_j = a_j - a_{j+1} (a_0 = N, a_{K+1} = 0) is the histogram of accepted drafts per round,
 and drafting K' <= K instead truncates each round at K' (the first K' verdicts of a round are
 the same whatever follows them): tokens per call T(K') = 1 + sum_{i<=K'} a_i / N, exactly the
-mean of 1 + min(J, K') over the N rounds (issue 34; Leviathan et al. 2022, Eq. 1 for i.i.d.
+mean of 1 + min(J, K') over the N rounds (Leviathan et al. 2022, Eq. 1 for i.i.d.
 acceptance, T(K') = (1 - alpha^(K'+1)) / (1 - alpha)).
 
 The interval of T(K') is the multinomial one: N i.i.d. rounds with histogram h give

@@ -1,6 +1,6 @@
 """The best draft length at every batch size, from an engine's counters and a cost model.
 
-For a batch of b sequences and draft length K' (issue 34)::
+For a batch of b sequences and draft length K'::
 
     speedup(b, K') = T(K') / ratio(b, K'),   ratio(b, K') = round(b, K') / plain(b)
 

@@ -13,9 +13,9 @@ the fit and its likelihood are exact for the counters. Then a_{K+m} / N = (a_K /
 prod_{j<=m} r_{K+j} and T(K') = T(K) + (a_K / N) S, S = sum_{m=1}^{K'-K} prod_{j=1}^{m} r_{K+j}.
 
 Why the log of the position: conditional acceptance changes most over the first positions and
-then flattens. On real LLM pairs it falls (issue 41's vLLM sweep: the constant tail from K = 1
-was +5% at T(2) and +10% at T(3) on average; v = -1.0 reproduces both, +5.1% and +9.8%, at
-r_1 = 0.5, where a slope linear in i that gives +5% at T(2) overshoots T(3) by 12-17%).
+then flattens. On real LLM pairs it falls (in a vLLM sweep of real pairs the constant tail
+from K = 1 was +5% at T(2) and +10% at T(3) on average; v = -1.0 reproduces both, +5.1% and
++9.8%, at r_1 = 0.5, where a slope linear in i that gives +5% at T(2) overshoots T(3) by 12-17%).
 Why v <= 0: a rise along the counters' positions is a selection (rounds that got far are in
 easy text) that longer drafts do not keep. On the n-gram pairs' traces r_i rises by 0.1-0.3 in
 logit from position 1 to 2 and by < 0.05 per position after 4, yet T(K') beyond K lies *below*
@@ -27,15 +27,15 @@ The interval: the profile-likelihood interval of S, i.e. S's extremes over the l
 region {(u, v), v <= 0: 2 (l_hat - l(u, v)) <= z^2} (for a scalar function of the parameters,
 the profile-likelihood interval is its range over that region); it is combined with a_K / N's
 Wilson interval and T(K)'s own interval end to end (conservative: three intervals at their
-ends). Its coverage is tested by Monte Carlo on simulated rounds (tests/test_tail.py). It
-holds the counters' sampling and slope uncertainty, not what the counters cannot see: rounds
-of a run at K' start elsewhere in the text than those of the run at K (the shortcut's error,
-about 1% on the n-gram pairs, :mod:`.shortcut`).
+ends). Its coverage is tested by Monte Carlo on simulated rounds
+(tests/unit/acceptance/test_tail.py). It holds the counters' sampling and slope uncertainty, not
+what the counters cannot see: rounds of a run at K' start elsewhere in the text than those of the
+run at K (the shortcut's error, about 1% on the n-gram pairs, :mod:`.shortcut`).
 
 K = 1 identifies one position and no slope. The point estimate is then the constant tail
 (Leviathan's constant alpha, the one model without a free parameter) and the slope is bracketed
 by [:data:`SLOPE_FLOOR`, :data:`SLOPE_CEILING`]. The low end is the decline of the worst real
-pair seen: issue 41's +22% at T(3) from K = 1 needs v = -1.67..-2.04 for r_1 = 0.6..0.9. The
+pair seen in that sweep: +22% at T(3) from K = 1 needs v = -1.67..-2.04 for r_1 = 0.6..0.9. The
 high end is the steepest rise seen from K = 1 on the default run's sampled traces (the slope
 that makes the K = 1 tail exact at K' = 2..8: -0.03..+0.25 on the twelve n-gram pairs' traces at
 temperatures 0.5, 1 and 1.5). Greedy (temperature 0) traces, whose acceptance is 0 or 1 at
@@ -168,7 +168,7 @@ def _fit(y: np.ndarray, n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def fit_tails(per_position: np.ndarray, constant: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(u, v) of every row of per-position fractions (R, K): the fitted tail, or with
-    ``constant`` Leviathan's constant tail (the model before this one, kept to measure
+    ``constant`` Leviathan's constant tail (the baseline this fit is measured
     against: r_K = p_K / p_{K-1} at every later position, p_0 = 1, slope 0); K = 1 fits the
     constant tail at r_1."""
     p = np.asarray(per_position, dtype=np.float64)

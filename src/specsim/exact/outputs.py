@@ -232,7 +232,8 @@ def verify_law_tree(
     accepted prefixes (only tokens with acceptance mass are expanded), plus, for ``continue``,
     the drafts that follow a rejection. The work is at most sum_k V^k rows; more than
     ``max_rows`` calls raise ValueError. With rows that ignore the prefix this equals
-    :func:`verify_law`; with Markov tables it equals :func:`round_law` (tests check both).
+    :func:`verify_law`; with Markov tables it equals :func:`specsim.exact.round_law` (tests check
+    both).
     """
     r = check_rule(rule)
     spec = rule_spec(r)

@@ -10,7 +10,7 @@ family      model                                        exact reference
 ==========  ===========================================  =====================================
 
 The config's ``family:`` value is a key of :data:`FAMILIES`; the schema's ``family`` enum must
-list exactly these keys (tests/test_families.py holds them in step).
+list exactly these keys (tests/unit/families/test_families.py holds them in step).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def model_identity(spec: ModelSpec) -> dict[str, Any]:
 
     ``family``, ``vocab``, the draft (:meth:`ModelSpec.draft_dict`), then the family's own
     settings (:meth:`Family.describe`). Point ids and seeds hash this dict, so its output for an
-    existing model must never change (tests/test_families.py pins it).
+    existing model must never change (tests/unit/families/test_families.py pins it).
     """
     out: dict[str, Any] = {"family": spec.family, "vocab": spec.vocab, "draft": spec.draft_dict()}
     return out | family_of(spec).describe(spec)

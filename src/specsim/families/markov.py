@@ -118,7 +118,7 @@ class TableFamily(Family):
         return Footprint(12 * v2, 100 * v2, what=f"model tables (vocab {point.spec.vocab})")
 
     def long_run_footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
-        """The Markov engine (:meth:`specsim.engine.MarkovKernel.cells`: its samplers and
+        """The Markov engine (:meth:`specsim.engine.MarkovKernel.footprint`: its samplers and
         tables; ~8 γ numbers per chain of a chunk),
         then the round-law DP twice (the horizon average over exactly the simulated rounds,
         the stationary limit)."""

@@ -1,4 +1,4 @@
-"""Lossless audit of transformers' assisted generation with sampling warpers (issue 22, item 6).
+"""Lossless audit of transformers' assisted generation with sampling warpers.
 
 For each sampling setting of :data:`WARPERS` (transformers' defaults, no warper, top-p,
 top-k + top-p, temperature), many seeded ``generate(..., assistant_model=draft)`` calls of two

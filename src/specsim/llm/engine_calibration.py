@@ -1,5 +1,4 @@
-"""Issue 41, item 2: the calibrated cost out of sample on the batched loop, against the
-forward-time profile.
+"""The calibrated cost out of sample on the batched loop, against the forward-time profile.
 
 From the engine check's measured runs (:mod:`.engine_check`: throughput at every batch size b
 and K' = 0..``engine_max_gamma``), the calibrated cost (:mod:`specsim.acceptance.calibrate`)

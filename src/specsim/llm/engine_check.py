@@ -1,4 +1,4 @@
-"""Issue 34, point 6: the engine-metrics schedule checked against a real batched measurement.
+"""The engine-metrics schedule checked against a real batched measurement.
 
 The target (SmolLM2-135M) and one model draft (``engine_draft``) in the batched speculative
 loop (:mod:`.batched`), at every batch size of ``engine_batches`` (prompts: the first b of

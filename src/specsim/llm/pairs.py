@@ -1,4 +1,4 @@
-"""The LLM tier's pairs traced, predicted and measured (issue 22, items 4 and 5).
+"""The LLM tier's pairs traced, predicted and measured.
 
 For each pair (the target with one draft of :data:`.settings.Settings.trace_pairs`):
 

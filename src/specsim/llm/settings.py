@@ -76,7 +76,7 @@ class Settings:
     trace_documents: int = 10
     trace_tokens: int = 16
     trace_top_k: int = 64
-    # the batched engine check (:mod:`.engine_check`, issue 34 point 6)
+    # the batched engine check (:mod:`.engine_check`)
     engine_draft: str = "int8"
     engine_batches: tuple[int, ...] = (1, 2, 4, 8, 16)
     engine_gamma: int = 4

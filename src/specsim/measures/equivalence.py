@@ -130,7 +130,7 @@ class Equivalence(Measure):
 
     def footprint(self, point: Point, budget: Mapping[str, Any]) -> Footprint:
         """The equivalence chain (S states), the Markov engine on it
-        (:meth:`specsim.engine.MarkovKernel.cells`, a chunk of generations), then the
+        (:meth:`specsim.engine.MarkovKernel.footprint`, a chunk of generations), then the
         enumerated law of the first two tokens."""
         s, v, g = point.family.chain_size(point)[0], point.spec.vocab, point.gamma
         trials = int(budget["equivalence_trials"])

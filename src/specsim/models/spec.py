@@ -99,7 +99,7 @@ class ModelSpec:
     def draft_dict(self) -> dict[str, Any]:
         """The draft's canonical description (the same for every family)."""
         draft: dict[str, Any] = {"kind": self.draft}
-        if self.drafting != "sample":  # absent for sampled drafting: identities stay as they were
+        if self.drafting != "sample":  # absent for sampled drafting (no mode key)
             draft["mode"] = self.drafting
         if self.draft == "blend":
             draft |= {"weight": self.weight, "other": self.other.to_dict()}

@@ -17,7 +17,8 @@ M(.|X^i) = row X_i (X_0 = the round's start context). Two 0/0 cases, as producti
 
 * h_i with S_i = 0 and p_i = 1 (the rows at X_i agree and nothing was lost so far) is 1, its
   limit along p_i = 1. The choice never matters: then X_{i+1} ~ M_s = M_b gives p_{i+1} = 1 and
-  h_{i+1} = 1 (or h_γ = p_γ = 1), so τ > i surely (tests/test_scheme_block.py checks it).
+  h_{i+1} = 1 (or h_γ = p_γ = 1), so τ > i surely (tests/unit/schemes/test_scheme_block.py checks
+  it).
 * a residual with no mass (S_τ = 0) falls back to M_b(.|X^τ), as :func:`specsim.verify.residual`;
   a round stops there with probability 0 in exact arithmetic (h_τ = 0, or τ > i as above).
 

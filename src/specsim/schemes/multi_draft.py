@@ -33,8 +33,8 @@ rho_l(c) = sum_x max(Q(x|c) - r_l(x), 0). The untested candidates j+1..m are sti
 Q(.|c), so m' - 1 ~ Binomial(m - j, Q(a|c)) of them survive with a. A rejected candidate never
 equals a later accepted token (its r entry is 0 from then on). So a round is a Markov chain on
 (context c, survivors m); :func:`law` is a forward DP over depths on it and
-``tests/test_scheme_multi_draft.py`` checks it against a brute-force enumeration of all draft
-tuples and accept outcomes in exact rational arithmetic.
+``tests/unit/schemes/test_scheme_multi_draft.py`` checks it against a brute-force enumeration of all
+draft tuples and accept outcomes in exact rational arithmetic.
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ probability) to tokens (capacity p(y)) along "y is in the multiset"; by max-flow
     alpha*_m(p, q) = min over token sets H of [ p(H) + 1 - q(H)^m ]
 
 (a cut keeps the multisets inside H^m and the tokens of H; checked against a direct LP in
-``tests/test_scheme_multi_draft_optimal.py``). The minimising H is a prefix of the tokens sorted
-by p/q ascending (at an optimum every x in H has p(x)/q(x) <= m q(H)^{m-1} <= that of every x
-outside, by the exchange argument on the convex t^m), so :func:`optimal_acceptance` takes the
-minimum over the V+1 prefixes. m = 1 gives Σ min(p, q), Algorithm 1's.
+``tests/unit/schemes/test_scheme_multi_draft_optimal.py``). The minimising H is a prefix of the
+tokens sorted by p/q ascending (at an optimum every x in H has p(x)/q(x) <= m q(H)^{m-1} <= that of
+every x outside, by the exchange argument on the convex t^m), so :func:`optimal_acceptance` takes
+the minimum over the V+1 prefixes. m = 1 gives Σ min(p, q), Algorithm 1's.
 
 A round (multi-step): depth by depth the m survivors (the drafts whose tokens so far equal the
 emitted ones; their next tokens i.i.d. Q(.|c)) are verified by one optimal coupling per (c, m):

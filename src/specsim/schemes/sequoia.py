@@ -14,7 +14,7 @@ ends) of prod_{edges of the path root -> v} p_{position}, its expected tokens pe
 current context, is not drafted), [S]'s DP: c(n) = 1 + g(n - 1, 0) is the best subtree of n
 nodes with its root; g(m, i) the best way to hang m nodes under children at positions i, i+1,
 ... (g(m, i) = max(0, max_{s=1..m} p_i c(s) + g(m - s, i + 1))). O(budget^2 K), exact.
-``tests/test_scheme_sequoia.py`` checks it against every ordered tree of small budgets.
+``tests/unit/schemes/test_scheme_sequoia.py`` checks it against every ordered tree of small budgets.
 
 :func:`positional_acceptance` computes the vector exactly from a Markov pair (P, Q) for
 i.i.d. children: at context c, after j rejections RRS holds r_j(c)

@@ -29,8 +29,8 @@ Exact law: the (context, survivors) chain of :mod:`.survivors`. Accepting a at t
 has mass (1-β)^{j-1} min(q(a), p(a)/ρ); given that, each of the j-1 rejected candidates carries a
 with probability (q(a) - min(q(a), p(a)/ρ))/(1-β) and each of the m-j untested ones with q(a),
 independently, so the survivors are 1 + Binomial(j-1, .) + Binomial(m-j, q(a)).
-``tests/test_scheme_spectr.py`` checks it against a brute-force enumeration of draft tuples and
-coin outcomes in exact rational arithmetic (at the float ρ*).
+``tests/unit/schemes/test_scheme_spectr.py`` checks it against a brute-force enumeration of draft
+tuples and coin outcomes in exact rational arithmetic (at the float ρ*).
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ Q(.|c) can draft. Work ~ S Π_d (b_d d) cells for S contexts and rows reaching d
 drafted) the same recursion gives a child its start as context, not its token
 (:func:`positional_law`, all starts at once): cells of equal (start, weight) then merge, and
 the leaves need no cell per token (child j of their parent is accepted w.p. a_j - S_j).
-``tests/test_scheme_traversal.py`` checks the law against a brute-force enumeration of every
-drawn tree and every accept outcome in exact rational arithmetic, against :mod:`.block`
+``tests/unit/schemes/test_scheme_traversal.py`` checks the law against a brute-force enumeration of
+every drawn tree and every accept outcome in exact rational arithmetic, against :mod:`.block`
 (chains) and :mod:`.tree` (depth 1), and :func:`play` against it by Monte Carlo.
 """
 

@@ -2,7 +2,7 @@
 :func:`play` as the rule's ``play``): the tree of :mod:`.tree` drafted with the same uniforms,
 its nodes visited in post-order, each accepted with its weight or deleted with [B]'s backward
 step at its parent (:func:`specsim.schemes.block.backward_step`). :mod:`.traversal`'s exact
-law is what ``tests/test_scheme_traversal.py`` checks these rounds against.
+law is what ``tests/unit/schemes/test_scheme_traversal.py`` checks these rounds against.
 """
 
 from __future__ import annotations

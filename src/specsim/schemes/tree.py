@@ -34,9 +34,9 @@ reach_{j-1}(c) min(Q(a|c), r_{j-1}(a|c)) (r_j and reach_j = prod_{l<j} rho_l as 
 :mod:`.multi_draft`), all m are rejected with mass reach_m(c) and then the token is drawn from
 r_m(c) (r_0 = P: the bonus at a leaf). :func:`tree_law` is a forward DP over the nodes in
 breadth-first order carrying, per node, the (start, context) mass of reaching it: one (S, S)
-product per node, O(N S^3); ``tests/test_scheme_tree.py`` checks it against a brute-force
-enumeration of all drawn trees and accept outcomes in exact rational arithmetic. The same DP
-runs on any tree given as a parent array (:func:`tree_law`, :func:`play_tree`), which is how
+product per node, O(N S^3); ``tests/unit/schemes/test_scheme_tree.py`` checks it against a
+brute-force enumeration of all drawn trees and accept outcomes in exact rational arithmetic. The
+same DP runs on any tree given as a parent array (:func:`tree_law`, :func:`play_tree`), which is how
 Sequoia's trees (:mod:`.sequoia`) get an exact value.
 """
 

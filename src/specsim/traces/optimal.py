@@ -36,7 +36,7 @@ per chain and stops at the thresholds, :func:`.schemes.simulate`) describe the s
 
 **Sizes.** An envelope has one breakpoint per distinct product of accept values above its
 threshold, and the forward pass one group per start and distinct π; both are counted, and
-:func:`thresholds` stops with a ValueError beyond :data:`MAX_BREAKPOINTS` in one envelope.
+:func:`solve` stops with a ValueError beyond :data:`MAX_BREAKPOINTS` in one envelope.
 """
 
 from __future__ import annotations

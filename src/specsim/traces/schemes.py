@@ -19,7 +19,7 @@ of :mod:`specsim.schemes` its law from t is the scheme's own law on the window o
   chain to survivors alone there (a depth's rows do not depend on the token emitted),
   traversal runs its recursion with cells merged by (start, weight), block enumerates each
   start's draft paths; each equals the rule's law on the start's window chain
-  (``tests/test_trace_family.py``).
+  (``tests/unit/families/test_trace_family.py``).
 
 Rows are the trace's dense rows (:func:`.frozen.dense_rows`): the stored support and one *tail
 token* holding the tail mass, so ``correct`` accepts with Σ min(p, q) over those W+1 stand-ins,

@@ -339,7 +339,8 @@ def verify(
             after the prompt and the first i drafts (row γ is the bonus position).
         q: draft probabilities (..., γ, V) the drafts were sampled from.
         draft_tokens: the drafted tokens (..., γ), integers in 0..V-1.
-        rule: ``correct`` (default) or one of the deliberately broken rules in :data:`RULES`.
+        rule: ``correct`` (default) or one of the deliberately broken rules in
+            :data:`CLASSIC_RULES`.
         rng: a numpy Generator, or a seed for ``numpy.random.default_rng``.
         row_tol: rows may sum to 1 within this (then they are renormalised); see
             :func:`check_round`.
