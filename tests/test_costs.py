@@ -14,13 +14,13 @@ import yaml
 from conftest import ROOT, SCHEMA, TINY
 
 from specsim import intensity
+from specsim.checks.schemes import cost_claims
 from specsim.config import load_grid, validate_config
 from specsim.costs import BATCHED, SEQUENTIAL, ConstantCost, RooflineCost, settings
 from specsim.errors import ConfigError
 from specsim.exact import stationary_rates
 from specsim.outputs import table
 from specsim.schemes import Scheme
-from specsim.schemes.checks import cost_claims
 from specsim.verify import RULES
 
 # A decoder small enough to count by hand: d = 4, one layer, one head, d_ff = 4, vocab 8.
@@ -125,7 +125,7 @@ def test_models_default_to_the_schemes_studies_without_alpha() -> None:
 
 
 def test_cost_batch_declares_its_columns() -> None:
-    from specsim.schemes.tables import COST_COLUMNS
+    from specsim.tables.schemes import COST_COLUMNS
     declared = table("cost_batch")
     assert all(declared.describe(c) for c in COST_COLUMNS)
 
@@ -153,7 +153,7 @@ def test_default_config_states_the_issue_example() -> None:
 
 
 def test_the_tiny_run_writes_cost_batch_and_its_figure(tiny_run: Any) -> None:
-    from specsim.schemes.tables import COST_COLUMNS
+    from specsim.tables.schemes import COST_COLUMNS
     df = pd.read_csv(tiny_run / "results" / "tables" / "cost_batch.csv")
     assert list(df.columns) == COST_COLUMNS
     assert set(df["batch"]) == {1, 64} and list(df["model"].unique()) == ["seed_good", "stub"]

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specsim import cli, engine, ngram, stats
+from specsim import realtext_settings as rt_settings
 from specsim.ngram import ALPHABET, NGramModel, V
 from specsim.realtext import experiments, rounds
-from specsim.realtext import settings as rt_settings
-from specsim.realtext.settings import RULES, Settings
+from specsim.realtext_settings import RULES, Settings
 
 FILES = 40  # docstring sources for the small test corpus (all pydoc topics are always in)
 
@@ -270,8 +270,8 @@ def test_settings_roundtrip_and_checks() -> None:
 
 
 def test_settings_module_is_light() -> None:
-    """Snakemake imports specsim.realtext.settings at every parse: no pandas/scipy/matplotlib."""
-    code = ("import sys, specsim.realtext.settings; heavy = {'pandas', 'scipy', 'matplotlib'} "
+    """Snakemake imports specsim.realtext_settings at every parse: no pandas/scipy/matplotlib."""
+    code = ("import sys, specsim.realtext_settings; heavy = {'pandas', 'scipy', 'matplotlib'} "
             "& set(sys.modules); assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -16,7 +16,7 @@ import pandas as pd
 from specsim import exact, timing
 from specsim.ngram import Corpus, FloatArray, IntArray, NGramModel, append, context_ids
 from specsim.realtext.rounds import NGramPair, plain_step, seed_for, spec_round
-from specsim.realtext.settings import Settings
+from specsim.realtext_settings import Settings
 from specsim.sampling import sample_rows
 
 

@@ -22,7 +22,7 @@ from specsim.ngram import (
     context_ids,
 )
 from specsim.realtext.rounds import NGramPair, prompts, seed_for, spec_round
-from specsim.realtext.settings import Settings
+from specsim.realtext_settings import Settings
 
 CHUNK = 1 << 14  # chains advanced together in the lossless check
 

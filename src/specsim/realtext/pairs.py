@@ -26,7 +26,7 @@ from specsim.costs import SEQUENTIAL, ConstantCost
 from specsim.ngram import NGramModel
 from specsim.precision import covers, first_max
 from specsim.realtext.rounds import NGramPair, seed_for, spec_round
-from specsim.realtext.settings import Settings
+from specsim.realtext_settings import Settings
 from specsim.traces.format import Trace
 from specsim.traces.positional import (
     PositionalLaw,

@@ -19,7 +19,7 @@ from specsim.ngram import (
     append,
     context_ids,
 )
-from specsim.realtext.settings import RULES
+from specsim.realtext_settings import RULES
 from specsim.sampling import sample_rows
 from specsim.verify import verify_uniforms
 
