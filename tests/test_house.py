@@ -159,7 +159,8 @@ LAYERS = [
                 "specsim.sampling", "specsim.stats", "specsim.precision", "specsim.timing",
                 "specsim.errors", "specsim.ngram", "specsim.process", "specsim.resources",
                 "specsim.configfile", "specsim.realtext_settings", "specsim.costs",
-                "specsim.intensity", "specsim.argtypes", "specsim.trace_limits"]),
+                "specsim.intensity", "specsim.argtypes", "specsim.trace_limits",
+                "specsim.seeds"]),
 ]
 CLI = 0  # the floor above every package: a package's own command-line modules live there
 

@@ -19,6 +19,7 @@ from specsim import realtext_settings as rt_settings
 from specsim.ngram import ALPHABET, NGramModel, V
 from specsim.realtext import experiments, rounds
 from specsim.realtext_settings import RULES, Settings
+from specsim.seeds import seed_for
 
 FILES = 40  # docstring sources for the small test corpus (all pydoc topics are always in)
 
@@ -291,9 +292,9 @@ def test_settings_list_every_step_figure_and_table() -> None:
 
 
 def test_seeds_depend_on_identity_only() -> None:
-    a = rounds.seed_for(1, "speculative", 2, 4).generate_state(2)
-    b = rounds.seed_for(1, "speculative", 2, 4).generate_state(2)
-    c = rounds.seed_for(1, "speculative", 4, 2).generate_state(2)
+    a = seed_for(1, "speculative", 2, 4).generate_state(2)
+    b = seed_for(1, "speculative", 2, 4).generate_state(2)
+    c = seed_for(1, "speculative", 4, 2).generate_state(2)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 

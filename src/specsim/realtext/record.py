@@ -40,9 +40,10 @@ from specsim.errors import InputError
 from specsim.io.atomic import TEMPORARY_SUFFIX
 from specsim.models.maths import temper
 from specsim.ngram import Corpus, NGramModel, V, append, decode
-from specsim.realtext.rounds import prompts, seed_for
+from specsim.realtext.rounds import prompts
 from specsim.realtext_settings import Settings, tempered_trace_path, trace_pairs
 from specsim.sampling import sample_rows
+from specsim.seeds import seed_for
 from specsim.traces.format import (
     Trace,
     TraceFileError,
