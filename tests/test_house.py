@@ -162,7 +162,7 @@ LAYERS = [
                 "specsim.intensity", "specsim.argtypes", "specsim.trace_limits",
                 "specsim.seeds"]),
 ]
-CLI = 0  # the floor above every package: a package's own command-line modules live there
+CLI = [name for name, _ in LAYERS].index("cli")  # a package's own command-line modules live here
 
 
 def _floor(module: str, layers: list[tuple[str, list[str]]] = LAYERS) -> int:
