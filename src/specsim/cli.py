@@ -228,7 +228,7 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     from specsim.llm.cli import add_parser as add_llm_parser
     from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
     from specsim.realtext.cli import add_parser as add_realtext_parser
-    from specsim.traces.cli import add_parser as add_record_parser
+    from specsim.record_cli import add_parser as add_record_parser
 
     for add in (add_realtext_parser, add_llm_parser, add_verify_parser,
                 add_check_config_parser, advise.add_parser):

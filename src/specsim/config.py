@@ -90,7 +90,7 @@ def load_grid(config: Any, schema_path: str | Path) -> Grid:
 
     grid = build_grid(validate_config(config, schema_path))
     if config.get("realtext") is not None:
-        from specsim.realtext.settings import check_section
+        from specsim.realtext_settings import check_section
         try:
             check_section(config["realtext"])
         except ValueError as err:  # most name the key within the section

@@ -7,7 +7,7 @@ Snakemake plans the DAG from them, ``specsim tables``/``specsim figures`` build 
 report's captions and HTML pages are written from them (:mod:`specsim.report`).
 
 Also here: the meanings of columns several tables share, for declarations anywhere (the core's
-in :mod:`specsim.outputs`, a package's own such as :mod:`specsim.schemes.outputs`).
+in :mod:`specsim.outputs`, a package's own such as :mod:`specsim.outputs.schemes`).
 
 Kept free of pandas and matplotlib: Snakemake imports it to plan the DAG.
 """

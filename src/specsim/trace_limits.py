@@ -1,7 +1,7 @@
 """How large a trace may be: checked before a trace file is decoded, and on the settings that
 record one, so no trace takes memory its job did not declare.
 
-A trace file is refused (:class:`~specsim.traces.checks.TraceFileError`, naming the file and
+A trace file is refused (:class:`~specsim.traces.validate.TraceFileError`, naming the file and
 the limit) when its Parquet footer declares more than :data:`MAX_POSITIONS` rows, more than
 :data:`MAX_ENTRIES` kept support entries in all, or more than :data:`MAX_DECODED_BYTES` bytes
 decoded -- all read from the footer, before any page is inflated (a few kilobytes of

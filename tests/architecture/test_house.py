@@ -1,5 +1,6 @@
 """The layout shows the architecture (docs/explanation/architecture.md): no import circle
-between modules, no module over 400 lines, no import of another module's private name. Each
+between modules or between packages, every package on one floor with its imports running down
+the floors, no module over 400 lines, no import of another module's private name. Each
 test fails naming what is out of place."""
 
 from __future__ import annotations
@@ -135,18 +136,17 @@ def test_no_private_name_imported_from_another_module() -> None:
 
 
 # The floors of docs/explanation/architecture.md, top first: a module's floor is that of the
-# longest prefix naming it. Every import runs to the same floor or one below.
+# longest prefix naming it. Every import runs to the same floor or one below. A package sits on
+# one floor (its own entry); only its command-line modules sit above it, on the cli floor.
 LAYERS = [
     ("cli", ["specsim.cli", "specsim.__main__", "specsim.llm.cli", "specsim.llm.record_cli",
-             "specsim.realtext.cli", "specsim.traces.cli", "specsim.configcheck",
+             "specsim.realtext.cli", "specsim.record_cli", "specsim.configcheck",
              "specsim.configdoc", "specsim.acceptance.cli", "specsim.runfiles"]),
     ("tiers", ["specsim.realtext", "specsim.llm"]),
-    ("checks", ["specsim.checks", "specsim.schemes.checks"]),
+    ("checks", ["specsim.checks"]),
     ("integrity", ["specsim.integrity", "specsim.resume", "specsim.tablediff"]),
     ("analyses", ["specsim.tables", "specsim.figures", "specsim.report", "specsim.declare",
-                  "specsim.outputs", "specsim.schemes.outputs", "specsim.schemes.tables",
-                  "specsim.schemes.figures", "specsim.schemes.trees", "specsim.traces.outputs",
-                  "specsim.traces.tables", "specsim.acceptance"]),
+                  "specsim.outputs", "specsim.acceptance"]),
     ("collect", ["specsim.collect"]),
     ("config", ["specsim.config"]),
     ("work", ["specsim.work"]),
@@ -158,15 +158,34 @@ LAYERS = [
     ("ground", ["specsim", "specsim.verify", "specsim.exact", "specsim.models", "specsim.io",
                 "specsim.sampling", "specsim.stats", "specsim.precision", "specsim.timing",
                 "specsim.errors", "specsim.ngram", "specsim.process", "specsim.resources",
-                "specsim.configfile", "specsim.realtext.settings", "specsim.costs",
-                "specsim.intensity"]),
+                "specsim.configfile", "specsim.realtext_settings", "specsim.costs",
+                "specsim.intensity", "specsim.argtypes", "specsim.trace_limits",
+                "specsim.seeds"]),
 ]
+CLI = [name for name, _ in LAYERS].index("cli")  # a package's own command-line modules live here
 
 
-def _floor(module: str) -> int:
-    named = [(len(p), i) for i, (_, prefixes) in enumerate(LAYERS) for p in prefixes
+def _floor(module: str, layers: list[tuple[str, list[str]]] = LAYERS) -> int:
+    named = [(len(p), i) for i, (_, prefixes) in enumerate(layers) for p in prefixes
              if module == p or module.startswith(p + ".")]
     return max(named)[1]
+
+
+def _package(module: str) -> str:
+    """The package a module belongs to, one level under ``specsim`` (a top-level module is its
+    own package), as ``../shared/tools/import_cycles.py --packages`` folds them."""
+    return ".".join(module.split(".")[:2])
+
+
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, dict[str, list[str]]]:
+    """package -> imported package -> the module imports that tie them."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for a in sorted(graph):
+        out.setdefault(_package(a), {})
+        for b in sorted(graph[a]):
+            if _package(b) != _package(a):
+                out[_package(a)].setdefault(_package(b), []).append(f"{a} -> {b}")
+    return out
 
 
 def test_imports_run_down_the_layers() -> None:
@@ -174,3 +193,58 @@ def test_imports_run_down_the_layers() -> None:
     up = [f"{a} ({LAYERS[_floor(a)][0]}) -> {b} ({LAYERS[_floor(b)][0]})"
           for a in sorted(graph) for b in sorted(graph[a]) if _floor(b) < _floor(a)]
     assert not up, "imports that run up a layer:\n" + "\n".join(up)
+
+
+def test_every_package_is_placed_on_a_floor() -> None:
+    # no package lands on the ground floor by default: a new one is placed in LAYERS
+    named = {p for _, prefixes in LAYERS for p in prefixes}
+    unplaced = sorted({_package(m) for m in _modules()} - named)
+    assert not unplaced, "packages no LAYERS entry names (place them on a floor):\n" + \
+        "\n".join(unplaced)
+
+
+def _off_floor(modules: list[str], layers: list[tuple[str, list[str]]] = LAYERS) -> list[str]:
+    """Modules whose floor is neither their package's nor the cli floor."""
+    return [f"{m} ({layers[_floor(m, layers)][0]}) in {_package(m)} "
+            f"({layers[_floor(_package(m), layers)][0]})" for m in sorted(modules)
+            if _floor(m, layers) not in (_floor(_package(m), layers), CLI)]
+
+
+def test_each_package_sits_on_one_floor() -> None:
+    off = _off_floor(list(_modules()))
+    assert not off, ("modules off their package's floor (move them to a package of that floor):"
+                     "\n" + "\n".join(off))
+
+
+def test_no_package_circle() -> None:
+    packages = _package_graph(_graph())
+    circles = _circles({a: set(targets) for a, targets in packages.items()})
+    described = ["package circle: " + ", ".join(c) + " (" + "; ".join(
+        f"{a} -> {b}: {', '.join(packages[a][b][:3])}" for a in c for b in sorted(packages[a])
+        if b in c) + ")" for c in circles]
+    assert not described, "\n".join(described)
+
+
+def test_package_imports_run_down_the_layers() -> None:
+    up = [f"{a} ({LAYERS[_floor(a)][0]}) -> {b} ({LAYERS[_floor(b)][0]}): {ties[0]}"
+          for a, targets in _package_graph(_graph()).items() for b, ties in targets.items()
+          if _floor(b) < _floor(a)]
+    assert not up, "packages importing a package on a higher floor:\n" + "\n".join(up)
+
+
+def test_package_checks_can_fail() -> None:
+    # a circle between two packages made of imports that are no circle between modules, an
+    # upward package import, and a module off its package's floor are all seen
+    graph = {"specsim.tables.a": {"specsim.schemes.b"}, "specsim.schemes.b": set(),
+             "specsim.schemes.c": {"specsim.tables.d"}, "specsim.tables.d": set()}
+    assert _circles(graph) == []
+    packages = _package_graph(graph)
+    assert _circles({a: set(t) for a, t in packages.items()}) == [
+        ["specsim.schemes", "specsim.tables"]]
+    assert [(a, b) for a, t in packages.items() for b in t if _floor(b) < _floor(a)] == [
+        ("specsim.schemes", "specsim.tables")]
+    tiers_with_ground = [(n, [*p, "specsim.realtext.settings"] if n == "ground" else p)
+                         for n, p in LAYERS]
+    assert _off_floor(["specsim.realtext.settings", "specsim.realtext.cli",
+                       "specsim.realtext.pairs"], tiers_with_ground) == [
+        "specsim.realtext.settings (ground) in specsim.realtext (tiers)"]

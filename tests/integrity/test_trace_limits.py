@@ -16,7 +16,7 @@ from conftest import SCHEMA
 
 from specsim import trace_limits as limits
 from specsim.realtext import record
-from specsim.realtext.settings import Settings
+from specsim.realtext_settings import Settings
 from specsim.traces.format import META_KEY, TraceFileError, read_trace, write_trace
 from specsim.traces.trace import Trace, from_full_rows, trace_meta
 
@@ -87,9 +87,9 @@ def test_long_documents_go_fewer_to_a_block() -> None:
 
 def test_the_recorders_declared_memory_grows_with_its_trace() -> None:
     """realtext_record declares record_memory_mb: 1500 MB for the default, more for long
-    traces, above the peaks measured at length 100000 (RECORD_* in specsim.realtext.settings:
+    traces, above the peaks measured at length 100000 (RECORD_* in specsim.realtext_settings:
     1076 MB at 2 documents, 3272 MB at 10, the most the trace limits admit there)."""
-    from specsim.realtext.settings import record_memory_mb
+    from specsim.realtext_settings import record_memory_mb
 
     assert record_memory_mb(None) == record_memory_mb({}) == 1500
     assert record_memory_mb({"trace": {"documents": 2, "length": 100_000}}) >= 1076
@@ -118,7 +118,7 @@ def test_the_recorders_measured_peak_is_within_its_declaration(tmp_path) -> None
     import sys
 
     from specsim import ngram
-    from specsim.realtext.settings import record_memory_mb
+    from specsim.realtext_settings import record_memory_mb
 
     corpus = ngram.build_corpus(max_files=10)
     ngram.save_corpus(corpus, tmp_path / "c.npz")

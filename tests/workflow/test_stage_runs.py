@@ -23,7 +23,7 @@ from specsim.traces.format import write_trace
 
 
 def test_the_tiny_run_writes_cost_batch_and_its_figure(tiny_run: Any) -> None:
-    from specsim.schemes.tables import COST_COLUMNS
+    from specsim.tables.schemes import COST_COLUMNS
     df = pd.read_csv(tiny_run / "results" / "tables" / "cost_batch.csv")
     assert list(df.columns) == COST_COLUMNS
     assert set(df["batch"]) == {1, 64} and list(df["model"].unique()) == ["seed_good", "stub"]

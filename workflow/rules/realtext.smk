@@ -2,10 +2,10 @@
 # Python ships (pydoc topics + stdlib docstrings). corpus -> model -> speculative / lossless /
 # costs -> figures. Settings: config.yaml's `realtext:` section (documented in the schema).
 # The tables, figures and steps, and which settings each step reads, come from
-# specsim.realtext.settings (imports nothing heavy: Snakemake reads it at every parse).
+# specsim.realtext_settings (imports nothing heavy: Snakemake reads it at every parse).
 import sys
 
-from specsim.realtext import settings as realtext_settings
+from specsim import realtext_settings
 
 # The stage is opt-in: it runs when the config has a `realtext:` section (config.yaml does).
 RT_ENABLED = "realtext" in config

@@ -8,9 +8,9 @@ A ``models:`` entry names a trace one of two ways:
   file stops the run before any job, naming the key, the file and the column; its sha256 is in
   the model's identity (editing the file reruns exactly the points that use it).
 * ``{family: trace, pair: ngram_o2}`` -- a trace the DAG records itself (rule
-  ``realtext_record``, :data:`specsim.realtext.settings.TRACE_PATH`) for a pair of the
+  ``realtext_record``, :data:`specsim.realtext_settings.TRACE_PATH`) for a pair of the
   ``realtext:`` stage; its identity is the pair's name and the realtext sections that shape
-  the recording (:data:`specsim.realtext.settings.TRACE_SECTIONS`), and a point job lists the
+  the recording (:data:`specsim.realtext_settings.TRACE_SECTIONS`), and a point job lists the
   trace file as its input (:meth:`TraceFamily.inputs`).
 
 The draft is the recorded one (draft kind ``recorded``, no knob to sweep, no calibrated α) and
@@ -47,7 +47,7 @@ from specsim.errors import ConfigError
 from specsim.families.base import COMMON_KEYS, EquivalenceModel, Family, TablePair
 from specsim.models.files import TABLE_PATH, file_digest
 from specsim.models.spec import ModelSpec
-from specsim.realtext.settings import (
+from specsim.realtext_settings import (
     Settings,
     recorded_pairs,
     tempered_trace_path,
@@ -76,7 +76,7 @@ RECORDED_TEMPERATURE = 1.0
 
 def trace_path(spec: ModelSpec, temperature: float = RECORDED_TEMPERATURE) -> str:
     """The trace file of a trace model at a temperature: its ``file:`` (recorded at 1.0), or
-    where the DAG records its pair then (:func:`specsim.realtext.settings.tempered_trace_path`)."""
+    where the DAG records its pair then (:func:`specsim.realtext_settings.tempered_trace_path`)."""
     if spec.trace_file is not None:
         assert float(temperature) == RECORDED_TEMPERATURE, (spec, temperature)
         return spec.trace_file

@@ -3,7 +3,7 @@
 Which figures there are, the analysis each needs, its caption and its drawing function
 ``(grid, tables_dir) -> Figure``: :mod:`specsim.outputs`. The functions live here by idea
 (:mod:`.lossless`, :mod:`.tokens`, :mod:`.draft_length`, :mod:`.roofline`; the ``schemes``
-analysis' in :mod:`specsim.schemes.figures`), the shared style and helpers in :mod:`.style`.
+analysis' in :mod:`specsim.figures.schemes`), the shared style and helpers in :mod:`.style`.
 Figures read the tables and the config only: no model is built here. Numbers of a model that
 no simulated point holds (the exact curves of ``optimal_k``) come from the exact stage through
 a table (``optimal_k_exact``); closed forms of :mod:`specsim.exact` (Eq. 1, Thm 3.8) are drawn

@@ -3,7 +3,7 @@ that fit a paper column, the colour-blind-safe palette, legend labels of the rul
 table, error bars, and saving a vector PDF plus its PNG twin.
 
 Used by the figures here (:mod:`specsim.figures`), the ``schemes`` analysis'
-(:mod:`specsim.schemes.figures`) and the real-text and LLM stages'.
+(:mod:`specsim.figures.schemes`) and the real-text and LLM stages'.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from specsim.llm.drafts import ModelDraft
 from specsim.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.llm.lab import Lab
 from specsim.llm.loading import quiet
-from specsim.realtext.rounds import seed_for
+from specsim.seeds import seed_for
 
 #: The assistant generation-config keys that make the draft-length policy.
 POLICY_KEYS = ("num_assistant_tokens", "num_assistant_tokens_schedule",

@@ -43,7 +43,7 @@ from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
 from specsim.llm.loading import FloatArray
 from specsim.precision import covers
-from specsim.realtext.rounds import seed_for
+from specsim.seeds import seed_for
 
 #: (name, keyword arguments of ``generate`` beside ``do_sample=True``). Keys not given take the
 #: target's generation config (SmolLM2's sets no sampling key) or transformers' defaults

@@ -40,7 +40,7 @@ from specsim.llm.batched import BatchLM, batched_generate
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
 from specsim.precision import first_max
-from specsim.realtext.rounds import seed_for
+from specsim.seeds import seed_for
 
 COLUMNS = ("batch", "gamma", "tokens_per_call", "speedup_predicted", "ci_low", "ci_high",
            "extrapolated", "tokens_per_call_measured", "tokens_per_second", "speedup_measured",

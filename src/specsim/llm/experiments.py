@@ -15,7 +15,7 @@ from specsim.llm.generation import Generation, plain_generate, speculative_gener
 from specsim.llm.lab import IntArray, Lab
 from specsim.llm.loading import VOCAB
 from specsim.ngram import context_ids
-from specsim.realtext.rounds import seed_for
+from specsim.seeds import seed_for
 
 
 def _stepwise_probs(model: Any, win: IntArray, skip: int) -> Any:

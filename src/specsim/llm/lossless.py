@@ -19,8 +19,8 @@ from specsim.llm.drafts import ModelDraft, NGramDraft
 from specsim.llm.generation import cache_consistency, speculative_generate
 from specsim.llm.lab import IntArray, Lab
 from specsim.llm.loading import FloatArray, softmax
-from specsim.realtext.rounds import seed_for
 from specsim.sampling import StackedRowSampler
+from specsim.seeds import seed_for
 from specsim.verify import accept, rejection_distribution, rule_spec
 
 

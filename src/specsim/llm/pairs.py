@@ -36,7 +36,7 @@ from specsim.costs import SEQUENTIAL, ConstantCost
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
 from specsim.precision import covers
-from specsim.realtext.rounds import seed_for
+from specsim.seeds import seed_for
 from specsim.traces.format import Trace
 from specsim.traces.positional import (
     BOOTSTRAP,

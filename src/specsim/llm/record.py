@@ -31,8 +31,8 @@ import numpy as np
 
 from specsim import timing
 from specsim.llm.drafts import CachedLM, sample
-from specsim.realtext.rounds import seed_for
 from specsim.sampling import FloatArray
+from specsim.seeds import seed_for
 from specsim.traces.format import (
     Trace,
     TraceFileError,

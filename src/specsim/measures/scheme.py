@@ -166,7 +166,7 @@ def _refusal(point: Point, budget: Mapping[str, Any]) -> str | None:
 def _monte_carlo_only(point: Point, budget: Mapping[str, Any]) -> str | None:
     """A family's own long run (a trace) beside a refused law on the equivalence chain: the
     lossless check is the G-test alone (``exact_method`` "...; lossless mc_only";
-    :mod:`specsim.schemes.checks` reads no exact law there)."""
+    :mod:`specsim.checks.schemes` reads no exact law there)."""
     if point.family.scheme_footprint(point, budget) is None:
         return None
     why = _law_refused(point, budget)

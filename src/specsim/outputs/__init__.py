@@ -2,7 +2,7 @@
 
 The declarations live beside what they describe: the grid studies' tables and figures in
 :mod:`.study_tables` and :mod:`.study_figures`, the tables other steps write in
-:mod:`.stage_tables`, a package's own in its ``outputs`` module (:mod:`specsim.schemes.outputs`).
+:mod:`.stage_tables`, a package's own in its ``outputs`` module (:mod:`specsim.outputs.schemes`).
 This module gathers them. Snakemake plans from it (``available_tables``/``available_figures``),
 the CLI checks names against it, :mod:`specsim.tables` and :mod:`specsim.figures` build from
 it and :mod:`specsim.report` writes the captions and HTML pages from it.
@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from specsim.declare import Figure, Table
+from specsim.outputs import schemes as schemes_outputs
 from specsim.outputs import stage_tables, study_figures, study_tables
-from specsim.realtext.settings import PAIR_TABLES
-from specsim.schemes import outputs as schemes_outputs
-from specsim.traces import outputs as traces_outputs
+from specsim.outputs import traces as traces_outputs
+from specsim.realtext_settings import PAIR_TABLES
 
 
 def _by_name(items: Iterable[Any]) -> dict[str, Any]:

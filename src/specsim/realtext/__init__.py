@@ -23,7 +23,8 @@ contexts, and :func:`.rounds.verify` hands acceptance, first rejection and the r
 bonus) token to the verification core :func:`specsim.verify.verify_uniforms`, the same code
 :func:`specsim.engine.iid_round` runs -- the tests check they agree draw for draw.
 
-:mod:`.settings` (the ``realtext:`` config section, and the tables, figures and steps the
-workflow lists) imports nothing heavy: Snakemake reads it every time it parses the workflow.
+:mod:`specsim.realtext_settings` (the ``realtext:`` config section, and the tables, figures and
+steps the workflow lists) imports nothing heavy: Snakemake reads it every time it parses the
+workflow.
 This ``__init__`` imports nothing at all, for the same reason.
 """

@@ -1,8 +1,9 @@
 """``specsim realtext [--settings JSON] STEP ...``: one step of the real-text stage.
 
-Each step is one Snakemake rule (workflow/rules/realtext.smk); :data:`.settings.STEPS` names the
-config sections each reads. Heavy imports (pandas, matplotlib) happen only when a step runs, so
-the ``specsim`` command starts as fast as before for every other sub-command.
+Each step is one Snakemake rule (workflow/rules/realtext.smk);
+:data:`specsim.realtext_settings.STEPS` names the config sections each reads. Heavy imports
+(pandas, matplotlib) happen only when a step runs, so the ``specsim`` command starts as fast as
+before for every other sub-command.
 """
 
 from __future__ import annotations
@@ -102,8 +103,9 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_json(text: str) -> str:
     """``--settings``: a JSON object of realtext sections whose keys and values
-    :class:`~.settings.Settings` takes (those sections checked; the text is returned)."""
-    from specsim.realtext.settings import Settings
+    :class:`~specsim.realtext_settings.Settings` takes (those sections checked; the text is
+    returned)."""
+    from specsim.realtext_settings import Settings
 
     d = argtypes.json_object(text)
     try:
@@ -128,7 +130,7 @@ def record(args: argparse.Namespace) -> list[str]:
     """Record the n-gram pairs' traces (:mod:`.record`); returns the files written."""
     from specsim.ngram import NGramModel, load_corpus
     from specsim.realtext.record import record_ngram
-    from specsim.realtext.settings import Settings
+    from specsim.realtext_settings import Settings
 
     s = Settings.from_dict(json.loads(args.settings), partial=True)
     done = record_ngram(NGramModel.load(args.model), args.model, load_corpus(args.corpus), s,
@@ -140,7 +142,7 @@ def record(args: argparse.Namespace) -> list[str]:
 
 def _traces(paths: list[str], s: Any) -> dict[str, Any]:
     """The pairs' traces by name, in the order of the settings' draft orders."""
-    from specsim.realtext.settings import trace_pairs
+    from specsim.realtext_settings import trace_pairs
     from specsim.traces.format import read_trace
 
     traces = {}
@@ -157,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the step ``args.step``; print the seconds of its stages to stderr (the rule's log)."""
     from specsim.io import read_table, write_json, write_table
     from specsim.ngram import NGramModel, build_corpus, decode, load_corpus, save_corpus
-    from specsim.realtext.settings import Settings
+    from specsim.realtext_settings import Settings
 
     s = Settings.from_dict(json.loads(args.settings), partial=True)
     stages: dict[str, float] = {}
@@ -191,14 +193,14 @@ def run(args: argparse.Namespace) -> int:
             table = pairs.pair_costs_table(traces, s, read_table(args.costs))
         write_table(table, args.out)
     elif args.step in ("engine_counters", "engine"):
-        from specsim.realtext import engine
+        from specsim.realtext import serving_engine
 
         traces = _traces(args.traces, s)
         if args.step == "engine_counters":
             from specsim.acceptance.readers import to_prometheus
             from specsim.io import write_text
 
-            counts = engine.counters(NGramModel.load(args.model), traces, s, args.seed)
+            counts = serving_engine.counters(NGramModel.load(args.model), traces, s, args.seed)
             if len(args.out) != len(counts):
                 raise ValueError(f"--out: {len(args.out)} files for {len(counts)} pairs")
             for (name, c), path in zip(counts.items(), args.out, strict=True):
@@ -211,8 +213,8 @@ def run(args: argparse.Namespace) -> int:
                                                                      strict=True)}
             more = {Path(p).name.removesuffix(".parquet"): read_trace(p)
                     for p in args.more_traces}
-            engine.write_outputs(counts, traces, s, args.seed, args.schedule, args.shortcut,
-                                 args.config_md, args.figure, more)
+            serving_engine.write_outputs(counts, traces, s, args.seed, args.schedule,
+                                         args.shortcut, args.config_md, args.figure, more)
     elif args.step == "model":
         from specsim.realtext.experiments import models_tables
 

@@ -15,9 +15,10 @@ import pandas as pd
 
 from specsim import exact, timing
 from specsim.ngram import Corpus, FloatArray, IntArray, NGramModel, append, context_ids
-from specsim.realtext.rounds import NGramPair, plain_step, seed_for, spec_round
-from specsim.realtext.settings import Settings
+from specsim.realtext.rounds import NGramPair, plain_step, spec_round
+from specsim.realtext_settings import Settings
 from specsim.sampling import sample_rows
+from specsim.seeds import seed_for
 
 
 def costs_table(model: NGramModel, corpus: Corpus, s: Settings, seed: int,

@@ -21,8 +21,9 @@ from specsim.ngram import (
     context_id,
     context_ids,
 )
-from specsim.realtext.rounds import NGramPair, prompts, seed_for, spec_round
-from specsim.realtext.settings import Settings
+from specsim.realtext.rounds import NGramPair, prompts, spec_round
+from specsim.realtext_settings import Settings
+from specsim.seeds import seed_for
 
 CHUNK = 1 << 14  # chains advanced together in the lossless check
 

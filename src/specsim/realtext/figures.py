@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from specsim import realtext_settings as settings
 from specsim.io import read_table
-from specsim.realtext import settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -188,7 +188,7 @@ def figure_pair_accept(tables_dir: Path) -> Any:
     return fig
 
 
-#: One builder per name of :data:`specsim.realtext.settings.FIGURES` (tests hold them in step).
+#: One builder per name of :data:`specsim.realtext_settings.FIGURES` (tests hold them in step).
 FIGURES: dict[str, Callable[[Path], Any]] = {
     "realtext_beta": figure_beta,
     "realtext_tokens": figure_tokens,

@@ -25,8 +25,9 @@ from specsim import exact
 from specsim.costs import SEQUENTIAL, ConstantCost
 from specsim.ngram import NGramModel
 from specsim.precision import covers, first_max
-from specsim.realtext.rounds import NGramPair, seed_for, spec_round
-from specsim.realtext.settings import Settings
+from specsim.realtext.rounds import NGramPair, spec_round
+from specsim.realtext_settings import Settings
+from specsim.seeds import seed_for
 from specsim.traces.format import Trace
 from specsim.traces.positional import (
     PositionalLaw,

@@ -11,7 +11,7 @@ tails, α from the full rows): one trace per draft order, ``ngram_o<k>`` (TRACE_
 At another sampling temperature T (``trace.temperatures``, one job each) both full rows are
 standardised at T before anything else (Leviathan §2.2; :func:`specsim.models.maths.temper`,
 T = 0 the one-hot argmax), the text is sampled from the tempered target with the same
-uniforms, and the traces go to :func:`specsim.realtext.settings.tempered_trace_path`.
+uniforms, and the traces go to :func:`specsim.realtext_settings.tempered_trace_path`.
 
 Resumable: documents are recorded in blocks (:func:`block_documents`); each block of each pair is a
 trace file of its own in ``<out>.parts/``, written atomically, and carries a key of everything
@@ -40,9 +40,10 @@ from specsim.errors import InputError
 from specsim.io.atomic import TEMPORARY_SUFFIX
 from specsim.models.maths import temper
 from specsim.ngram import Corpus, NGramModel, V, append, decode
-from specsim.realtext.rounds import prompts, seed_for
-from specsim.realtext.settings import Settings, tempered_trace_path, trace_pairs
+from specsim.realtext.rounds import prompts
+from specsim.realtext_settings import Settings, tempered_trace_path, trace_pairs
 from specsim.sampling import sample_rows
+from specsim.seeds import seed_for
 from specsim.traces.format import (
     Trace,
     TraceFileError,
@@ -161,7 +162,7 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
                  stop_after: int | None = None,
                  say: Callable[[str], None] | None = None) -> Recorded:
     """Record every pair's trace at ``temperature`` into ``out_dir`` (the file names of
-    :func:`~specsim.realtext.settings.tempered_trace_path`), resuming from parts.
+    :func:`~specsim.realtext_settings.tempered_trace_path`), resuming from parts.
 
     ``stop_after``: record at most that many new blocks, then stop before combining (what a
     killed job leaves behind; the tests resume from it). ``say``: progress lines."""

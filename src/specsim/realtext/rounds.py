@@ -1,11 +1,8 @@
-"""One speculative round with n-gram models, vectorised over chains, and experiment seeds."""
+"""One speculative round with n-gram models, vectorised over chains."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,16 +16,9 @@ from specsim.ngram import (
     append,
     context_ids,
 )
-from specsim.realtext.settings import RULES
+from specsim.realtext_settings import RULES
 from specsim.sampling import sample_rows
 from specsim.verify import verify_uniforms
-
-
-def seed_for(root: int, *identity: Any) -> np.random.SeedSequence:
-    """Seed from the root seed and an experiment's identity (never from order of execution)."""
-    h = hashlib.sha256(json.dumps([root, *identity]).encode()).digest()
-    return np.random.SeedSequence(root, spawn_key=tuple(int.from_bytes(h[i : i + 4], "little")
-                                                        for i in range(0, 16, 4)))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Exact tokens per target call of schemes and trees on one model: what ``schemes_trees`` sets
-beside a tree point (:mod:`.trees`), from the model family (:meth:`specsim.families.Family.rates`).
+beside a tree point (:mod:`specsim.tables.schemes_trees`), from the model family
+(:meth:`specsim.families.Family.rates`).
 
 :class:`Rates` is the interface: Sequoia's positional acceptance vector (:mod:`.sequoia`), a
 scheme's exact long-run tokens per call at a draft length, and the ``tree`` rule's on any tree

@@ -1,6 +1,6 @@
 """The rows a study table starts from: the points of one analysis' studies, sorted one way.
 
-Shared by every table builder (:mod:`specsim.tables.studies`, :mod:`specsim.schemes.tables`).
+Shared by every table builder (:mod:`specsim.tables.studies`, :mod:`specsim.tables.schemes`).
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ import numpy as np
 import pyarrow as pa
 
 from specsim import trace_limits as limits
-from specsim.traces.checks import SUM_TOL, TraceFileError, check_trace, within_unit
 from specsim.traces.trace import Trace, concat_traces, from_full_rows, trace_meta
+from specsim.traces.validate import SUM_TOL, TraceFileError, check_trace, within_unit
 
 __all__ = [
     "COLUMNS",

@@ -1,7 +1,7 @@
 """A trace in memory (:class:`Trace`): both models' rows at every position, documents end to end.
 
 The file format, its reading and its writing are :mod:`specsim.traces.format`'s (which
-re-exports these names); the checks every trace passes, :mod:`specsim.traces.checks`'.
+re-exports these names); the checks every trace passes, :mod:`specsim.traces.validate`'.
 """
 
 from __future__ import annotations

@@ -14,11 +14,12 @@ import yaml
 from conftest import ROOT, SCHEMA, TINY
 
 from specsim import intensity
+from specsim.checks.schemes import cost_claims
 from specsim.config import load_grid, validate_config
 from specsim.costs import BATCHED, SEQUENTIAL, ConstantCost, RooflineCost, settings
 from specsim.errors import ConfigError
 from specsim.outputs import table
-from specsim.schemes.checks import cost_claims
+from specsim.checks.schemes import cost_claims
 from specsim.verify import RULES
 
 # A decoder small enough to count by hand: d = 4, one layer, one head, d_ff = 4, vocab 8.
@@ -123,7 +124,7 @@ def test_models_default_to_the_schemes_studies_without_alpha() -> None:
 
 
 def test_cost_batch_declares_its_columns() -> None:
-    from specsim.schemes.tables import COST_COLUMNS
+    from specsim.tables.schemes import COST_COLUMNS
     declared = table("cost_batch")
     assert all(declared.describe(c) for c in COST_COLUMNS)
 

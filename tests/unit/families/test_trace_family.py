@@ -422,7 +422,7 @@ def test_trace_rates_agree_with_the_token_wise_and_scheme_laws() -> None:
     vector starts at the mean acceptance of the dense rows."""
     from specsim.schemes.multi_draft import rrs
     from specsim.schemes.tree import parents_of, tree_law
-    from specsim.schemes.trees import _row
+    from specsim.tables.schemes_trees import _row
     from specsim.traces.rates import TraceRates
 
     tr = make_trace([30, 50, 20, 7], vocab=8, top_k=4, seed=7)

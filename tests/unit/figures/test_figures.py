@@ -154,7 +154,7 @@ def write_scheme_tables(d: Path) -> None:
     from specsim.exact import first_two_law, stationary_rates
     from specsim.families import family_of, markov_pair
     from specsim.schemes import Scheme
-    from specsim.schemes.tables import KNOB_COLUMNS
+    from specsim.tables.schemes import KNOB_COLUMNS
 
     P, Q = markov_pair(family_of("markov").build("seed_med", CONFIG["models"]["seed_med"]), 1.0,
                        None)

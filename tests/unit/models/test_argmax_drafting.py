@@ -21,7 +21,7 @@ from specsim import exact
 from specsim.families import markov_pair, model_identity
 from specsim.job import describe
 from specsim.models.maths import ARGMAX_TIE_TOL, argmax_draft, temper
-from specsim.realtext.settings import (
+from specsim.realtext_settings import (
     Settings,
     step_settings,
     tempered_trace_path,

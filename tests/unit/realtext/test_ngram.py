@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specsim import cli, engine, ngram, stats
+from specsim import realtext_settings as rt_settings
 from specsim.ngram import ALPHABET, NGramModel, V
 from specsim.realtext import experiments, rounds
-from specsim.realtext import settings as rt_settings
-from specsim.realtext.settings import RULES, Settings
+from specsim.realtext_settings import RULES, Settings
 from specsim.sampling import sample_rows
+from specsim.seeds import seed_for
 
 FILES = 40  # docstring sources for the small test corpus (all pydoc topics are always in)
 
@@ -271,8 +272,8 @@ def test_settings_roundtrip_and_checks() -> None:
 
 
 def test_settings_module_is_light() -> None:
-    """Snakemake imports specsim.realtext.settings at every parse: no pandas/scipy/matplotlib."""
-    code = ("import sys, specsim.realtext.settings; heavy = {'pandas', 'scipy', 'matplotlib'} "
+    """Snakemake imports specsim.realtext_settings at every parse: no pandas/scipy/matplotlib."""
+    code = ("import sys, specsim.realtext_settings; heavy = {'pandas', 'scipy', 'matplotlib'} "
             "& set(sys.modules); assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -292,9 +293,9 @@ def test_settings_list_every_step_figure_and_table() -> None:
 
 
 def test_seeds_depend_on_identity_only() -> None:
-    a = rounds.seed_for(1, "speculative", 2, 4).generate_state(2)
-    b = rounds.seed_for(1, "speculative", 2, 4).generate_state(2)
-    c = rounds.seed_for(1, "speculative", 4, 2).generate_state(2)
+    a = seed_for(1, "speculative", 2, 4).generate_state(2)
+    b = seed_for(1, "speculative", 2, 4).generate_state(2)
+    c = seed_for(1, "speculative", 4, 2).generate_state(2)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 

@@ -19,7 +19,7 @@ from specsim import cli, ngram
 from specsim.checks import pair_checks
 from specsim.ngram import NGramModel
 from specsim.realtext import pairs, record
-from specsim.realtext.settings import TRACE_PATH, Settings, trace_pairs
+from specsim.realtext_settings import TRACE_PATH, Settings, trace_pairs
 from specsim.traces.format import META_KEY, TraceFileError, read_trace
 
 FILES = 40  # docstring sources of the small test corpus (as tests/unit/realtext/test_ngram.py)

@@ -33,10 +33,10 @@ from multi_draft_reference import (
     stub,
 )
 
+from specsim.checks.schemes import scheme_checks
 from specsim.exact import first_two_law, stationary_rates, target_joint, tv
 from specsim.models.iid import chain_of_rows
 from specsim.schemes import WHOLE_DRAFT, Scheme, block, traversal, tree
-from specsim.schemes.checks import scheme_checks
 from specsim.schemes.traversal import (
     BUDGET,
     INTERNAL_COST,

@@ -1,4 +1,4 @@
-"""The trace models' tables (declared, with their columns, in :mod:`specsim.traces.outputs`).
+"""The trace models' tables (declared, with their columns, in :mod:`specsim.outputs.traces`).
 
 Both read the trace models of the ``accept_curve`` studies from the grid and compute their
 exact positional laws (:mod:`specsim.traces.positional`); neither needs a point's simulation.

@@ -1,4 +1,4 @@
-"""The ``schemes_trees`` table (declared in :mod:`specsim.schemes.outputs`): draft trees against
+"""The ``schemes_trees`` table (declared in :mod:`specsim.outputs.schemes`): draft trees against
 the best chain and the best k-draft of the same node budget.
 
 One row per point of a ``schemes`` study whose rule drafts a tree (a rule with a shape knob,
@@ -16,7 +16,7 @@ shape's exact tokens per call (the point's value) stand, all exact on the point'
   (:meth:`specsim.schemes.rates.Rates.tree`: :func:`specsim.schemes.tree.tree_law` on tables,
   :func:`specsim.schemes.tree.window_tree_law` on a trace);
 * the best chain (Algorithm 1 at γ = n) and the best k-draft (``multi_draft`` with k γ = n,
-  2 <= k <= :data:`specsim.schemes.outputs.MAX_DRAFTS`, the best k; more drafts of fewer
+  2 <= k <= :data:`specsim.outputs.schemes.MAX_DRAFTS`, the best k; more drafts of fewer
   tokens never won on the tables, and on a trace each costs ~k^2 work per position; a k
   whose exact law is refused,
   on a trace beyond :data:`specsim.traces.schemes.MAX_WINDOW_SECONDS`, is left out);
@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 
 from specsim.grid import Grid
+from specsim.outputs.schemes import MAX_DRAFTS
 from specsim.precision import first_max
 from specsim.schemes import Scheme
-from specsim.schemes.outputs import MAX_DRAFTS
 from specsim.schemes.rates import Rates
 from specsim.schemes.sequoia import best_tree, level_widths, tree_value
 from specsim.schemes.tree import parents_of

@@ -22,10 +22,11 @@ RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context
 TABLES = ("models", "beta", "speculative", "lossless")
 #: Tables on the traces of the n-gram pairs, each ``results/tables/<name>.csv`` (deterministic):
 #: predicted vs measured tokens per call, the optimal γ and break-even c over a c grid, and the
-#: engine route's schedule and shortcut error (:mod:`.engine`). The pairs' speedups at the
-#: *measured* costs live beside those: ``results/realtext/pair_costs.csv``.
+#: engine route's schedule and shortcut error (:mod:`specsim.realtext.serving_engine`). The
+#: pairs' speedups at the *measured* costs live beside those: ``results/realtext/pair_costs.csv``.
 PAIR_TABLES = ("pair_accept", "pair_optimal", "engine_schedule", "engine_shortcut")
-#: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
+#: Figures, each ``results/figures/<name>.{pdf,png}`` (builders:
+#: :data:`specsim.realtext.figures.FIGURES`).
 FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs", "pair_accept")
 #: Step (one Snakemake rule, one ``specsim realtext`` sub-command) -> the config sections it
 #: reads: a rule is passed only those, so only a change to them re-runs it.
@@ -41,8 +42,9 @@ STEPS: dict[str, tuple[str, ...]] = {
     "engine_counters": ("model", "trace", "engine"),
     "engine": ("model", "trace", "engine"),
 }
-#: Where the engine route (:mod:`.engine`; its tables are two of :data:`PAIR_TABLES`) writes
-#: its counters, in vLLM's Prometheus format, the engines' snippets, and its figure.
+#: Where the engine route (:mod:`specsim.realtext.serving_engine`; its tables are two of
+#: :data:`PAIR_TABLES`) writes its counters, in vLLM's Prometheus format, the engines'
+#: snippets, and its figure.
 ENGINE_COUNTERS = "results/engine/{pair}.prom"
 ENGINE_CONFIG = "results/engine/engine_config.md"
 ENGINE_FIGURE = "engine_schedule"

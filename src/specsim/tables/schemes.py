@@ -1,5 +1,5 @@
 """The ``schemes`` analysis' tables, from ``results/points.parquet`` and exact theory (declared,
-with their columns, in :mod:`specsim.schemes.outputs`).
+with their columns, in :mod:`specsim.outputs.schemes`).
 
 ``schemes.csv`` -- one row per point of every ``schemes`` study: the model and draft, α, γ,
 temperature, the rule and the policy with one column per knob of the registries (empty where the

@@ -11,7 +11,7 @@
   its defaults (``num_assistant_tokens`` = 20 with ``assistant_confidence_threshold`` = 0.4;
   the ``heuristic`` schedule from 5) marked.
 
-Declared in :mod:`specsim.schemes.outputs`; style and helpers are :mod:`specsim.figures.style`'s.
+Declared in :mod:`specsim.outputs.schemes`; style and helpers are :mod:`specsim.figures.style`'s.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from specsim.figures.style import (
     yerr,
 )
 from specsim.grid import Grid
-from specsim.schemes.tables import KNOB_COLUMNS
+from specsim.tables.schemes import KNOB_COLUMNS
 from specsim.verify import RULES
 
 __all__ = ["optimal_gamma_batch", "schemes_frontier", "schemes_multidraft", "schemes_policies",

@@ -1,5 +1,5 @@
-"""The ``schemes`` analysis' tables (:mod:`specsim.schemes.tables`) and figures
-(:mod:`specsim.schemes.figures`), declared here and gathered by :mod:`specsim.outputs`.
+"""The ``schemes`` analysis' tables (:mod:`specsim.tables.schemes`) and figures
+(:mod:`specsim.figures.schemes`), declared here and gathered by :mod:`specsim.outputs`.
 
 Kept free of pandas and matplotlib: Snakemake imports it to plan the DAG."""
 
@@ -9,7 +9,7 @@ from specsim.declare import GTEST, KEYS, C, Figure, Table
 
 TABLES = (
     Table(
-        "schemes", needs="schemes", builder="specsim.schemes.tables:schemes",
+        "schemes", needs="schemes", builder="specsim.tables.schemes:schemes",
         title="Beyond the seeds: verification schemes and draft-length policies",
         about="One row per point of every ``schemes`` study: a rule of the literature (block "
               "verification, multi-draft, lenience, typical acceptance, or Algorithm 1) with its "
@@ -84,7 +84,7 @@ TABLES = (
                                           "the long run, batched drafting",
         }),
     Table(
-        "schemes_policies", needs="schemes", builder="specsim.schemes.tables:schemes_policies",
+        "schemes_policies", needs="schemes", builder="specsim.tables.schemes:schemes_policies",
         title="Draft-length policies against the best fixed draft length",
         about="For every schemes study running a policy: each Algorithm 1 point (fixed γ, "
               "confidence, heuristic, optimal at its own c) at each c of the study, and the best "
@@ -122,7 +122,7 @@ TABLES = (
                                    "certified upper bound (optimal.bound)",
         }),
     Table(
-        "cost_batch", needs="schemes", builder="specsim.schemes.tables:cost_batch",
+        "cost_batch", needs="schemes", builder="specsim.tables.schemes:cost_batch",
         title="The best draft length against batch size, at the roofline's cost",
         about="For each model of the config's ``cost:`` section, (target, draft) shape pair of the "
               "intensity stage, device and batch size b: a round's cost from the roofline "
@@ -176,7 +176,7 @@ TABLES = (
 )
 MAX_DRAFTS = 8  # schemes_trees' k-drafts: k | n, 2 <= k <= 8 (a trace's law costs ~k^2 a position)
 TREE_TABLE = Table(
-    "schemes_trees", needs="schemes", builder="specsim.schemes.trees:schemes_trees",
+    "schemes_trees", needs="schemes", builder="specsim.tables.schemes_trees:schemes_trees",
     title="Draft trees against the best chain and the best k-draft of the same node budget",
     about="One row per tree point of a schemes study on a table model or a trace: its node "
           "budget n (the shape's drafted nodes, so every scheme in the row costs 1 + n c a "
@@ -216,7 +216,7 @@ TREE_TABLE = Table(
 TABLES = (*TABLES, TREE_TABLE)
 FIGURES = (
     Figure(
-        "schemes_speed", needs="schemes", builder="specsim.schemes.figures:schemes_speed",
+        "schemes_speed", needs="schemes", builder="specsim.figures.schemes:schemes_speed",
         caption=(
             "Tokens per target call (left) and speedup at the study's smallest draft cost c "
             "(right) versus draft length γ for every verification scheme on one model: "
@@ -227,7 +227,7 @@ FIGURES = (
             "intervals. A multi-draft round costs 1 + kγc target calls.")),
     Figure(
         "schemes_multidraft", needs="schemes",
-        builder="specsim.schemes.figures:schemes_multidraft",
+        builder="specsim.figures.schemes:schemes_multidraft",
         caption=(
             "How far the k-draft verification schemes stand below the best any verification of "
             "k i.i.d. drafts can do: exact tokens per target call (lines, open markers) and "
@@ -236,7 +236,7 @@ FIGURES = (
             "without replacement (multi_draft_wor, RSD-C: not i.i.d., so outside the bound), "
             "beside the LP optimum per depth (multi_draft_optimal, black dotted).")),
     Figure(
-        "schemes_frontier", needs="schemes", builder="specsim.schemes.figures:schemes_frontier",
+        "schemes_frontier", needs="schemes", builder="specsim.figures.schemes:schemes_frontier",
         caption=(
             "What the lossy rules' speed costs in fidelity. Each line follows one rule as its "
             "knob varies (labels: the lenience l, or typical acceptance's ε): exact "
@@ -247,7 +247,7 @@ FIGURES = (
             "cannot see a bias. Dashed: Algorithm 1 (lossless) at the same γ. Exact TVs below "
             "1e-6 (lossless to machine precision, e.g. lenience 1) are drawn on 1e-6.")),
     Figure(
-        "schemes_policies", needs="schemes", builder="specsim.schemes.figures:schemes_policies",
+        "schemes_policies", needs="schemes", builder="specsim.figures.schemes:schemes_policies",
         caption=(
             "Draft-length policies against the best fixed draft length, Algorithm 1 on one "
             "model. Left: exact speedup versus draft cost c (log axis) of the best fixed γ "
@@ -261,7 +261,7 @@ FIGURES = (
             "fixed γ's.")),
     Figure(
         "optimal_gamma_batch", needs="schemes",
-        builder="specsim.schemes.figures:optimal_gamma_batch",
+        builder="specsim.figures.schemes:optimal_gamma_batch",
         caption=(
             "The best draft length against batch size, at the roofline's cost "
             "(``cost_batch.csv``). Left: the best γ of Algorithm 1 by the model's exact "

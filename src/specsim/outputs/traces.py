@@ -1,4 +1,4 @@
-"""The trace models' own tables (:mod:`specsim.traces.tables`), declared here and gathered by
+"""The trace models' own tables (:mod:`specsim.tables.traces`), declared here and gathered by
 :mod:`specsim.outputs`.
 
 Kept free of pandas and matplotlib: Snakemake imports it to plan the DAG."""
@@ -18,7 +18,7 @@ _KEYS = {
 TABLES = (
     Table(
         "trace_positions", needs="accept_curve/trace",
-        builder="specsim.traces.tables:trace_positions",
+        builder="specsim.tables.traces:trace_positions",
         title="Trace models: acceptance by position within the draft",
         about="For each trace model of an accept_curve study (a real pair's recorded "
               "distributions, under the positional model): the probability that the i-th draft "
@@ -37,7 +37,7 @@ TABLES = (
                                 "beyond a document's end are not tested)",
         }),
     Table(
-        "trace_curve", needs="accept_curve/trace", builder="specsim.traces.tables:trace_curve",
+        "trace_curve", needs="accept_curve/trace", builder="specsim.tables.traces:trace_curve",
         title="Trace models: tokens per target call at every draft length",
         about=f"For each trace model and rule of an accept_curve study, at every γ from 1 to the "
               f"study's largest: tokens per target call, exact under the positional model with a "

@@ -26,8 +26,9 @@ import pandas as pd
 from specsim.acceptance.counts import AcceptanceCounts
 from specsim.acceptance.latency import LatencyProfile, profile_of
 from specsim.ngram import NGramModel
-from specsim.realtext.rounds import NGramPair, seed_for
-from specsim.realtext.settings import Settings
+from specsim.realtext.rounds import NGramPair
+from specsim.realtext_settings import Settings
+from specsim.seeds import seed_for
 from specsim.traces.format import Trace
 
 __all__ = ["best_pair", "counters", "latency_profile", "schedule_tables", "write_outputs"]

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from specsim.precision import printed_tolerance
-from specsim.schemes.tables import KNOB_COLUMNS
 from specsim.stats import student_t_quantile
+from specsim.tables.schemes import KNOB_COLUMNS
 from specsim.verify import RULES
 
 __all__ = ["cost_claims", "policy_checks", "scheme_checks"]

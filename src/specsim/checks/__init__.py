@@ -244,13 +244,13 @@ def run_checks(grid: Grid, tables_dir: str, out: str) -> None:
         checks += notebook_checks(ac)
     sc = load("schemes")
     if sc is not None:
+        from specsim.checks.schemes import scheme_checks
         from specsim.costs import settings as cost_settings
-        from specsim.schemes.checks import scheme_checks
         checks += [Check(*row) for row in scheme_checks(
             sc, CHECK_LEVEL, cost_settings(grid.config)["expect"])]
     pol = load("schemes_policies")
     if pol is not None and "optimal_speedup_exact" in pol:
-        from specsim.schemes.checks import policy_checks
+        from specsim.checks.schemes import policy_checks
         checks += [Check(*row) for row in policy_checks(pol)]
     checks += program_checks(load, expected_slower(grid))
     pa = load("pair_accept") if "realtext" in grid.config else None
