@@ -19,7 +19,6 @@ from specsim.config import load_grid, validate_config
 from specsim.costs import BATCHED, SEQUENTIAL, ConstantCost, RooflineCost, settings
 from specsim.errors import ConfigError
 from specsim.outputs import table
-from specsim.checks.schemes import cost_claims
 from specsim.verify import RULES
 
 # A decoder small enough to count by hand: d = 4, one layer, one head, d_ff = 4, vocab 8.
