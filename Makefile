@@ -56,10 +56,11 @@ typecheck: setup  ## static types: mypy --strict (pyproject.toml [tool.mypy])
 	$(VENV)/bin/mypy
 
 # The type check first (seconds), then the suite on every core (pytest-xdist; the workers share
-# one tiny DAG run, tests/conftest.py), then the tests marked `serial`, which must run alone, in
+# one tiny DAG run, tests/conftest.py; the Snakemake runs are collected first and an idle worker
+# steals the end of another's queue, so the run ends on short tests), then the tests marked `serial`, which must run alone, in
 # a second pass: every test runs once.
 test: setup typecheck  ## types, unit, property and end-to-end tests, lint
-	$(PY) -m pytest -n $(CORES) -m "not serial"
+	$(PY) -m pytest -n $(CORES) --dist worksteal -m "not serial"
 	$(PY) -m pytest -m serial || [ $$? -eq 5 ]  # 5: no test is marked serial
 # tests/ by kind, all run above: unit/<package>/, integrity/, architecture/ and workflow/ (the
 # tests that start Snakemake, marked `workflow`: `pytest -m "not workflow"` runs no Snakemake).

@@ -104,7 +104,11 @@ _STOCHASTIC = ("import mc\n", "from mc import ", "from multi_draft_reference imp
 # The tests that start Snakemake live in tests/workflow/ and carry the `workflow` marker, set
 # here by folder (`-m "not workflow"` runs no Snakemake); tests/architecture/test_kinds.py holds
 # every other folder free of them.
-WORKFLOW_TESTS = ROOT / "tests" / "workflow"
+TESTS = ROOT / "tests"
+WORKFLOW_TESTS = TESTS / "workflow"
+
+
+_RUN_FIRST = {"workflow": 0, "integrity": 1}  # the kinds whose tests run longest
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -118,6 +122,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.stochastic)
         if path.is_relative_to(WORKFLOW_TESTS):
             item.add_marker(pytest.mark.workflow)
+    # The long tests first: `make test` hands out contiguous blocks (pytest-xdist's worksteal),
+    # and a worker left idle takes half of another's queue from its end; with the Snakemake
+    # runs at the front, what is left for the end is short unit tests, not a 30 s run on one
+    # worker while the other waits.
+    items.sort(key=lambda item: _RUN_FIRST.get(Path(str(item.fspath)).relative_to(
+        TESTS).parts[0], len(_RUN_FIRST)))
 
 
 class _NoSnakemake(subprocess.Popen):  # type: ignore[type-arg]
