@@ -35,7 +35,7 @@ from multi_draft_reference import (
 
 from specsim.exact import first_two_law, stationary_rates, target_joint, tv
 from specsim.models.iid import chain_of_rows
-from specsim.schemes import WHOLE_DRAFT, Scheme, block, traversal, tree
+from specsim.schemes import SCHEMES, Scheme, block, traversal, tree
 from specsim.schemes.checks import scheme_checks
 from specsim.schemes.traversal import (
     BUDGET,
@@ -228,7 +228,7 @@ def test_its_time_on_a_trace_needs_the_rows() -> None:
 
 def test_registry_scheme_and_check() -> None:
     spec = RULES["traversal"]
-    assert "traversal" in WHOLE_DRAFT and spec.lossless and "2505.12398" in spec.source
+    assert not SCHEMES["traversal"].tokenwise and spec.lossless and "2505.12398" in spec.source
     assert spec.same_drafts_as == "tree" and spec.at_least_same_drafts
     s = Scheme.build("traversal", {"branches": "2x02x1"})
     assert s.rule_segment == "traversal+branches=2x2x1" and s.depth == 3

@@ -45,7 +45,7 @@ import numpy as np
 
 from specsim.engine import run_chains
 from specsim.sampling import FloatArray, GuidedRows, IntArray
-from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme
+from specsim.schemes import Scheme
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
@@ -81,7 +81,9 @@ def tokenwise_rows(trace: Trace, scheme: Scheme,
     if scheme.rule == "correct":
         accept = acceptance_probability(p, q)
     else:
-        accept = TOKENWISE[scheme.rule](p, q, dict(scheme.rule_knobs))[0]
+        tables = scheme.tables(p, q)
+        assert tables is not None  # a token-wise rule
+        accept = tables[0]
     threshold = dict(scheme.policy_knobs).get("threshold")
     stop = np.zeros_like(q) if threshold is None else stop_table(q, float(threshold))
     return q, accept, stop
@@ -215,7 +217,7 @@ class ScheduleLaws:
 def window_laws_of(scheme: Scheme) -> bool:
     """Whether ``scheme``'s per-start laws come from its exact law on each start's window
     (:func:`window_laws`: whole-draft rules) rather than the token-wise recursion."""
-    return scheme.rule in WHOLE_DRAFT
+    return not scheme.tokenwise
 
 
 def schedule_laws(trace: Trace, scheme: Scheme, gamma: int,

@@ -375,7 +375,7 @@ def verify(
     below the rounding of the entries themselves).
     """
     spec = rule_spec(rule)
-    if spec.scheme is not None:
+    if spec.accept == "scheme":
         raise ValueError(f"rule {rule!r} is played by specsim.schemes.{spec.scheme}, not by "
                          f"verify(); verify() takes one of {CLASSIC_RULES}")
     pa, qa, sums = _round_rows(p, q, row_tol, check)
