@@ -22,12 +22,8 @@ import pytest
 from multi_draft_reference import (
     DRAFT,
     LEVEL,
-    P3,
     PAIRS,
-    Q3,
-    Q3B,
     TARGET,
-    assert_law_matches,
     assert_lossless_law,
     assert_play_matches_law,
     stub,
@@ -98,18 +94,6 @@ def reference_round(p: list[list[Fr]], q: list[list[Fr]], shape: tuple[int, ...]
 
 def _shape(text: str) -> tuple[int, ...]:
     return tuple(int(b) for b in text.split("x"))
-
-
-@pytest.mark.parametrize("draft", [Q3, Q3B], ids=["Q3", "Q3B"])
-@pytest.mark.parametrize("shape", ["2", "2x1", "1x2", "3x1", "2x2", "1x1x1", "2x1x1"])
-def test_law_equals_brute_force_rational_reference(draft: list[list[Fr]], shape: str) -> None:
-    p, q = np.array(P3, dtype=float), np.array(draft, dtype=float)
-    exact = law(p, q, len(_shape(shape)), {"branches": shape})
-    np.testing.assert_array_equal(exact.drafted, parents_of(_shape(shape)).size)
-    for s in range(3):
-        ref = reference_round(P3, draft, _shape(shape), s)
-        assert sum(ref.values()) == 1
-        assert_law_matches(exact, s, ref)
 
 
 @pytest.mark.parametrize("pair", ["blend", "other"])

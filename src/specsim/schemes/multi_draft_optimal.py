@@ -50,18 +50,19 @@ vocab 77 at k = 2) the rule refuses before any job (:func:`limit`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
 from dataclasses import dataclass
 from math import comb, factorial, prod
-from typing import Any, Final
+from typing import Final, Literal, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 from scipy.optimize import linprog
 
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables
 
@@ -75,7 +76,7 @@ LP_TOL: Final = 1e-9  # each stage keeps the earlier stages' values within this
 _CACHE: dict[tuple[bytes, bytes, int], tuple[Kernel, TableSampler, IntArray, TableSampler]] = {}
 
 
-def optimal_acceptance(p: Any, q: Any, m: int) -> FloatArray:
+def optimal_acceptance(p: ArrayLike, q: ArrayLike, m: int) -> FloatArray:
     """alpha*_m per row of (p, q) (..., V): min over prefixes H of the tokens sorted by p/q
     ascending of p(H) + 1 - q(H)^m (tokens with q = 0 sort last, p = q = 0 are irrelevant)."""
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
@@ -85,10 +86,10 @@ def optimal_acceptance(p: Any, q: Any, m: int) -> FloatArray:
     ph = np.cumsum(np.take_along_axis(p, order, axis=-1), axis=-1)
     qh = np.cumsum(np.take_along_axis(q, order, axis=-1), axis=-1)
     value = ph + 1.0 - np.minimum(qh, 1.0) ** m
-    return np.minimum(value.min(axis=-1), 1.0)  # H empty: 1
+    return cast(FloatArray, np.minimum(value.min(axis=-1), 1.0))  # H empty: 1
 
 
-def limit(vocab: int, knobs: Mapping[str, Any]) -> str | None:
+def limit(vocab: int, knobs: Knobs) -> str | None:
     """Why the exact couplings cannot be built on ``vocab`` tokens with these knobs (None if
     they can): C(vocab + k - 1, k) multisets in the largest LP, at most :data:`MAX_MULTISETS`."""
     k = checked_drafts(knobs, "multi_draft_optimal")
@@ -154,7 +155,7 @@ def coupling_lp(p: FloatArray, q: FloatArray, m: int) -> CouplingLP:
                       tie_weights(r, c, sets, p.size))
 
 
-def solve_coupling(lp: CouplingLP, method: str = "highs",
+def solve_coupling(lp: CouplingLP, method: Literal["highs", "highs-ds", "highs-ipm"] = "highs",
                    order: IntArray | None = None) -> FloatArray:
     """The pinned coupling's w per variable of ``lp``: three LPs in turn, each keeping the
     earlier ones' values (to :data:`LP_TOL`) -- the largest acceptance Σ w, then the most
@@ -168,12 +169,13 @@ def solve_coupling(lp: CouplingLP, method: str = "highs",
     a_ub = sparse.vstack([
         sparse.csr_matrix((np.ones(nv), (lp.rows, var)), shape=(len(lp.sets), nv)),
         sparse.csr_matrix((np.ones(nv), (lp.cols, var)), shape=(v, nv))]).tocsr()
-    b_ub = np.concatenate([lp.mass, lp.p])
-    opts = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    b_ub: FloatArray = np.concatenate([lp.mass, lp.p])
     x = np.zeros(nv)
     for objective in (np.ones(nv), lp.count, lp.tie):
-        res = linprog(-objective[perm], A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method=method,
-                      options=opts)
+        # scipy-stubs' linprog declares no sparse A_ub, which HiGHS takes
+        res = linprog(  # type: ignore[call-overload, unused-ignore]
+            -objective[perm], A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method=method,
+            options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
         if res.status != 0:  # the previous stage's coupling stands
             break
         x = res.x[var]
@@ -273,7 +275,7 @@ window_seconds: Final = RULE.window_seconds
 window_cells: Final = RULE.window_cells
 
 
-def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
          rng: np.random.Generator) -> RoundSample:
     """One round for n chains at once: at every depth the survivors' tokens as a multiset,
     looked up in the coupling's table, one draw of (accepted token | reject), the residual on a
@@ -305,7 +307,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost: 3 S k LPs of at most C(u + k - 1, k) multisets
     (u = ``support``) times k variables, the (S k)^2 transition and the (S, S k) carried law,
@@ -318,8 +320,9 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     # built once per job (cached): 3 S k LPs (~1 ms each plus ~1e3 operations per variable)
     # and play's two samplers, alive from then on (one guide-table bound covers every sampler
     # of a call, as multi_draft's estimate counts them)
-    samplers = Footprint(TableSampler.cells(rows + size * k, size + 1) + 2 * rows * (size + 1),
-                         TableSampler.work(rows, size + 1) + TableSampler.work(size * k, size))
+    samplers = Footprint(TableSampler.cells(int(rows) + size * k, size + 1)
+                         + 2 * rows * (size + 1),
+                         TableSampler.work(int(rows), size + 1) + TableSampler.work(size * k, size))
     lp = Footprint(30.0 * comb(support + k - 1, k) * k + 10 * size * size,
                    3e3 * size * sets * k + 6e6 * size * k, what="multi_draft_optimal LPs")
     built = lp.then(samplers)

@@ -14,7 +14,7 @@ of :mod:`specsim.schemes` its law from t is the scheme's own law on the window o
   The law of every start is then a product over positions, vectorised over all N starts
   (:func:`tokenwise_laws`); tests check it against the scheme's own law on the window chain.
 * **whole-draft rules** (``block``, the multi-draft rules, ``tree``, ``traversal``): the
-  rule's own ``window_law`` on the rows of every start's window (:mod:`specsim.schemes.law`,
+  rule's own ``window_law`` on the rows of every start's window (:mod:`specsim.schemes.base`,
   :func:`window_laws`): the multi-draft rules and trees lump their (context, survivors)
   chain to survivors alone there (a depth's rows do not depend on the token emitted),
   traversal runs its recursion with cells merged by (start, weight), block enumerates each
@@ -163,7 +163,7 @@ def check_work(positions: int, width: int, scheme: Scheme, gamma: int,
 def window_laws(trace: Trace, gamma: int,
                 law: Callable[[FloatArray, FloatArray, IntArray], tuple[FloatArray, FloatArray]],
                 rows: Rows | None = None) -> tuple[FloatArray, FloatArray]:
-    """The same for a whole-draft rule: its ``window_law`` (:mod:`specsim.schemes.law`; ``law``
+    """The same for a whole-draft rule: its ``window_law`` (:mod:`specsim.schemes.base`; ``law``
     maps rows p, q (R, V) and the row each of n starts meets at each depth, ``at`` (n, γ+1), to
     the law (n, γ+2) and the drafted tokens through each depth) on every start's window of
     frozen dense rows, :data:`WINDOW_CHUNK` starts at a time, each position's row once (the
