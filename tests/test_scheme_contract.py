@@ -37,6 +37,7 @@ from test_scheme_tree import reference_round as tree_reference
 
 from specsim.exact import first_two_law, round_law, target_joint, tv
 from specsim.schemes import (
+    POLICIES,
     SCHEME_RULES,
     SCHEMES,
     Scheme,
@@ -216,3 +217,18 @@ def test_law_equals_brute_force_rational_reference(rule: str, knobs: dict[str, A
         if rule in SEQUENCE_LAWS:
             sequence_law, support = SEQUENCE_LAWS[rule]
             assert_sequences_match(*sequence_law(p, q, gamma, knobs, s), ref, support=support)
+
+
+def test_policies_declare_their_capabilities_and_whole_draft_rules_run_fixed_only() -> None:
+    """What a policy can do beyond its three methods is declared on it, never probed."""
+    assert [n for n, s in POLICIES.items() if s.plays.refusal is not None] == ["optimal"]
+    assert [n for n, s in POLICIES.items() if s.plays.start is not None] == ["heuristic"]
+    assert [n for n, s in POLICIES.items() if s.plays.local] == ["fixed", "confidence"]
+    assert Scheme.build("correct", {}, "optimal", {"c": 0.1}).refuses
+    assert not Scheme.build("correct", {}, "heuristic", {"cap": 8}).refuses
+    for rule in SCHEME_RULES:
+        scheme = Scheme.build(rule)
+        assert scheme.tokenwise == (scheme.tables(*PAIRS["blend"]) is not None)
+        if not scheme.tokenwise:
+            with pytest.raises(ValueError, match="needs a token-wise rule"):
+                Scheme.build(rule, {}, "confidence", {})

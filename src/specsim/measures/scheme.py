@@ -300,7 +300,7 @@ class SchemeMeasure(Measure):
         written by the DAG, after the dry run)."""
         scheme = point.scheme
         assert scheme is not None
-        if scheme.policy == "fixed" or not point.family.stationary_schemes:
+        if not scheme.refuses or not point.family.stationary_schemes:
             return None
         p, q, _, _ = point.family.equivalence_model(point)
         why = scheme.refusal(p, q, point.gamma)

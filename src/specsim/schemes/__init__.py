@@ -177,6 +177,11 @@ class Scheme:
         ``refusal``: the optimal policy on a reducible round-start chain), or None."""
         return self.verifier.refusal(P, Q, gamma, self)
 
+    @property
+    def refuses(self) -> bool:
+        """Whether :meth:`refusal` can say anything but None (the ``optimal`` policy's)."""
+        return self.verifier.refuses(self)
+
     def footprint(self, size: int, support: int, gamma: int, chains: int) -> LawSize:
         """What :meth:`law` and one :meth:`play` of ``chains`` chains cost on ``size``
         contexts whose draft rows reach ``support`` next states

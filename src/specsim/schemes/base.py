@@ -180,6 +180,11 @@ class VerificationScheme(ABC):
         """Why :meth:`law` and :meth:`play` would stop on these tables, or None."""
         return None
 
+    def refuses(self, setting: Setting) -> bool:
+        """Whether :meth:`refusal` can say anything but None under ``setting`` (so a caller
+        builds the tables for it only then)."""
+        return False
+
     def start(self, context: int, gamma: int, size: int, setting: Setting) -> int:
         """The scheme state of a generation's first round from ``context`` (of ``size``)."""
         return int(context)

@@ -169,6 +169,9 @@ class TokenwiseRule(VerificationScheme):
         accept, reject = self.tables(P, Q, dict(setting.rule_knobs))
         return policy.refusal(P, Q, accept, reject, gamma, dict(setting.policy_knobs))
 
+    def refuses(self, setting: Setting) -> bool:
+        return POLICIES[setting.policy].plays.refusal is not None
+
     def start(self, context: int, gamma: int, size: int, setting: Setting) -> int:
         policy = POLICIES[setting.policy].plays
         return int(context) if policy.start is None else policy.start(context, gamma, size)
