@@ -221,9 +221,11 @@ def _correct(P: FloatArray, Q: FloatArray, knobs: Knobs) -> Tables:
 class _Window:
     """A module's own ``window_law``, ``window_cells`` and ``window_seconds``."""
 
-    window_law: Callable[[Any, Any, int, Knobs, Any], tuple[FloatArray, FloatArray]]
+    window_law: Callable[[ArrayLike, ArrayLike, int, Knobs, ArrayLike | None],
+                         tuple[FloatArray, FloatArray]]
     window_cells: Callable[[int, int, int, Knobs], float]
-    window_seconds: Callable[[int, int, int, Knobs, Any], float | None]
+    window_seconds: Callable[[int, int, int, Knobs, tuple[FloatArray, FloatArray] | None],
+                             float | None]
 
 
 _SCHEMES: dict[str, VerificationScheme] = {
