@@ -196,7 +196,7 @@ def _visit(rows: _Rows, a: FloatArray, c: IntArray, shape: tuple[int, ...], want
             deleted = 1.0 - a_x
             hit = np.bincount(cell, w * a_x, minlength=n * size).reshape(n, size)
             length[:, 1] += hit.sum(axis=1)
-            assert last is not None  # want >= 1 on order-1 tables
+            assert last is not None  # want >= 1 here: want 0 at the leaves took _leaves above
             last += hit @ rows.target[depth + 1]  # order-1 tables: a leaf's row is its token's
             if pair is not None:
                 pair += hit.reshape(-1, 1) * np.tile(rows.target[depth + 1], (n, 1))
