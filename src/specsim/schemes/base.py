@@ -33,11 +33,14 @@ else): a *token-wise* rule is two tables (accept[c, x], reject[c, :]) played by 
 policy (:class:`DraftLength`: ``fixed``, ``confidence``, ``heuristic``, ``optimal``), which has
 its own three methods on those tables; a *whole-draft* rule verifies whole drafts (or trees) at
 a fixed γ by its own module (:class:`DraftModule`). Optional capabilities are typed, declared
-attributes, never probed: :attr:`VerificationScheme.window` (:class:`WindowLaw`, a whole-draft
-rule's round on position-indexed rows), :meth:`VerificationScheme.limit` (a vocabulary limit),
-and a policy's :attr:`DraftLength.refusal` and :attr:`DraftLength.start`.
+attributes or methods with a default, never probed: :attr:`VerificationScheme.window`
+(:class:`WindowLaw`, a whole-draft rule's round on position-indexed rows, None without one),
+``tables`` (a token-wise rule's, None otherwise), ``limit`` (a vocabulary limit), ``refusal``
+and ``refuses`` (why the tables stop law and play before they run: a policy's declared
+:attr:`DraftLength.refusal`), ``start`` (the first round's scheme state: a policy's declared
+:attr:`DraftLength.start`) and ``first_two_gamma`` (:attr:`DraftLength.local`).
 
-``window.window_law(p, q, gamma, knobs, at=None) -> (FloatArray, FloatArray)``
+``window.window_law(p, q, gamma, knobs, at) -> (FloatArray, FloatArray)``
     the law of the tokens one round emits from each of n starts of *position-indexed* rows:
     start i meets the pair (p[i, d], q[i, d]) (p, q (n, γ+1, V)) at depth d whatever was
     drafted before -- a trace's frozen windows (:mod:`specsim.traces.schemes`) -- as (n, γ+2),
