@@ -1,7 +1,8 @@
-"""What the tests of the k-draft rules share (test_scheme_multi_draft.py, _spectr, _optimal,
-_wor): their tables, the brute-force enumeration of draft tuples their references walk, and the
-comparisons of a rule's exact law with a reference, of its emitted sequence with the target's,
-and of its Monte Carlo rounds with its law.
+"""What the tests of the k-draft rules and of the scheme contract share (test_scheme_contract.py,
+test_scheme_multi_draft.py, _spectr, _optimal, _wor, _tree, _traversal): their tables, the
+brute-force enumeration of draft tuples their references walk, and the comparisons of a rule's
+exact law with a reference, of its emitted sequence with the target's, and of its Monte Carlo
+rounds with its law.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction as Fr
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -183,17 +183,6 @@ def assert_play_matches_law(sample: RoundSample, exact: RoundLaw, state: np.ndar
         joint = np.concatenate([exact.pair[s].ravel(), exact.single[s]])
         assert gof_test(np.bincount(cell, minlength=size * (size + 1)), joint).p_value > \
             LEVEL / tests
-
-
-def assert_rule_plays_its_law(rule: ModuleType, pair: str, k: int, gamma: int, chains: int,
-                              seed: int, next_state: bool = False) -> None:
-    """``chains`` rounds of ``rule.play`` with k drafts on ``PAIRS[pair]``, started evenly over
-    the contexts from seed ``seed``, are well formed and match ``rule.law`` by G-tests."""
-    p, q = PAIRS[pair]
-    state = np.arange(chains) % p.shape[0]
-    sample = rule.play(p, q, state, gamma, {"drafts": k}, np.random.default_rng(seed))
-    assert_rounds_well_formed(sample, k * gamma, gamma, state)
-    assert_play_matches_law(sample, rule.law(p, q, gamma, {"drafts": k}), state, next_state)
 
 
 def assert_rounds_well_formed(sample: RoundSample, drafted: int, gamma: int,

@@ -304,7 +304,7 @@ def _study_schemes(study: dict[str, Any], key: str) -> list[tuple[str, Scheme | 
             raise ConfigError(f"{key}.{extra}: only a 'schemes' study sweeps rule knobs and "
                               f"draft-length policies")
         for rule in study["rule"]:
-            if rule_spec(rule).scheme is not None:
+            if rule not in CLASSIC_RULES:
                 raise ConfigError(f"{key}.rule: {rule!r} runs in a study with analysis: "
                                   f"schemes (the engine of {study['analysis']!r} plays "
                                   f"{list(CLASSIC_RULES)})")

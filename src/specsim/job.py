@@ -29,7 +29,9 @@ from specsim.models.spec import ModelSpec, TableSpec
 from specsim.schemes import Scheme
 
 # Bump when a change to the engine, the models or the exact stage changes any point's numbers:
-# every point file then reruns (the version is part of each description and its digest).
+# every point file then reruns (the version is part of each description and its digest). A
+# change that moves one verification scheme's values raises that scheme's own ``numbers``
+# (specsim.schemes.base.VerificationScheme) instead: only its points rerun.
 NUMBERS_VERSION = 1
 
 
@@ -64,13 +66,23 @@ def describe(grid: Grid, point: Point) -> dict[str, Any]:
         "seed": int(grid.config["seed"]),
         "numbers_version": NUMBERS_VERSION,
     }
+    numbers = _scheme_numbers(point.scheme)
+    if numbers != 1:  # a scheme whose values moved: only its points' descriptions change
+        desc["scheme_numbers"] = numbers
     return desc | {"digest": _digest(point, desc)}
+
+
+def _scheme_numbers(scheme: Scheme | None) -> int:
+    return 1 if scheme is None else scheme.verifier.numbers
 
 
 def _digest(point: Point, desc: dict[str, Any]) -> str:
     """What decides reruns: the identity (with table-file hashes), budget, seed, version."""
+    versions = {"numbers_version": desc["numbers_version"]}
+    if "scheme_numbers" in desc:
+        versions["scheme_numbers"] = desc["scheme_numbers"]
     return digest({"identity": point.identity(), "budget": desc["budget"], "seed": desc["seed"],
-                   "numbers_version": desc["numbers_version"]})[:16]
+                   **versions})[:16]
 
 
 def point_from(desc: dict[str, Any]) -> Point:
@@ -87,6 +99,11 @@ def point_from(desc: dict[str, Any]) -> Point:
         raise ConfigError(f"job for {point.path}: planned for numbers version "
                           f"{desc.get('numbers_version')}, this specsim is {NUMBERS_VERSION}; "
                           f"rerun snakemake")
+    planned = desc.get("scheme_numbers", 1)
+    if planned != _scheme_numbers(scheme):
+        raise ConfigError(f"job for {point.path}: planned for {scheme and scheme.rule} numbers "
+                          f"{planned}, this specsim has {_scheme_numbers(scheme)}; rerun "
+                          f"snakemake")
     found = _digest(point, desc)
     if found != desc.get("digest"):
         raise ConfigError(f"job for {point.path}: its identity changed since the DAG was "

@@ -100,7 +100,6 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     assert scheme is not None
     check = _lossless_point(point, budget)
     p, q, start, token_of = point.family.equivalence_model(check)
-    tables = scheme.tables(p, q)
     chains, rounds, burn_in, batches = (int(budget[k]) for k in ROUNDS_BUDGET)
     stationary = point.family.stationary_schemes
     burn_in = burn_in if stationary else 0
@@ -112,7 +111,7 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, IntArray]:
         # the frozen i.i.d. pairs play every round from the start
         from_state = state if stationary else np.full_like(state, first)
-        res = scheme.play(p, q, from_state, point.gamma, rng, tables)
+        res = scheme.play(p, q, from_state, point.gamma, rng)
         return res.n_emitted, res.next_state, res.drafted
 
     def starts(n: int) -> IntArray:
@@ -126,11 +125,11 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     vocab = point.spec.vocab
     counts = np.zeros(vocab * vocab, dtype=np.int64)
     for n, rng in chunks(trials, seed):  # the seed's next children, after the chains'
-        one = scheme.play(p, q, starts(n), check.gamma, rng, tables)
+        one = scheme.play(p, q, starts(n), check.gamma, rng)
         a, b2 = one.tokens[:, 0].copy(), one.tokens[:, 1].copy()
         short = one.n_emitted < 2
         if short.any():
-            again = scheme.play(p, q, one.next_state[short], check.gamma, rng, tables)
+            again = scheme.play(p, q, one.next_state[short], check.gamma, rng)
             b2[short] = again.tokens[:, 0]
         counts += np.bincount(token_of[a] * vocab + token_of[b2], minlength=counts.size)
     return run_record(point, seed, chains=chains, rounds=rounds, burn_in=burn_in,
@@ -301,7 +300,7 @@ class SchemeMeasure(Measure):
         written by the DAG, after the dry run)."""
         scheme = point.scheme
         assert scheme is not None
-        if scheme.policy == "fixed" or not point.family.stationary_schemes:
+        if not scheme.refuses or not point.family.stationary_schemes:
             return None
         p, q, _, _ = point.family.equivalence_model(point)
         why = scheme.refusal(p, q, point.gamma)

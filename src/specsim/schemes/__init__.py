@@ -2,14 +2,16 @@
 
 A grid point of a ``schemes`` study names a rule of :data:`specsim.verify.RULES` with its knobs
 and a draft-length policy of :data:`POLICIES` with its knobs; :class:`Scheme` is that pair,
-validated, and plays it on an order-1 Markov pair through the modules here -- one per scheme,
-each written from its paper, each giving the exact law of a round and a vectorised round under
-the contract of :mod:`specsim.schemes.law`:
+validated, and plays it on an order-1 Markov pair through the scheme of :data:`SCHEMES` its
+:class:`~specsim.verify.RuleSpec` names (:mod:`.registry`) -- one module per scheme, each
+written from its paper, each giving the exact law of a round and a vectorised round under the
+one interface of :mod:`specsim.schemes.base`:
 
 * token-wise rules (one accept probability per drafted token, one law on rejection):
   ``correct`` (Leviathan et al. 2022, Alg. 1), ``lenient`` (:mod:`.lenient`), ``typical``
   (:mod:`.typical`) -- their tables drive :mod:`.tokenwise`, and only they run under the
-  policies ``confidence`` (:mod:`.confidence`) and ``heuristic`` (:mod:`.heuristic`);
+  policies ``confidence`` (:mod:`.confidence`), ``heuristic`` (:mod:`.heuristic`) and
+  ``optimal`` (:mod:`.optimal`);
 * ``block`` (:mod:`.block`) verifies a whole draft at once; ``multi_draft`` (:mod:`.multi_draft`,
   SpecInfer), ``spectr`` (:mod:`.spectr`, K-SEQ) and ``multi_draft_optimal``
   (:mod:`.multi_draft_optimal`, the LP bound) verify k i.i.d. drafts depth by depth on the
@@ -21,67 +23,25 @@ the contract of :mod:`specsim.schemes.law`:
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
 from specsim.exact import RoundLaw
-from specsim.resources import Footprint
-from specsim.schemes import lenient, tokenwise, typical
+from specsim.schemes.base import Tables, VerificationScheme, WindowLaw
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.registry import POLICIES, SCHEME_RULES, SCHEMES, PolicySpec
 from specsim.verify import RULES, KnobSpec, rule_spec
 
-__all__ = ["POLICIES", "TOKENWISE", "PolicySpec", "Scheme", "schemes_of_study"]
+__all__ = ["POLICIES", "SCHEMES", "SCHEME_RULES", "PolicySpec", "Scheme", "VerificationScheme",
+           "schemes_of_study"]
 
 
-@dataclass(frozen=True)
-class PolicySpec:
-    """A draft-length policy: how many tokens each round drafts."""
-
-    name: str
-    meaning: str
-    knobs: tuple[KnobSpec, ...] = ()
-    source: str = ""
-    study_c: str | None = None  # a knob that takes the study's c values unless knobs list it
-
-
-POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
-    "fixed": PolicySpec("fixed", "draft gamma tokens every round"),
-    "confidence": PolicySpec(
-        "confidence", "draft up to gamma tokens; stop after a draft token whose draft "
-        "probability is below the threshold",
-        (KnobSpec("threshold", "stop when q(x) of the drafted x falls below it", 0.0, 1.0, 0.4,
-                  neutral=0.0),),
-        "Hugging Face transformers, assistant_confidence_threshold (ConfidenceCriteria)"),
-    "heuristic": PolicySpec(
-        "heuristic", "start at gamma; +2 after a round accepting every draft, -1 otherwise, "
-        "never below 1 nor above cap",
-        (KnobSpec("cap", "largest draft length the schedule reaches", 1, 256, 64,
-                  integer=True),),
-        "Hugging Face transformers, num_assistant_tokens_schedule='heuristic'"),
-    "optimal": PolicySpec(
-        "optimal", "the exact optimal stopping rule of drafting for draft cost c (at most "
-        "gamma drafts): draft on while the probability that every draft so far is accepted "
-        "stays above a threshold of the last draft and the drafts left",
-        (KnobSpec("c", "the draft cost the policy is optimal for (default: each c of the "
-                  "study)", 0.0, 10.0, 0.05, low_open=True),),
-        "SpecDec++ (arXiv 2405.19715): draft length as an MDP, solved exactly on tables",
-        study_c="c"),
-})
-
-
-# The token-wise rules of this package: (accept[c, x], reject[c, :]) tables from (P, Q, knobs).
-TOKENWISE: Final[Mapping[str, Callable[..., tuple[FloatArray, FloatArray]]]] = MappingProxyType({
-    "correct": lambda P, Q, knobs: tokenwise.correct_tables(P, Q),
-    "lenient": lenient.tables, "typical": typical.tables})
-# rules that verify whole drafts (or trees), fixed γ only
-WHOLE_DRAFT: Final = ("block", "multi_draft", "spectr", "multi_draft_optimal",
-                      "multi_draft_wor", "tree", "traversal")
-RULE_NAMES: Final = (*TOKENWISE, *WHOLE_DRAFT)
+def _tokenwise(rule: str) -> bool:
+    scheme = rule_spec(rule).scheme if rule in RULES else None
+    return scheme is not None and SCHEMES[scheme].tokenwise
 
 
 def _checked(specs: tuple[KnobSpec, ...], given: Mapping[str, Any], owner: str,
@@ -109,16 +69,16 @@ class Scheme:
               policy: str = "fixed", policy_knobs: Mapping[str, Any] | None = None,
               where: str = "scheme") -> Scheme:
         """Validate names and knobs (ValueError naming ``where`` and the key) and build."""
-        if rule not in RULE_NAMES:
+        if rule not in SCHEME_RULES:
             raise ValueError(f"{where}.rule: {rule!r} is not a scheme rule; choose one of "
-                             f"{list(RULE_NAMES)}")
+                             f"{list(SCHEME_RULES)}")
         if policy not in POLICIES:
             raise ValueError(f"{where}.policy: {policy!r} is not a policy; choose one of "
                              f"{list(POLICIES)}")
-        if policy != "fixed" and rule not in TOKENWISE:
+        if policy != "fixed" and not _tokenwise(rule):
             raise ValueError(f"{where}.policy: {policy!r} needs a token-wise rule "
-                             f"({list(TOKENWISE)}); {rule!r} verifies whole drafts of fixed "
-                             f"length")
+                             f"({list(filter(_tokenwise, SCHEME_RULES))}); {rule!r} verifies "
+                             f"whole drafts of fixed length")
         rk = _checked(rule_spec(rule).knobs, rule_knobs or {}, f"rule {rule}", f"{where}.knobs")
         pk = _checked(POLICIES[policy].knobs, policy_knobs or {}, f"policy {policy}",
                       f"{where}.knobs")
@@ -150,11 +110,9 @@ class Scheme:
         return None
 
     def check_vocab(self, vocab: int, where: str) -> None:
-        """Refuse a vocabulary beyond the rule's exact limit: a scheme module may define
-        ``limit(vocab, knobs) -> str | None`` (why it cannot run; :mod:`.multi_draft_optimal`)."""
-        if self.rule not in WHOLE_DRAFT:
-            return
-        why = getattr(self._module(), "limit", lambda v, k: None)(vocab, dict(self.rule_knobs))
+        """Refuse a vocabulary beyond the rule's exact limit (its scheme's
+        :meth:`~specsim.schemes.base.VerificationScheme.limit`: :mod:`.multi_draft_optimal`)."""
+        why = self.verifier.limit(vocab, dict(self.rule_knobs))
         if why is not None:
             raise ValueError(f"{where}: {why}")
 
@@ -192,105 +150,91 @@ class Scheme:
         return rule_spec(self.rule).lossless
 
     # ------------------------------------------------------------------ playing
-    def _tables(self, P: FloatArray, Q: FloatArray) -> tuple[FloatArray, FloatArray]:
-        return TOKENWISE[self.rule](P, Q, dict(self.rule_knobs))
+    @property
+    def verifier(self) -> VerificationScheme:
+        """The scheme of :data:`SCHEMES` that plays the rule (its :class:`RuleSpec` names it)."""
+        name = rule_spec(self.rule).scheme
+        assert name is not None  # build() admits only SCHEME_RULES
+        return SCHEMES[name]
 
-    def _module(self) -> Any:
-        name = self.rule if self.rule in WHOLE_DRAFT else (
-            "tokenwise" if self.policy == "fixed" else self.policy)
-        return importlib.import_module(f"specsim.schemes.{name}")
+    @property
+    def tokenwise(self) -> bool:
+        """Whether the rule is token-wise (tables, any draft-length policy) rather than one
+        verifying whole drafts at a fixed γ."""
+        return self.verifier.tokenwise
 
     def law(self, P: FloatArray, Q: FloatArray, gamma: int) -> RoundLaw:
         """Exact law of one round from every scheme state."""
-        mod = self._module()
-        if self.rule in WHOLE_DRAFT:
-            return mod.law(P, Q, gamma, dict(self.rule_knobs))
-        accept, reject = self._tables(P, Q)
-        if self.policy == "fixed":
-            return mod.law(P, Q, accept, reject, gamma)
-        return mod.law(P, Q, accept, reject, gamma, dict(self.policy_knobs))
+        return self.verifier.law(P, Q, gamma, self)
 
     def play(self, P: FloatArray, Q: FloatArray, state: IntArray, gamma: int,
-             rng: np.random.Generator, tables: tuple[FloatArray, FloatArray] | None = None
-             ) -> RoundSample:
-        """One round for every chain (``tables``: this rule's tables, computed once)."""
-        mod = self._module()
-        if self.rule in WHOLE_DRAFT:
-            return mod.play(P, Q, state, gamma, dict(self.rule_knobs), rng)
-        accept, reject = tables if tables is not None else self._tables(P, Q)
-        if self.policy == "fixed":
-            return mod.play(P, Q, accept, reject, state, gamma, rng)
-        return mod.play(P, Q, accept, reject, state, gamma, dict(self.policy_knobs), rng)
+             rng: np.random.Generator) -> RoundSample:
+        """One round for every chain."""
+        return self.verifier.play(P, Q, state, gamma, self, rng)
 
     def refusal(self, P: FloatArray, Q: FloatArray, gamma: int) -> str | None:
-        """Why :meth:`law` and :meth:`play` would stop on these tables (a policy module's
-        ``table_refusal``: the optimal policy on a reducible round-start chain), or None."""
-        mod = self._module()
-        if self.rule in WHOLE_DRAFT or self.policy == "fixed" or not hasattr(mod, "table_refusal"):
-            return None
-        accept, reject = self._tables(P, Q)
-        why: str | None = mod.table_refusal(P, Q, accept, reject, gamma, dict(self.policy_knobs))
-        return why
+        """Why :meth:`law` and :meth:`play` would stop on these tables (a policy's declared
+        ``refusal``: the optimal policy on a reducible round-start chain), or None."""
+        return self.verifier.refusal(P, Q, gamma, self)
+
+    @property
+    def refuses(self) -> bool:
+        """Whether :meth:`refusal` can say anything but None (the ``optimal`` policy's)."""
+        return self.verifier.refuses(self)
 
     def footprint(self, size: int, support: int, gamma: int, chains: int) -> LawSize:
         """What :meth:`law` and one :meth:`play` of ``chains`` chains cost on ``size``
-        contexts whose draft rows reach ``support`` next states (the scheme's module's
-        ``footprint``, :class:`specsim.schemes.law.LawSize`), with a token-wise rule's own
-        tables (accept, reject and their temporaries), alive throughout."""
-        mod = self._module()
-        knobs = dict(self.rule_knobs if self.rule in WHOLE_DRAFT else self.policy_knobs)
-        out = mod.footprint(size, support, gamma, knobs, chains)
-        if self.rule not in TOKENWISE:
-            return out
-        tables = Footprint(4.0 * size * size)
-        return LawSize(out.states, None if out.law is None else out.law.plus(tables),
-                       out.play.plus(tables), out.refused)
+        contexts whose draft rows reach ``support`` next states
+        (:class:`specsim.schemes.law.LawSize`)."""
+        return self.verifier.footprint(size, support, gamma, self, chains)
 
-    def tables(self, P: FloatArray, Q: FloatArray) -> tuple[FloatArray, FloatArray] | None:
-        return self._tables(P, Q) if self.rule in TOKENWISE else None
+    def tables(self, P: FloatArray, Q: FloatArray) -> Tables | None:
+        """A token-wise rule's (accept, reject) tables on (P, Q); None for a whole-draft
+        rule."""
+        return self.verifier.tables(P, Q, dict(self.rule_knobs))
 
     @property
     def has_window_law(self) -> bool:
-        """Whether the rule's module has a ``window_law`` (:mod:`.law`: a whole-draft rule's
-        round on position-indexed rows, e.g. a trace's frozen windows)."""
-        return self.rule in WHOLE_DRAFT and hasattr(self._module(), "window_law")
+        """Whether the rule has a ``window_law`` (:mod:`.base`: a whole-draft rule's round on
+        position-indexed rows, e.g. a trace's frozen windows)."""
+        return self.verifier.window is not None
+
+    def _window(self) -> WindowLaw:
+        window = self.verifier.window
+        if window is None:
+            raise ValueError(f"rule {self.rule} has no window law")
+        return window
 
     def window_law(self, p: FloatArray, q: FloatArray, gamma: int,
                    at: IntArray | None = None) -> tuple[FloatArray, FloatArray]:
-        """The module's ``window_law`` (:attr:`has_window_law`): the law of tokens emitted
+        """The rule's ``window_law`` (:attr:`has_window_law`): the law of tokens emitted
         from n starts of rows p, q (n, γ+1, V) (or rows (R, V) met as ``at`` (n, γ+1) says),
         and the drafted tokens through each depth."""
-        return self._module().window_law(p, q, gamma, dict(self.rule_knobs), at)
+        return self._window().window_law(p, q, gamma, dict(self.rule_knobs), at)
 
     def window_cells(self, n: int, vocab: int, gamma: int) -> float:
         """Peak cells of :meth:`window_law` on n starts of ``vocab`` tokens, beyond the rows."""
-        return float(self._module().window_cells(n, vocab, gamma, dict(self.rule_knobs)))
+        return float(self._window().window_cells(n, vocab, gamma, dict(self.rule_knobs)))
 
     def window_seconds(self, n: int, vocab: int, gamma: int,
                        rows: tuple[FloatArray, FloatArray] | None = None) -> float | None:
         """Estimated seconds of :meth:`window_law` on n starts of ``vocab`` tokens (``rows``:
         the windows of a sample of them, for a rule whose time depends on the rows); None if
         the rule cannot tell without the rows."""
-        est = self._module().window_seconds(n, vocab, gamma, dict(self.rule_knobs), rows)
+        est = self._window().window_seconds(n, vocab, gamma, dict(self.rule_knobs), rows)
         return None if est is None else float(est)
 
     def first_two_gamma(self, gamma: int) -> int:
         """The least draft length whose rounds give a generation's first two tokens the law
-        γ's rounds give: min(γ, 2) for a token-wise rule under ``fixed`` or ``confidence`` (a
-        draft's test and stop read its own position alone, so drafts past the second change
-        neither of the first two tokens, nor the first token of a round that follows a
-        one-token round); γ itself for a whole-draft rule, whose test reads the whole draft,
-        and for the ``heuristic`` and ``optimal`` policies, whose states and stops depend on γ.
-        """
-        if self.rule in TOKENWISE and self.policy in ("fixed", "confidence"):
-            return min(gamma, 2)
-        return gamma
+        γ's rounds give: min(γ, 2) for a token-wise rule under ``fixed`` or ``confidence``,
+        γ itself for a whole-draft rule, whose test reads the whole draft, and for the
+        ``heuristic`` and ``optimal`` policies, whose states and stops depend on γ
+        (:meth:`specsim.schemes.registry.TokenwiseRule.first_two_gamma`)."""
+        return self.verifier.first_two_gamma(gamma, self)
 
     def start(self, context: int, gamma: int, size: int) -> int:
         """The scheme state of a generation's first round from ``context`` (of ``size``)."""
-        if self.policy == "heuristic":
-            return int(self._module().start_state(context, gamma, size))
-        return int(context)
+        return self.verifier.start(context, gamma, size, self)
 
 
 def _combos(specs: tuple[KnobSpec, ...], values: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
@@ -319,7 +263,7 @@ def schemes_of_study(rules: list[str], policies: list[str], knobs: Mapping[str, 
     out: list[Scheme] = []
     for rule in rules:
         for policy in policies:
-            if policy != "fixed" and rule in WHOLE_DRAFT:
+            if policy != "fixed" and not _tokenwise(rule):
                 continue  # block / multi_draft verify whole drafts of fixed length
             for rk in _combos(rule_spec(rule).knobs if rule in RULES else (), knobs):
                 spec = POLICIES.get(policy)
@@ -332,5 +276,3 @@ def schemes_of_study(rules: list[str], policies: list[str], knobs: Mapping[str, 
         raise ValueError(f"{where}.policy: no (rule, policy) pair of this study can run")
     return out
 
-
-assert set(RULE_NAMES) <= set(RULES)

@@ -29,17 +29,17 @@ gives per draft path the law of τ (to compare with token-wise verification).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from specsim.exact import RoundLaw, check_gamma, check_pair
 from specsim.models.iid import chain_of_rows
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler, sample_rows
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, checked_windows
 
 __all__ = ["MAX_PATHS", "BlockPaths", "backward_step", "excess", "final_residual", "footprint",
@@ -123,7 +123,7 @@ class _Level:
 
 
 def _validate(P: ArrayLike, Q: ArrayLike, gamma: int,
-              knobs: Mapping[str, Any]) -> tuple[FloatArray, FloatArray, int]:
+              knobs: Knobs) -> tuple[FloatArray, FloatArray, int]:
     if knobs:
         raise ValueError(f"block verification takes no knobs, got {sorted(knobs)}")
     Pa, Qa = check_pair(P, Q)
@@ -165,8 +165,8 @@ def _survive(levels: list[_Level]) -> list[FloatArray]:
     out = [np.ones(levels[-1].token.size)]
     for i in range(len(levels) - 1, 0, -1):
         lv = levels[i]
-        out.append(np.bincount(lv.parent, lv.q * (1.0 - lv.h) * out[-1],
-                               minlength=levels[i - 1].token.size))
+        out.append(cast(FloatArray, np.bincount(lv.parent, lv.q * (1.0 - lv.h) * out[-1],
+                                                minlength=levels[i - 1].token.size)))
     return out[::-1]
 
 
@@ -180,10 +180,11 @@ def _emit(c: _Compact, lv: _Level, mass: FloatArray, key: IntArray, n_keys: int,
     exc, total = excess(lv.p, c.P[lv.token], c.Q[lv.token])
     rows = mass[:, None] * final_residual(exc, total, c.P[lv.token])
     cell = key[:, None] * size + c.cols[lv.token]
-    return np.bincount(cell.ravel(), rows.ravel(), minlength=n_keys * size).reshape(n_keys, size)
+    return cast(FloatArray, np.bincount(cell.ravel(), rows.ravel(),
+                                        minlength=n_keys * size).reshape(n_keys, size))
 
 
-def law(P: ArrayLike, Q: ArrayLike, gamma: int, knobs: Mapping[str, Any], *,
+def law(P: ArrayLike, Q: ArrayLike, gamma: int, knobs: Knobs, *,
         max_paths: int = MAX_PATHS) -> RoundLaw:
     """Exact law of one [B] Alg. 2 round from every context (N = S), by enumerating the draft
     tree depth by depth (work ~ draft paths × row support; ValueError beyond ``max_paths``)."""
@@ -238,7 +239,7 @@ def path_law(P: ArrayLike, Q: ArrayLike, gamma: int, start: int, *,
     levels = _tree(_Compact.of(Pa, Qa), np.array([start], dtype=np.intp), g, max_paths)
     m = levels[-1].token.size
     node = np.arange(m)
-    cols: dict[str, list[FloatArray]] = {"drafts": [], "p": [], "h": []}
+    cols: dict[str, list[NDArray[Any]]] = {"drafts": [], "p": [], "h": []}
     for lv in levels[::-1]:  # walk from the leaves to the root
         cols["drafts"].append(lv.token[node])
         cols["p"].append(lv.p[node])
@@ -250,10 +251,10 @@ def path_law(P: ArrayLike, Q: ArrayLike, gamma: int, start: int, *,
     return BlockPaths(drafts[:, 1:], levels[-1].weight, p, h, tau)
 
 
-def window_law(p: ArrayLike, q: ArrayLike, gamma: int, knobs: Mapping[str, Any],
+def window_law(p: ArrayLike, q: ArrayLike, gamma: int, knobs: Knobs,
                at: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
     """The round's law from n starts of position-indexed rows p, q (n, γ+1, V) (or rows met
-    as ``at`` says; the ``window_law`` of :mod:`.law`): [B]'s per-path law of τ
+    as ``at`` says; the ``window_law`` of :mod:`.base`): [B]'s per-path law of τ
     (:func:`path_law`) on each start's window chain (:func:`specsim.models.iid.chain_of_rows`),
     one start at a time -- a path's h_i depends on its tokens, so nothing lumps. Drafted
     tokens: one per depth."""
@@ -267,7 +268,7 @@ def window_law(p: ArrayLike, q: ArrayLike, gamma: int, knobs: Mapping[str, Any],
     return out, np.arange(g + 1, dtype=np.float64)
 
 
-def window_cells(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+def window_cells(n: int, vocab: int, gamma: int, knobs: Knobs) -> float:
     """Peak cells of :func:`window_law`: one start's window chain and its path law at a time
     (:func:`footprint` of the (γ+1)V+1 states), and the law of n starts."""
     size = (gamma + 1) * vocab + 1
@@ -275,8 +276,8 @@ def window_cells(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> fl
     return 2.0 * size * size + (one.cells if one is not None else 0.0) + n * (gamma + 2.0)
 
 
-def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
-                   rows: Any = None) -> float:
+def window_seconds(n: int, vocab: int, gamma: int, knobs: Knobs,
+                   rows: ArrayLike | None = None) -> float:
     """Estimated seconds of :func:`window_law` (measured on one core: ~1.5 ms a start plus
     its draft tree, V^γ paths at ~7e6 per second)."""
     return n * (1.5e-3 + float(vocab) ** gamma / 7e6)
@@ -285,7 +286,7 @@ def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
 # ---------------------------------------------------------------------------------------------
 # One sampled round
 # ---------------------------------------------------------------------------------------------
-def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Mapping[str, Any],
+def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
          rng: np.random.Generator) -> RoundSample:
     """One [B] Alg. 2 round for n chains from contexts ``state`` (n,), vectorised over chains.
 
@@ -327,7 +328,7 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Mappin
     return RoundSample(out, tau + 1, y, np.full(n, g, dtype=np.intp))
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost on S = ``size`` contexts whose draft rows reach
     at most ``support`` tokens: the tree holds S d^i prefixes at depth i (8 numbers each), the

@@ -18,26 +18,26 @@ q(x) = 1. The scheme state is the context (N = S).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from numbers import Real
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw
 from specsim.schemes import tokenwise
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
 
 __all__ = ["KNOBS", "check", "footprint", "law", "play", "stop_table"]
 
-KNOBS: Mapping[str, Any] = {"threshold": None}  # required, no default
+KNOBS: Knobs = {"threshold": None}  # required, no default
 
 
-def check(knobs: Mapping[str, Any] | None) -> float:
+def check(knobs: Knobs | None) -> float:
     """The threshold of valid ``knobs`` ({"threshold": t}, t in [0, 1]), or a ValueError."""
     t = tokenwise.check_knobs("confidence", knobs, KNOBS)["threshold"]
-    if isinstance(t, bool) or not isinstance(t, Real) or not (math.isfinite(t) and 0 <= t <= 1):
+    if isinstance(t, bool) or not isinstance(t, Real) or not (
+            math.isfinite(t) and 0 <= float(t) <= 1):
         raise ValueError(f"confidence knob 'threshold' must be a number in [0, 1], got "
                          f"threshold={t!r}")
     return float(t)
@@ -50,20 +50,20 @@ def stop_table(Q: ArrayLike, threshold: float) -> FloatArray:
 
 
 def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
-        knobs: Mapping[str, Any] | None) -> RoundLaw:
+        knobs: Knobs | None) -> RoundLaw:
     """Exact law of one round of the token-wise rule (accept, reject) whose drafting stops at
     the first draft with q(x) < threshold, or after γ drafts."""
     return tokenwise.law(P, Q, accept, reject, gamma, stop_table(Q, check(knobs)))
 
 
 def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state: ArrayLike,
-         gamma: int, knobs: Mapping[str, Any] | None, rng: np.random.Generator) -> RoundSample:
+         gamma: int, knobs: Knobs | None, rng: np.random.Generator) -> RoundSample:
     """One such round for n chains from contexts ``state`` (n,) (:func:`tokenwise.play`)."""
     return tokenwise.play(P, Q, accept, reject, state, gamma, rng,
                           stop_table(Q, check(knobs)))
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """As a fixed γ's (:func:`tokenwise.footprint`): the stop table is one more (S, S)."""
     return tokenwise.footprint(size, support, gamma, knobs, chains)

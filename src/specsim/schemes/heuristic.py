@@ -16,10 +16,9 @@ the stationary law of this chain (:func:`specsim.exact.stationary_rates`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from numbers import Integral
-from typing import Any
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -27,12 +26,13 @@ from numpy.typing import ArrayLike
 from specsim.exact import RoundLaw, check_gamma
 from specsim.resources import Footprint
 from specsim.schemes import tokenwise
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import IntArray, LawSize, RoundSample
 
 __all__ = ["KNOBS", "check", "decode", "footprint", "law", "next_length", "play", "refusal",
            "start_state"]
 
-KNOBS: Mapping[str, Any] = {"cap": 64}
+KNOBS: Knobs = {"cap": 64}
 
 
 #: Most cells of the first two tokens' law (cap S^3) law() allocates, ~256 MB; beyond it the
@@ -42,7 +42,7 @@ KNOBS: Mapping[str, Any] = {"cap": 64}
 MAX_CELLS = 2**25
 
 
-def check(knobs: Mapping[str, Any] | None, gamma: int) -> int:
+def check(knobs: Knobs | None, gamma: int) -> int:
     """The cap of valid ``knobs`` ({} or {"cap": integer >= γ}), or a ValueError."""
     cap = tokenwise.check_knobs("heuristic", knobs, KNOBS)["cap"]
     if isinstance(cap, bool) or not isinstance(cap, Integral) or cap < gamma:
@@ -81,11 +81,11 @@ def next_length(g: ArrayLike, all_accepted: ArrayLike, cap: int) -> IntArray:
     """``update_candidate_strategy``: g + 2 (at most ``cap``) after a round that accepted every
     draft, max(1, g - 1) otherwise."""
     g = np.asarray(g, dtype=np.intp)
-    return np.where(all_accepted, np.minimum(g + 2, cap), np.maximum(g - 1, 1))
+    return cast(IntArray, np.where(all_accepted, np.minimum(g + 2, cap), np.maximum(g - 1, 1)))
 
 
 def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
-        knobs: Mapping[str, Any] | None) -> RoundLaw:
+        knobs: Knobs | None) -> RoundLaw:
     """Exact law of one round from every (context, draft length) state: the token-wise law at
     γ = g (:func:`tokenwise.parts`, split by how the round ended) placed on the rows of g and
     the columns of the next length. O(cap^2 S^3); ``gamma`` only bounds ``cap`` from below."""
@@ -114,7 +114,7 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
 
 
 def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state: ArrayLike,
-         gamma: int, knobs: Mapping[str, Any] | None, rng: np.random.Generator) -> RoundSample:
+         gamma: int, knobs: Knobs | None, rng: np.random.Generator) -> RoundSample:
     """One round for n chains from scheme states ``state`` (n,), each drafting its own g
     (positions beyond a chain's g are masked); tokens are padded to cap + 1 columns."""
     Pa, Qa, acc, rej, no_stop = tokenwise.check_tables(P, Q, accept, reject)
@@ -126,7 +126,7 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     return replace(out, next_state=(g_next - 1) * size + out.next_state)
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost on S = ``size`` contexts: N = S cap states; the
     law holds two (N, N) tables (next state, single), the (N, S, S) pair and the token law,

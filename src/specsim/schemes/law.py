@@ -1,47 +1,9 @@
-"""The contract every verification scheme and draft-length policy of :mod:`specsim.schemes` meets.
+"""The data a verification scheme's round hands back, and the checks of its rows.
 
-A scheme plays rounds on an order-1 Markov pair (target table P, draft table Q, both (S, S),
-row = context state, column = next token's state). The i.i.d. stub enters as its frozen
-position-indexed chain (:func:`specsim.models.iid.iid_frozen_markov`), so one contract covers both.
-A scheme may carry its own state beyond the context (the ``heuristic`` policy carries the
-current draft length): its *scheme states* are numbered 0..N-1 and
-:attr:`specsim.exact.RoundLaw.context` maps each to the context state of P (the identity for
-plain rules, N = S).
-
-Two functions per scheme, written from its paper:
-
-``law(P, Q, gamma, knobs) -> RoundLaw``
-    the exact law of one round from every scheme state (enumeration or DP, no sampling):
-    :class:`specsim.exact.RoundLaw`, the one round model the classic rules share (token-wise
-    rules get it from the one DP, :func:`specsim.exact.round_dp`).
-``play(P, Q, state, gamma, knobs, rng) -> RoundSample``
-    one round for n independent chains at once (vectorised over chains, no Python loop over
-    chains), from scheme states ``state`` (n,).
-``window_law(p, q, gamma, knobs, at=None) -> (FloatArray, FloatArray)`` (optional, whole-draft
-    rules) the law of the tokens one round emits from each of n starts of *position-indexed*
-    rows: start i meets the pair (p[i, d], q[i, d]) (p, q (n, γ+1, V)) at depth d whatever was
-    drafted before -- a trace's frozen windows (:mod:`specsim.traces.schemes`) -- as (n, γ+2),
-    and the tokens drafted by a round cut after depth d (γ+1,). With ``at`` (n, γ+1) the rows
-    are given once each, p, q (R, V), and start i meets row at[i, d] at depth d
-    (:func:`indexed_windows`): a trace position sits in γ+1 windows, and a rule whose work is
-    per row does it once per position. It equals ``law`` on each
-    start's window chain (:func:`specsim.models.iid.chain_of_rows`) without building it; with
-    it ``window_seconds(n, vocab, gamma, knobs, rows=None) -> float | None`` estimates its time
-    on one core (``rows``: the windows (p, q) of a sample of the n starts, for a rule whose
-    time depends on them; None: it cannot tell without them), and
-    ``window_cells(n, vocab, gamma, knobs) -> float`` its peak cells beyond the rows.
-``footprint(size, support, gamma, knobs, chains) -> LawSize``
-    what the two cost before either runs (:class:`LawSize`): the law's states, peak cells and
-    work (None where ``law`` refuses, so the point is Monte Carlo only) and one round of
-    ``chains`` chains' -- ``size`` contexts S, ``support`` the most next states any row of Q
-    can reach (S for dense tables, less for a frozen position-indexed chain).
-
-What the tables report comes from the same drivers as the classic rules': long-run tokens per
-target call and drafted tokens per round by renewal-reward over the stationary round-start law
-(:func:`specsim.exact.stationary_rates`) or over exactly the simulated rounds
-(:func:`specsim.exact.horizon_rates`), the joint law of the first two emitted tokens (the seed
-program's lossless check, :func:`specsim.exact.first_two_law`), and the Monte Carlo long run
-(:func:`specsim.engine.run_chains`).
+:class:`RoundSample` (one round of n chains), :class:`LawSize` (what a scheme's law and play
+cost) and the validated position-indexed rows of a ``window_law``
+(:func:`checked_windows`, :func:`indexed_windows`). The interface every scheme meets -- ``law``,
+``play``, ``footprint`` and the optional ``window_law`` -- is :mod:`specsim.schemes.base`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""k independent drafts verified by multi-step speculative sampling (a scheme of :mod:`.law`).
+"""k independent drafts verified by multi-step speculative sampling (a scheme of :mod:`.base`).
 
 Miao et al. 2023, "SpecInfer" (arXiv 2305.09781), §4 "multi-step speculative sampling" (MSS),
 cited as [M]; compare Sun et al. 2023, "SpecTr" (arXiv 2310.15141), and recursive rejection
@@ -39,15 +39,16 @@ draft tuples and accept outcomes in exact rational arithmetic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from math import comb
-from typing import Any, Final
+from typing import Final, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
 from specsim.schemes.survivors import (
     BUDGET,
@@ -90,7 +91,8 @@ def _binomials(Q: FloatArray, k: int) -> FloatArray:
     t, x = np.arange(k)[:, None], np.arange(k)[None, :]
     coef = np.array([[comb(a, b) for b in range(k)] for a in range(k)], dtype=np.float64)
     miss = (1.0 - Q) ** np.arange(k)[:, None, None]
-    return coef[..., None, None] * Q ** x[..., None, None] * miss[np.maximum(t - x, 0)]
+    return cast(FloatArray,
+                coef[..., None, None] * Q ** x[..., None, None] * miss[np.maximum(t - x, 0)])
 
 
 def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
@@ -140,7 +142,7 @@ window_seconds: Final = RULE.window_seconds
 window_cells: Final = RULE.window_cells
 
 
-def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
          rng: np.random.Generator) -> RoundSample:
     """One MSS round ([M] §4) for n chains at once from contexts ``state`` (n,).
 
@@ -174,14 +176,14 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost with k = ``drafts`` on S = ``size`` contexts:
     the (S k)^2 transition (None beyond :data:`BUDGET`, where :func:`law` refuses), k^2 (S, S)
     binomials and the k + 1 residuals, the carried (S, S k) law and its product, the
     (S, S, S) pair law by einsum -- γ (S, S k) x (S k, S k) products. A round holds the
     residuals' samplers (built by the first call, :meth:`TableSampler.of`), k γ drafts per chain."""
-    k = checked_drafts(knobs, "multi_draft")
+    k = checked_drafts(knobs or {}, "multi_draft")
     sk, s2 = float(size * k), float(size) ** 2
     law_fp = None
     if sk * sk <= BUDGET:

@@ -25,12 +25,21 @@ accepted mass w(M, z) >= 0 for each multiset M of m candidates and token z in M,
 w(M, z)/P(M) and the survivors become the count of z in M; otherwise a token of the residual
 norm(p - Σ_M w(M, .)) ends the round -- lossless by construction (the emitted law is
 Σ_M w(M, .) + that residual's mass times it = p). The LP has many optimal couplings, and the
-survivors depend on which: this module takes, among couplings whose acceptance is the LP value
-(to HiGHS's tolerance, 1e-9), one that maximises the expected survivors Σ w(M, z) count_M(z)
-(more drafts carry on to the next depth), as HiGHS's simplex returns it (scipy.optimize.linprog,
-two stages). Its acceptance is checked against alpha* to 1e-8. Every depth is then optimal in
-acceptance; the round as a whole need not be the best over all multi-step schemes (a coupling
-trading acceptance now for survivors later is not considered).
+survivors -- so the multi-step law -- depend on which, so the coupling is pinned by three
+objectives in turn, each LP keeping the earlier ones' values (to :data:`LP_TOL`, 1e-9;
+:func:`solve_coupling`):
+
+1. the acceptance Σ w, its maximum alpha*_m (checked against :func:`optimal_acceptance`);
+2. the expected survivors Σ w(M, z) count_M(z), largest (more drafts carry on to the next
+   depth);
+3. Σ w(M, z) t(M, z), largest, for fixed weights t of (M, z) alone (:func:`tie_weights`, a
+   hash of the multiset and the token): generic, so exactly one coupling is left -- the same
+   whichever optimal vertex, variable order or HiGHS method the solver takes (the tests solve
+   it with permuted variables, by simplex and by interior point, and without the third
+   objective watch the first two leave couplings that differ).
+
+Every depth is then optimal in acceptance; the round as a whole need not be the best over all
+multi-step schemes (a coupling trading acceptance now for survivors later is not considered).
 
 Exact law: the (context, survivors) chain of :mod:`.survivors` with these couplings. Vocabulary
 limit: the LP of (c, m = k) has one row per multiset of k tokens of the row's support u,
@@ -41,30 +50,33 @@ vocab 77 at k = 2) the rule refuses before any job (:func:`limit`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from dataclasses import dataclass
 from math import comb, factorial, prod
-from typing import Any, Final
+from typing import Final, Literal, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 from scipy.optimize import linprog
 
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables
 
-__all__ = ["MAX_MULTISETS", "coupling", "footprint", "law", "limit", "optimal_acceptance",
-           "play", "sequence_law"]
+__all__ = ["LP_TOL", "MAX_MULTISETS", "CouplingLP", "coupling", "coupling_lp", "footprint",
+           "law", "limit", "optimal_acceptance", "play", "sequence_law", "solve_coupling",
+           "tie_weights"]
 
 MAX_MULTISETS: Final = 3003  # rows of one LP: multisets of k candidates
-LP_TOL: Final = 1e-9  # the second stage keeps the acceptance within this of the LP value
+LP_TOL: Final = 1e-9  # each stage keeps the earlier stages' values within this
 # the couplings and play's samplers of the last few (P, Q, k): play runs once per chunk of rounds
 _CACHE: dict[tuple[bytes, bytes, int], tuple[Kernel, TableSampler, IntArray, TableSampler]] = {}
 
 
-def optimal_acceptance(p: Any, q: Any, m: int) -> FloatArray:
+def optimal_acceptance(p: ArrayLike, q: ArrayLike, m: int) -> FloatArray:
     """alpha*_m per row of (p, q) (..., V): min over prefixes H of the tokens sorted by p/q
     ascending of p(H) + 1 - q(H)^m (tokens with q = 0 sort last, p = q = 0 are irrelevant)."""
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
@@ -74,10 +86,10 @@ def optimal_acceptance(p: Any, q: Any, m: int) -> FloatArray:
     ph = np.cumsum(np.take_along_axis(p, order, axis=-1), axis=-1)
     qh = np.cumsum(np.take_along_axis(q, order, axis=-1), axis=-1)
     value = ph + 1.0 - np.minimum(qh, 1.0) ** m
-    return np.minimum(value.min(axis=-1), 1.0)  # H empty: 1
+    return cast(FloatArray, np.minimum(value.min(axis=-1), 1.0))  # H empty: 1
 
 
-def limit(vocab: int, knobs: Mapping[str, Any]) -> str | None:
+def limit(vocab: int, knobs: Knobs) -> str | None:
     """Why the exact couplings cannot be built on ``vocab`` tokens with these knobs (None if
     they can): C(vocab + k - 1, k) multisets in the largest LP, at most :data:`MAX_MULTISETS`."""
     k = checked_drafts(knobs, "multi_draft_optimal")
@@ -89,11 +101,42 @@ def limit(vocab: int, knobs: Mapping[str, Any]) -> str | None:
             f"limit); lower drafts or use a smaller vocab")
 
 
-def coupling(p: FloatArray, q: FloatArray,
-              m: int) -> tuple[list[tuple[int, ...]], FloatArray, FloatArray]:
-    """One optimal coupling for one context: the multisets of m candidates over q's support
-    (their probabilities) and w (n_multisets, V), accepted mass, clipped inside its
-    constraints."""
+@dataclass(frozen=True)
+class CouplingLP:
+    """The LP of one context's couplings of m candidates: the multisets of m tokens of q's
+    support (``sets``, their probabilities ``mass``) and one variable w(M, z) per multiset
+    ``rows[i]`` and token ``cols[i]`` of it, with the count of that token in the multiset
+    (``count``: the survivors it leaves) and its tie-break weight (``tie``, :func:`tie_weights`)."""
+
+    p: FloatArray
+    sets: list[tuple[int, ...]]
+    mass: FloatArray
+    rows: IntArray
+    cols: IntArray
+    count: FloatArray
+    tie: FloatArray
+
+
+def tie_weights(rows: IntArray, cols: IntArray, sets: list[tuple[int, ...]],
+                vocab: int) -> FloatArray:
+    """The third objective's weight of each variable w(M, z), in [0, 1): SplitMix64 (Steele,
+    Lea & Flood 2014) of the key z + (V+1) Σ_j (M_j + 1) (V+1)^j, M's tokens ascending, its top
+    53 bits -- a function of (M, z) alone, not of the LP's variable order, whose values obey no
+    integer relation but by chance (~2^-53), so one coupling maximises it on the face the
+    first two objectives leave."""
+    base = vocab + 1
+    keys = np.array([sum((t + 1) * base ** (j + 1) for j, t in enumerate(sets[r])) + c
+                     for r, c in zip(rows.tolist(), cols.tolist(), strict=True)],
+                    dtype=np.uint64)
+    z = keys + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def coupling_lp(p: FloatArray, q: FloatArray, m: int) -> CouplingLP:
+    """The LP of one context's couplings of m candidates (:class:`CouplingLP`)."""
     support = np.flatnonzero(q > 0)
     sets = list(itertools.combinations_with_replacement(support.tolist(), m))
     if len(sets) > MAX_MULTISETS:
@@ -107,22 +150,50 @@ def coupling(p: FloatArray, q: FloatArray,
             rows.append(i)
             cols.append(t)
             count.append(s.count(t))
-    nv, v = len(rows), p.size
-    var = np.arange(nv)
-    a_ub = sparse.vstack([sparse.csr_matrix((np.ones(nv), (rows, var)), shape=(len(sets), nv)),
-                          sparse.csr_matrix((np.ones(nv), (cols, var)), shape=(v, nv))])
-    b_ub = np.concatenate([mass, p])
-    opts = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-    first = linprog(-np.ones(nv), A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs",
-                    options=opts)
-    best = -first.fun
-    second = linprog(-np.asarray(count, dtype=np.float64),
-                     A_ub=sparse.vstack([a_ub, -np.ones((1, nv))]),
-                     b_ub=np.concatenate([b_ub, [-(best - LP_TOL)]]), bounds=(0, None),
-                     method="highs", options=opts)
-    x = second.x if second.status == 0 else first.x
-    w = np.zeros((len(sets), v))
-    w[rows, cols] = np.clip(x, 0.0, None)
+    r, c = np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp)
+    return CouplingLP(p, sets, mass, r, c, np.array(count, dtype=np.float64),
+                      tie_weights(r, c, sets, p.size))
+
+
+def solve_coupling(lp: CouplingLP, method: Literal["highs", "highs-ds", "highs-ipm"] = "highs",
+                   order: IntArray | None = None) -> FloatArray:
+    """The pinned coupling's w per variable of ``lp``: three LPs in turn, each keeping the
+    earlier ones' values (to :data:`LP_TOL`) -- the largest acceptance Σ w, then the most
+    expected survivors Σ w count, then the largest Σ w tie. ``method`` (any of scipy's HiGHS
+    methods) and ``order`` (the variables' order in the LP, a permutation) do not change the
+    answer beyond the solvers' tolerance: the tests solve it both ways."""
+    nv, v = lp.rows.size, lp.p.size
+    perm = np.arange(nv) if order is None else np.asarray(order)
+    var = np.empty(nv, dtype=np.intp)
+    var[perm] = np.arange(nv)  # variable i sits in column var[i]
+    a_ub = sparse.vstack([
+        sparse.csr_matrix((np.ones(nv), (lp.rows, var)), shape=(len(lp.sets), nv)),
+        sparse.csr_matrix((np.ones(nv), (lp.cols, var)), shape=(v, nv))]).tocsr()
+    b_ub: FloatArray = np.concatenate([lp.mass, lp.p])
+    x = np.zeros(nv)
+    for objective in (np.ones(nv), lp.count, lp.tie):
+        # scipy-stubs' linprog declares no sparse A_ub, which HiGHS takes
+        res = linprog(  # type: ignore[call-overload, unused-ignore]
+            -objective[perm], A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method=method,
+            options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+        if res.status != 0:  # the previous stage's coupling stands
+            break
+        x = res.x[var]
+        a_ub = sparse.vstack([a_ub, -sparse.csr_matrix(objective[perm])]).tocsr()
+        b_ub = np.append(b_ub, -(float(-res.fun) - LP_TOL))
+    return x
+
+
+def coupling(p: FloatArray, q: FloatArray,
+             m: int) -> tuple[list[tuple[int, ...]], FloatArray, FloatArray]:
+    """The pinned optimal coupling for one context (:func:`solve_coupling`): the multisets of
+    m candidates over q's support (their probabilities) and w (n_multisets, V), accepted mass,
+    clipped inside its constraints."""
+    lp = coupling_lp(p, q, m)
+    x = solve_coupling(lp)
+    sets, mass = lp.sets, lp.mass
+    w = np.zeros((len(sets), p.size))
+    w[lp.rows, lp.cols] = np.clip(x, 0.0, None)
     # rows inside the multiset's mass; a multiset whose mass underflows to 0 (a draft row with
     # entries below ~1e-154, e.g. tempered near T = 0) is never drawn and accepts nothing
     w[mass == 0] = 0.0
@@ -195,8 +266,8 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
 
 # the exact law of a round by the forward DP of :mod:`.survivors` (bounded by the vocabulary
 # limit, not by DP cells), and of the sequence it emits
-RULE: Final = survivors.Rule("multi_draft_optimal", _kernel, capped=False,  # two LPs per m
-                             row_seconds=lambda v, k: 1.2e-2 * k)
+RULE: Final = survivors.Rule("multi_draft_optimal", _kernel, capped=False,  # 3 LPs per m
+                             row_seconds=lambda v, k: 1.8e-2 * k)
 law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
 window_law: Final = RULE.window_law
@@ -204,7 +275,7 @@ window_seconds: Final = RULE.window_seconds
 window_cells: Final = RULE.window_cells
 
 
-def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
          rng: np.random.Generator) -> RoundSample:
     """One round for n chains at once: at every depth the survivors' tokens as a multiset,
     looked up in the coupling's table, one draw of (accepted token | reject), the residual on a
@@ -236,9 +307,9 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
-    """What :func:`law` and :func:`play` cost: 2 S k LPs of at most C(u + k - 1, k) multisets
+    """What :func:`law` and :func:`play` cost: 3 S k LPs of at most C(u + k - 1, k) multisets
     (u = ``support``) times k variables, the (S k)^2 transition and the (S, S k) carried law,
     play's samplers of S Σ_m C(u+m-1, m) rows of S + 1 outcomes (the LPs and samplers are
     built once per job and cached; the play estimate counts the samplers' cells, not their
@@ -246,13 +317,14 @@ def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | No
     k = checked_drafts(knobs or {}, "multi_draft_optimal")
     sets = sum(comb(support + m - 1, m) for m in range(1, k + 1))
     rows = float(size * sets)
-    # built once per job (cached): 2 S k LPs (~1 ms each plus ~1e3 operations per variable)
+    # built once per job (cached): 3 S k LPs (~1 ms each plus ~1e3 operations per variable)
     # and play's two samplers, alive from then on (one guide-table bound covers every sampler
     # of a call, as multi_draft's estimate counts them)
-    samplers = Footprint(TableSampler.cells(rows + size * k, size + 1) + 2 * rows * (size + 1),
-                         TableSampler.work(rows, size + 1) + TableSampler.work(size * k, size))
+    samplers = Footprint(TableSampler.cells(int(rows) + size * k, size + 1)
+                         + 2 * rows * (size + 1),
+                         TableSampler.work(int(rows), size + 1) + TableSampler.work(size * k, size))
     lp = Footprint(30.0 * comb(support + k - 1, k) * k + 10 * size * size,
-                   2e3 * size * sets * k + 4e6 * size * k, what="multi_draft_optimal LPs")
+                   3e3 * size * sets * k + 6e6 * size * k, what="multi_draft_optimal LPs")
     built = lp.then(samplers)
     sk, s2 = float(size * k), float(size) ** 2
     law_fp = None

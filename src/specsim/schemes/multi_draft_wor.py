@@ -1,5 +1,5 @@
 """k drafts whose tokens are sampled without replacement at each depth, verified by recursive
-rejection sampling without replacement (a scheme of :mod:`.law`).
+rejection sampling without replacement (a scheme of :mod:`.base`).
 
 Jeon et al. 2024, "Recursive Speculative Decoding: Accelerating LLM Inference via Sampling
 Without Replacement" (arXiv 2402.14160), RSD-C (constant branching), cited as [J]. Knob
@@ -29,15 +29,16 @@ any job beyond it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from math import perm
-from typing import Any, Final
+from typing import Final, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables
 from specsim.verify import accept, residual
@@ -47,7 +48,7 @@ __all__ = ["MAX_TUPLES", "footprint", "law", "limit", "play", "sequence_law"]
 MAX_TUPLES: Final = 200_000  # ordered tuples of k distinct candidates, per context
 
 
-def limit(vocab: int, knobs: Mapping[str, Any]) -> str | None:
+def limit(vocab: int, knobs: Knobs) -> str | None:
     """Why the exact law cannot be built on ``vocab`` tokens with these knobs (None if it can):
     vocab!/(vocab-k)! ordered candidate tuples per context, at most :data:`MAX_TUPLES`."""
     k = checked_drafts(knobs, "multi_draft_wor")
@@ -115,10 +116,10 @@ def _pick(rows: FloatArray, u: FloatArray) -> IntArray:
     """One token per row of ``rows`` (n, V) (not normalised) by inverse CDF at u (n,)."""
     cdf = np.cumsum(rows, axis=1)
     hit = (cdf > (u * cdf[:, -1])[:, None]) & (rows > 0)
-    return np.argmax(hit, axis=1)
+    return cast(IntArray, np.argmax(hit, axis=1))
 
 
-def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
          rng: np.random.Generator) -> RoundSample:
     """One round for n chains at once: k first tokens without replacement, RRS without
     replacement on them ((n, V) rows per chain: the vocabulary limit keeps V small), then
@@ -165,7 +166,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost: the enumeration of S k sets of ordered candidate
     tuples (Python-level work and one (V,) residual per prefix), the (S k)^2 transition and

@@ -59,9 +59,9 @@ draft cost the policy is optimal for.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -70,12 +70,13 @@ from specsim.exact import RoundLaw, check_gamma, stationary
 from specsim.exact.chains import closed_classes
 from specsim.resources import Footprint
 from specsim.schemes import tokenwise
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
 
 __all__ = ["BOUND_BREAKPOINTS", "KNOBS", "MAX_PATHS", "Multichain", "Solution", "bound",
            "check", "footprint", "law", "path_bound", "play", "solve", "table_refusal"]
 
-KNOBS: Mapping[str, Any] = {"c": None}  # required: the draft cost it is optimal for
+KNOBS: Knobs = {"c": None}  # required: the draft cost it is optimal for
 
 #: Most envelope breakpoints / forward groups the exact solution may meet (~16.8 M); the a
 #: priori bound :func:`path_bound` is judged against it before any job.
@@ -88,7 +89,7 @@ def path_bound(size: int, gamma: int) -> float:
     return float(sum(float(size) ** (d + 1) for d in range(gamma + 1)))
 
 
-def check(knobs: Mapping[str, Any] | None, gamma: int, size: int) -> float:
+def check(knobs: Knobs | None, gamma: int, size: int) -> float:
     """The draft cost c of valid ``knobs`` ({"c": c}, 0 < c <= 10) for a cap γ on S =
     ``size`` contexts (dense rows), or a one-line ValueError (also when the exact solution may
     be too large)."""
@@ -213,7 +214,7 @@ def _forward(P: FloatArray, Q: FloatArray, acc: FloatArray, rej: FloatArray, t: 
             raise ValueError(f"the optimal policy's round law has {int(new.sum())} groups at "
                              f"depth {d + 1}, more than {MAX_PATHS}")
         s0, x, pi = cs0[new], y[new], cpi[new]
-        m = np.bincount(np.cumsum(new) - 1, weights=cm)
+        m = cast(FloatArray, np.bincount(np.cumsum(new) - 1, weights=cm))
     return _Forward(tokens, after, drafted)
 
 
@@ -237,7 +238,7 @@ def _evaluate(tokens: FloatArray, after: FloatArray, drafted: FloatArray, c: flo
     ps = stationary(after)
     lam = float(ps @ r / (ps @ tau))
     h = np.linalg.solve(np.eye(size) - after + np.outer(np.ones(size), ps), r - lam * tau)
-    return lam, h
+    return lam, cast(FloatArray, h)
 
 
 _CACHE: dict[bytes, Solution] = {}
@@ -297,7 +298,7 @@ def bound(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, base
 
 
 def table_refusal(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
-            knobs: Mapping[str, Any] | None) -> str | None:
+            knobs: Knobs | None) -> str | None:
     """Why :func:`law` and :func:`play` would stop on these tables (:class:`Multichain`), or
     None. Cheap where a certificate holds: if every context accepts some draft (β > 0) and
     some token follows every context under P (a positive column), every round of every policy
@@ -314,7 +315,7 @@ def table_refusal(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLi
 
 
 def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
-        knobs: Mapping[str, Any] | None) -> RoundLaw:
+        knobs: Knobs | None) -> RoundLaw:
     """Exact law of one round of the optimal policy from every context (state = context)."""
     Pa, Qa, acc, rej, _ = tokenwise.check_tables(P, Q, accept, reject)
     c = check(knobs, gamma, Pa.shape[0])
@@ -333,7 +334,7 @@ def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma:
 
 
 def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state: ArrayLike,
-         gamma: int, knobs: Mapping[str, Any] | None, rng: np.random.Generator) -> RoundSample:
+         gamma: int, knobs: Knobs | None, rng: np.random.Generator) -> RoundSample:
     """One round of the optimal policy for n chains from contexts ``state`` (n,), each chain
     carrying its own π; 2γ + 1 uniforms per chain (draft and accept per position; the final
     token)."""
@@ -343,7 +344,7 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
     ctx = tokenwise.check_states(state, Pa.shape[0])
     n = ctx.shape[0]
     u = rng.random((2, g, n))
-    u_final = rng.random(n)
+    u_final = rng.random((n,))
     draw_q, draw_final = tokenwise.samplers(Pa, Qa, rej)
     size = Pa.shape[0]
     accept_cell = acc.ravel()
@@ -370,7 +371,7 @@ def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state
                        n_emitted=n_acc + 1, next_state=final, drafted=n_drafted)
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """A priori bounds: the forward pass's deepest children (~8 cells each: start, state,
     π, mass, sort order, masks), at most S^(γ+1) (S starts, ``support`` next states per

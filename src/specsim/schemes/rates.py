@@ -13,7 +13,9 @@ questions (:class:`specsim.traces.rates.TraceRates`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
+
+from numpy.typing import ArrayLike
 
 from specsim import exact
 from specsim.exact.chains import limit_law
@@ -34,7 +36,7 @@ class Rates(Protocol):
     def scheme(self, scheme: Scheme, gamma: int) -> float:
         """A scheme's long-run tokens per target call at draft length γ."""
 
-    def tree(self, parents: Any) -> float:
+    def tree(self, parents: ArrayLike) -> float:
         """The ``tree`` rule's (SpecInfer's RRS) long-run tokens per call on tree ``parents``."""
 
 
@@ -56,6 +58,6 @@ class TableRates:
         return float(exact.stationary_rates(law, scheme.start(self.start, gamma,
                                                               self.P.shape[0])).tokens_per_round)
 
-    def tree(self, parents: Any) -> float:
+    def tree(self, parents: ArrayLike) -> float:
         law = tree_law(self.P, self.Q, parents)
         return float(exact.stationary_rates(law, self.start).tokens_per_round)

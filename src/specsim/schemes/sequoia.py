@@ -30,9 +30,10 @@ acceptance does depend on the context; the ``schemes_trees`` table shows both.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specsim.exact import check_pair, stationary
 from specsim.precision import at_least, first_max
@@ -43,21 +44,21 @@ __all__ = ["best_tree", "best_trees", "level_widths", "positional_acceptance", "
            "tree_value"]
 
 
-def _marginal(accept: Any) -> FloatArray:
+def _marginal(accept: ArrayLike) -> FloatArray:
     a = np.asarray(accept, dtype=np.float64)
     if a.ndim != 1 or a.size == 0 or not np.isfinite(a).all() or (a < 0).any() or (a > 1).any():
         raise ValueError(f"accept must be a non-empty 1-D vector of probabilities in [0, 1], "
                          f"got {accept!r}")
-    return a * np.concatenate([[1.0], np.cumprod(1.0 - a)[:-1]])
+    return cast(FloatArray, a * np.concatenate([[1.0], np.cumprod(1.0 - a)[:-1]]))
 
 
-def tree_value(accept: Any, parents: Any) -> float:
+def tree_value(accept: ArrayLike, parents: ArrayLike) -> float:
     """F(T) of [S] for the tree ``parents`` (parents[i] in [-1, i), -1 the root; the j-th
     child of a node is the j-th to name it): expected tokens per call under the positional
     model (a child beyond len(accept) is never accepted)."""
     p = _marginal(accept)
     par = np.asarray(parents, dtype=np.intp)
-    value, seen = np.ones(par.size), {}  # f(v) per node; children counted so far per parent
+    value, seen = np.ones(par.size), dict[int, int]()  # f(v) per node; children so far per parent
     total = 1.0
     for v, u in enumerate(par.tolist()):
         pos = seen.get(u, 0)
@@ -68,7 +69,7 @@ def tree_value(accept: Any, parents: Any) -> float:
     return float(total)
 
 
-def level_widths(parents: Any) -> tuple[int, ...]:
+def level_widths(parents: ArrayLike) -> tuple[int, ...]:
     """Nodes per depth (1, 2, ...) of the tree ``parents`` (parents[i] in [-1, i), -1 the
     root): what a batched drafter drafts side by side at each depth; its length is the depth."""
     par = np.asarray(parents, dtype=np.intp)
@@ -78,7 +79,7 @@ def level_widths(parents: Any) -> tuple[int, ...]:
     return tuple(int(w) for w in np.bincount(depth, minlength=1)[1:])
 
 
-def best_tree(accept: Any, budget: int) -> tuple[float, IntArray]:
+def best_tree(accept: ArrayLike, budget: int) -> tuple[float, IntArray]:
     """Sequoia's optimal tree ([S] §3.1 DP) for ``budget`` drafted nodes: (its expected tokens
     per call F, its parent array in depth-first order, children in position order).
 
@@ -88,7 +89,7 @@ def best_tree(accept: Any, budget: int) -> tuple[float, IntArray]:
     return best_trees(accept, [budget])[0]
 
 
-def best_trees(accept: Any, budgets: Sequence[int]) -> list[tuple[float, IntArray]]:
+def best_trees(accept: ArrayLike, budgets: Sequence[int]) -> list[tuple[float, IntArray]]:
     """:func:`best_tree` for each of ``budgets``, by one DP to the largest (a budget's table
     is the first rows of a larger one's)."""
     for budget in budgets:
@@ -122,7 +123,8 @@ def best_trees(accept: Any, budgets: Sequence[int]) -> list[tuple[float, IntArra
             for b in budgets]
 
 
-def positional_acceptance(P: Any, Q: Any, k: int, weights: Any = None) -> FloatArray:
+def positional_acceptance(P: ArrayLike, Q: ArrayLike, k: int,
+                          weights: ArrayLike | None = None) -> FloatArray:
     """accept[0..k-1] of the module docstring, exactly, from a Markov pair and a law of contexts
     (default: the stationary law of P)."""
     Pa, Qa = check_pair(P, Q)

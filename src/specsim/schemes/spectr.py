@@ -1,4 +1,4 @@
-"""k independent drafts verified by SpecTr's K-SEQ draft selection (a scheme of :mod:`.law`).
+"""k independent drafts verified by SpecTr's K-SEQ draft selection (a scheme of :mod:`.base`).
 
 Sun, Suresh, Ro, Beirami, Jain & Yu 2023, "SpecTr: Fast Speculative Decoding via Optimal
 Transport" (arXiv 2310.15141), cited as [S]: the draft selection algorithm K-SEQ, applied at
@@ -36,15 +36,16 @@ tuples and coin outcomes in exact rational arithmetic (at the float ρ*).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from math import comb
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
 from specsim.schemes.survivors import (
     BUDGET,
@@ -141,7 +142,7 @@ def _played_selection(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray,
     return got
 
 
-def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
          rng: np.random.Generator) -> RoundSample:
     """One SpecTr round for n chains at once from contexts ``state`` (n,): K-SEQ at every
     depth on the survivors, in draft-index order. Uniforms per round: k γ for the drafts, k γ
@@ -174,7 +175,7 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
     return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost with k = ``drafts`` on S = ``size`` contexts:
     the (S k)^2 transition (None beyond :data:`BUDGET`), ρ* by bisection (80 passes over k

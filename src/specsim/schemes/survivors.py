@@ -10,7 +10,7 @@ is drawn from P(.|c). A rule is then its :class:`Kernel`: for every (c, m) the l
 (accepted token, survivors) and of the rejection token; this module turns a kernel into the
 exact law of a round (:func:`round_law`, forward DP over depths, O(γ S^3 k^2)) and into the
 law of the emitted sequence from one start (:func:`sequence_law`); a rule module's ``law`` and
-``sequence_law`` (the contract of :mod:`.law`) are those of its :class:`Rule`. The rounds its
+``sequence_law`` (the contract of :mod:`.base`) are those of its :class:`Rule`. The rounds its
 ``play`` samples share their steps too: the drafts (:func:`draft_paths`), each depth's emitted
 token (:func:`emit_depth`) and the bonus token (:func:`finish_round`).
 """
@@ -20,11 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from specsim.exact import RoundLaw
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, IntArray, RoundSample, checked_rows, indexed_windows
 
 __all__ = ["BUDGET", "Kernel", "Rule", "checked_drafts", "checked_state", "checked_tables",
@@ -34,7 +36,7 @@ KNOBS: Final = ("drafts",)
 BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition, of a sequence's paths
 
 
-def checked_drafts(knobs: Mapping[str, Any], rule: str) -> int:
+def checked_drafts(knobs: Knobs, rule: str) -> int:
     """k from ``knobs`` = {"drafts": k}; one-line ValueError naming ``rule`` otherwise."""
     if not isinstance(knobs, Mapping):
         raise ValueError(f"{rule} knobs must be a mapping {{'drafts': k}}, got {knobs!r}")
@@ -48,7 +50,7 @@ def checked_drafts(knobs: Mapping[str, Any], rule: str) -> int:
     return int(k)
 
 
-def checked_tables(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, int]:
+def checked_tables(P: ArrayLike, Q: ArrayLike, gamma: int) -> tuple[FloatArray, FloatArray, int]:
     """Validated float tables (S, S) and γ."""
     out = []
     for name, t in (("P", P), ("Q", Q)):
@@ -63,7 +65,7 @@ def checked_tables(P: Any, Q: Any, gamma: Any) -> tuple[FloatArray, FloatArray, 
     return out[0], out[1], int(gamma)
 
 
-def checked_state(state: Any, size: int) -> IntArray:
+def checked_state(state: ArrayLike, size: int) -> IntArray:
     """Scheme states (n,) as contexts in [0, size); ValueError otherwise."""
     s = np.asarray(state)
     if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
@@ -127,7 +129,7 @@ def _expand(row: IntArray, table: FloatArray) -> tuple[IntArray, IntArray, Float
     return item, c[at], table[r[at], c[at]]
 
 
-def sequence_law(P: FloatArray, kern: Kernel, gamma: int, start: Any, budget: int,
+def sequence_law(P: FloatArray, kern: Kernel, gamma: int, start: ArrayLike, budget: int,
                  rule: str) -> tuple[IntArray, FloatArray]:
     """Exact law of the whole sequence one round from context ``start`` emits.
 
@@ -137,7 +139,7 @@ def sequence_law(P: FloatArray, kern: Kernel, gamma: int, start: Any, budget: in
     """
     size, k = kern.stop.shape
     sk, g = size * k, gamma
-    if isinstance(start, bool) or not isinstance(start, Integral) or not 0 <= start < size:
+    if isinstance(start, bool) or not isinstance(start, Integral) or not 0 <= int(start) < size:
         raise ValueError(f"start must be a context in [0, {size}), got {start!r}")
     trans = kern.trans.reshape(sk, sk)
     halt = kern.stop.reshape(sk, 1) * kern.final.reshape(sk, size)
@@ -172,7 +174,7 @@ def _merge_rows(rows: IntArray, mass: FloatArray) -> tuple[IntArray, FloatArray]
 
 @dataclass(frozen=True)
 class Rule:
-    """A k-draft rule as the scheme contract (:mod:`.law`) sees it: its ``name`` (in every
+    """A k-draft rule as the scheme contract (:mod:`.base`) sees it: its ``name`` (in every
     refusal) and ``kernel(P, Q, k) -> Kernel``, built from validated tables and knobs.
     ``capped``: the rule refuses a transition of more than ``budget`` cells, (S k)^2 (False: a
     vocabulary limit of its own bounds the kernel). ``row_seconds(V, k)``: one context's
@@ -186,7 +188,7 @@ class Rule:
     window_step: Callable[[FloatArray, FloatArray, int], tuple[FloatArray, FloatArray]] | None \
         = None  # rows -> the kernel's trans summed over tokens and its stop (default: by it)
 
-    def law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+    def law(self, P: ArrayLike, Q: ArrayLike, gamma: int, knobs: Knobs,
             budget: int = BUDGET) -> RoundLaw:
         """Exact law of one round from every context: forward DP over depths on the
         (context, survivors) chain (:func:`round_law`, O(γ S^3 k^2)). Refuses
@@ -194,7 +196,7 @@ class Rule:
         P, g, kern = self._built(P, Q, gamma, knobs, budget)
         return round_law(P, kern, g)
 
-    def sequence_law(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], start: int,
+    def sequence_law(self, P: ArrayLike, Q: ArrayLike, gamma: int, knobs: Knobs, start: int,
                      budget: int = BUDGET) -> tuple[IntArray, FloatArray]:
         """Exact law of the whole sequence one round from context ``start`` emits
         (:func:`sequence_law`: distinct paths (N, γ+1) padded with -1, their probabilities).
@@ -202,10 +204,10 @@ class Rule:
         P, g, kern = self._built(P, Q, gamma, knobs, budget)
         return sequence_law(P, kern, g, start, budget, self.name)
 
-    def window_law(self, p: Any, q: Any, gamma: int, knobs: Mapping[str, Any],
-                   at: Any = None) -> tuple[FloatArray, FloatArray]:
+    def window_law(self, p: ArrayLike, q: ArrayLike, gamma: int, knobs: Knobs,
+                   at: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
         """The round's law from n starts of position-indexed rows p, q (n, γ+1, V), or rows
-        (R, V) met as ``at`` says (the ``window_law`` of :mod:`.law`): there a depth's rows do
+        (R, V) met as ``at`` says (the ``window_law`` of :mod:`.base`): there a depth's rows do
         not depend on the token emitted, so the (context, survivors) chain lumps to survivors
         alone -- the kernel of each row summed over tokens, a (k, k) step, once per distinct
         row -- and a round is a forward DP over depths on (n, k), O(R V k^2 + n γ k^2).
@@ -238,19 +240,19 @@ class Rule:
         kern = self.kernel(p, q, k)
         return kern.trans.sum(axis=2), kern.stop
 
-    def window_seconds(self, n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
-                       rows: Any = None) -> float:
+    def window_seconds(self, n: int, vocab: int, gamma: int, knobs: Knobs,
+                       rows: ArrayLike | None = None) -> float:
         """Estimated seconds of :meth:`window_law` on n starts: n γ kernel rows."""
         k = checked_drafts(knobs, self.name)
         return 1e-3 + n * gamma * (self.row_seconds(vocab, k) + 1e-7 * k * k)
 
-    def window_cells(self, n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+    def window_cells(self, n: int, vocab: int, gamma: int, knobs: Knobs) -> float:
         """Peak cells of :meth:`window_law` on n starts: a chunk's kernel (at most
         :data:`BUDGET` cells and as many of temporaries, x4) and the lumped steps."""
         k = checked_drafts(knobs, self.name)
         return 4.0 * min(BUDGET, n * gamma * k * vocab * k) + 2.0 * n * gamma * (k * k + k)
 
-    def _built(self, P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+    def _built(self, P: ArrayLike, Q: ArrayLike, gamma: int, knobs: Knobs,
                budget: int) -> tuple[FloatArray, int, Kernel]:
         P, Q, g = checked_tables(P, Q, gamma)
         k = checked_drafts(knobs, self.name)
@@ -274,8 +276,9 @@ def draft_paths(draw_q: Callable[[IntArray, FloatArray], IntArray], start: IntAr
     return x
 
 
-def emit_depth(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: Any, i: int,
-               out: IntArray, ended: Any, alive: Any = None, drafts: Any = None) -> None:
+def emit_depth(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: NDArray[np.bool_],
+               i: int, out: IntArray, ended: NDArray[np.bool_],
+               alive: NDArray[np.bool_] | None = None, drafts: IntArray | None = None) -> None:
     """The step at depth i every multi-draft ``play`` shares, in place: chains still ``live``
     emit ``out`` (n,) as their i-th token and move their context ``cur`` to it; with the
     survivors ``alive`` (n, k) and the drafts' depth-i tokens ``drafts`` (n, k), only the
@@ -289,7 +292,8 @@ def emit_depth(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: Any, 
     live &= ~ended
 
 
-def finish_round(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: Any, gamma: int,
+def finish_round(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: NDArray[np.bool_],
+                 gamma: int,
                  draw_p: Callable[[IntArray, FloatArray], IntArray], rng: np.random.Generator,
                  drafted: int) -> RoundSample:
     """The end of a round every multi-draft ``play`` shares: chains still ``live`` after depth
@@ -297,7 +301,7 @@ def finish_round(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: Any
     drawn for every chain so the stream does not depend on which survived -- and the round's
     :class:`RoundSample` (``drafted`` tokens per chain)."""
     n = cur.shape[0]
-    bonus = draw_p(cur, rng.random(n))
+    bonus = draw_p(cur, rng.random((n,)))
     tokens[live, gamma] = bonus[live]
     n_emitted += live
     cur = np.where(live, bonus, cur)

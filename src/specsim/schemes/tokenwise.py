@@ -24,7 +24,6 @@ passed (zeros at a fixed γ), so E[γ'] comes from the drafting law, not from γ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from specsim.exact.footprints import round_dp_footprint
 from specsim.exact.kernels import Kernels
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.verify import PLACEHOLDER, acceptance_probability, first_rejection, residual
 
@@ -71,8 +71,8 @@ def check_tables(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLik
     return Pa, Qa, acc, rej, st
 
 
-def check_knobs(scheme: str, knobs: Mapping[str, Any] | None,
-                defaults: Mapping[str, Any]) -> dict[str, Any]:
+def check_knobs(scheme: str, knobs: Knobs | None,
+                defaults: Knobs) -> dict[str, Any]:
     """``knobs`` completed from ``defaults`` (a default of None means the knob is required);
     an unknown or missing knob is refused with a one-line ValueError."""
     given = dict(knobs or {})
@@ -131,7 +131,7 @@ def play_rows(P: FloatArray, Q: FloatArray, accept: FloatArray, reject: FloatArr
     (:func:`samplers`)."""
     n, reach = ctx.shape[0], int(gammas.max(initial=0))
     u = rng.random((3, reach, n))  # draft, stop and accept uniforms per position
-    u_final = rng.random(n)
+    u_final = rng.random((n,))
     draw_q, draw_final = samplers(P, Q, reject)
     size = P.shape[0]
     accept_cell, stop_cell = accept.ravel(), stop.ravel() if stop.any() else None
@@ -198,7 +198,7 @@ def play_footprint(size: int, chains: int, reach: int, width: int) -> Footprint:
                      10 * touched, what=f"simulation ({chains} chains at once)")
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """:func:`law` and :func:`play` at a fixed γ (:class:`specsim.schemes.law.LawSize`)."""
     return LawSize(size, law_footprint(size, gamma), play_footprint(size, chains, gamma, gamma))

@@ -1,5 +1,5 @@
 """Traversal verification: the token tree of :mod:`.tree` verified leaf to root (a scheme of
-:mod:`.law`).
+:mod:`.base`).
 
 Weng et al. 2025, "Traversal Verification for Speculative Tree Decoding" (arXiv 2505.12398),
 cited as [W]. Only [W]'s abstract is at hand: verification traverses the tree from the leaves
@@ -50,15 +50,16 @@ every drawn tree and every accept outcome in exact rational arithmetic, against 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw, check_pair
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
+from specsim.schemes.base import Knobs
 from specsim.schemes.block import backward_step, excess, final_residual, hold, ratio
 from specsim.schemes.law import FloatArray, IntArray, LawSize, checked_windows
 from specsim.schemes.traversal_play import play
@@ -77,10 +78,10 @@ INTERNAL_COST: Final = 12.0  # ... and above them, in those (measured, calls inc
 def _sum_by(group: IntArray, n: int, values: FloatArray) -> FloatArray:
     """Rows of ``values`` (k,) or (k, w) summed by ``group`` (k,) into (n,) or (n, w)."""
     if values.ndim == 1:
-        return np.bincount(group, values, minlength=n)
+        return cast(FloatArray, np.bincount(group, values, minlength=n))
     w = values.shape[1]
     cell = (group[:, None] * w + np.arange(w)).ravel()
-    return np.bincount(cell, values.ravel(), minlength=n * w).reshape(n, w)
+    return cast(FloatArray, np.bincount(cell, values.ravel(), minlength=n * w).reshape(n, w))
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ def _visit(rows: _Rows, a: FloatArray, c: IntArray, shape: tuple[int, ...], want
             deleted = 1.0 - a_x
             hit = np.bincount(cell, w * a_x, minlength=n * size).reshape(n, size)
             length[:, 1] += hit.sum(axis=1)
+            assert last is not None  # want >= 1 here: want 0 at the leaves took _leaves above
             last += hit @ rows.target[depth + 1]  # order-1 tables: a leaf's row is its token's
             if pair is not None:
                 pair += hit.reshape(-1, 1) * np.tile(rows.target[depth + 1], (n, 1))
@@ -225,7 +227,7 @@ def _cells(size: int, support: int, shape: tuple[int, ...]) -> tuple[list[float]
     return out, size * sum(out[:-1]) + out[-1]
 
 
-def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], budget: int = BUDGET) -> RoundLaw:
+def law(P: ArrayLike, Q: ArrayLike, gamma: int, knobs: Knobs, budget: int = BUDGET) -> RoundLaw:
     """Exact law of one round (traversal verification of the [M] token tree) from every
     context, by the recursion of the module docstring; ValueError beyond ``budget``."""
     shape = checked_shape(gamma, knobs, RULE)
@@ -246,7 +248,7 @@ def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any], budget: int = BUDG
                     pair=out.pair, context=np.arange(size))
 
 
-def positional_law(p: Any, q: Any, shape: tuple[int, ...],
+def positional_law(p: ArrayLike, q: ArrayLike, shape: tuple[int, ...],
                    chunk: int = CHUNK_CELLS) -> FloatArray:
     """Law of the number of tokens one round emits (N, D+2; column 0 is 0) from each of N
     starts, when the round from start t meets the frozen rows ``p[t, d]``, ``q[t, d]`` (N, D+1,
@@ -261,9 +263,9 @@ def positional_law(p: Any, q: Any, shape: tuple[int, ...],
     return _positional(p, q, shape, chunk)[0]
 
 
-def window_law(p: Any, q: Any, gamma: int, knobs: Mapping[str, Any],
-               at: Any = None) -> tuple[FloatArray, FloatArray]:
-    """The ``window_law`` of :mod:`.law` (rows gathered where ``at`` is given):
+def window_law(p: ArrayLike, q: ArrayLike, gamma: int, knobs: Knobs,
+               at: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
+    """The ``window_law`` of :mod:`.base` (rows gathered where ``at`` is given):
     :func:`positional_law` of the ``branches`` tree, and its drafted tokens through each depth
     (:func:`.tree.drafted_through`)."""
     shape = checked_shape(gamma, knobs, RULE)
@@ -271,13 +273,13 @@ def window_law(p: Any, q: Any, gamma: int, knobs: Mapping[str, Any],
     return positional_law(p, q, shape), drafted_through(shape)
 
 
-def window_cells(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+def window_cells(n: int, vocab: int, gamma: int, knobs: Knobs) -> float:
     """Peak cells of :func:`window_law`: at most :data:`CHUNK_CELLS` row entries a call, ~100
     bytes each per depth of the recursion, and the law of n starts."""
     return CHUNK_CELLS * 12.5 * gamma + n * (gamma + 2.0)
 
 
-def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
+def window_seconds(n: int, vocab: int, gamma: int, knobs: Knobs,
                    rows: tuple[FloatArray, FloatArray] | None = None) -> float | None:
     """Estimated seconds of :func:`window_law` on n starts: :func:`positional_cost` on the
     windows ``rows`` of a sample of them, scaled to n; None without them (how much the
@@ -286,21 +288,22 @@ def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
         return None
     shape = checked_shape(gamma, knobs, RULE)
     p, q = rows
-    return positional_cost(p, q, shape, sample=p.shape[0]) * n / p.shape[0]
+    return float(positional_cost(p, q, shape, sample=p.shape[0]) * n / p.shape[0])
 
 
-def positional_cost(p: Any, q: Any, shape: tuple[int, ...], sample: int = 512) -> float:
+def positional_cost(p: ArrayLike, q: ArrayLike, shape: tuple[int, ...], sample: int = 512) -> float:
     """Estimated seconds of :func:`positional_law` (one of two busy cores): its work on
     ``sample`` evenly spaced starts (row entries visited, those above the leaves' parents
     :data:`INTERNAL_COST` each) scaled to N starts, at :data:`SECONDS_PER_ENTRY`. No clock
     (deterministic); the sample costs ~sample/N of the law itself."""
     n = np.shape(p)[0]
     pick = np.unique(np.linspace(0, n - 1, min(n, sample)).astype(np.intp))
-    return _positional(np.asarray(p)[pick], np.asarray(q)[pick], shape, CHUNK_CELLS)[1] \
-        * n / pick.size * SECONDS_PER_ENTRY
+    return float(_positional(np.asarray(p)[pick], np.asarray(q)[pick], shape, CHUNK_CELLS)[1]
+                 * n / pick.size * SECONDS_PER_ENTRY)
 
 
-def _positional(p: Any, q: Any, shape: tuple[int, ...], chunk: int) -> tuple[FloatArray, float]:
+def _positional(p: ArrayLike, q: ArrayLike, shape: tuple[int, ...],
+                chunk: int) -> tuple[FloatArray, float]:
     """:func:`positional_law` and its work (row entries visited, :class:`_Outcome`)."""
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     depth = len(shape)
@@ -314,7 +317,7 @@ def _positional(p: Any, q: Any, shape: tuple[int, ...], chunk: int) -> tuple[Flo
     return np.pad(got.length, ((0, 0), (1, 0))), got.work
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost on the tree of ``branches`` on S = ``size``
     contexts whose draft rows reach at most ``support`` tokens: the recursion holds one call

@@ -7,13 +7,14 @@ law is what ``tests/unit/schemes/test_scheme_traversal.py`` checks these rounds 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specsim.exact import check_pair
 from specsim.sampling import sample_rows
+from specsim.schemes.base import Knobs
 from specsim.schemes.block import excess, final_residual, hold, ratio
 from specsim.schemes.law import FloatArray, IntArray, RoundSample
 from specsim.schemes.tree import checked_shape, draft_tree, parents_of
@@ -40,7 +41,7 @@ def _events(parents: IntArray) -> list[tuple[int, int]]:
     return out
 
 
-def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
          rng: np.random.Generator) -> RoundSample:
     """One round for n chains at once from contexts ``state`` (n,), vectorised over chains (a
     loop over the tree's 2N enter/leave events; states kept per depth of the current path).
@@ -69,10 +70,10 @@ def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
 
     def row(d: int, on: IntArray) -> FloatArray:
         if fresh[d]:
-            return P[ctx[d, on]]
+            return cast(FloatArray, P[ctx[d, on]])
         held = done[d]
         if held is None:
-            return B[d, on]
+            return cast(FloatArray, B[d, on])
         was, exc, mass, rows_p = held
         at = np.searchsorted(was, on)  # on: chains among those searching then
         return final_residual(exc[at], mass[at], rows_p[at])

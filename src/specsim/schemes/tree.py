@@ -1,5 +1,5 @@
 """A token tree drafted i.i.d. and verified root to leaf by multi-step speculative sampling
-(a scheme of :mod:`.law`).
+(a scheme of :mod:`.base`).
 
 Miao et al. 2023, "SpecInfer" (arXiv 2305.09781), token tree verification with multi-step
 speculative sampling (MSS, §4), cited as [M]. Knob ``branches`` = "b_0xb_1x...xb_{D-1}": every
@@ -44,14 +44,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw, check_gamma, check_pair
 from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
+from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample, indexed_windows
 from specsim.schemes.multi_draft import residuals, rrs
 from specsim.verify import accept, rule_spec
@@ -65,7 +67,7 @@ KNOBS: Final = ("branches",)
 BUDGET: Final = 2**26  # cells of the DP (node masses, residuals): above every point's memory
 
 
-def branches(knobs: Mapping[str, Any], rule: str = "tree") -> tuple[int, ...]:
+def branches(knobs: Knobs, rule: str = "tree") -> tuple[int, ...]:
     """(b_0, ..., b_{D-1}) from ``knobs`` = {"branches": "b_0x...xb_{D-1}"} of ``rule`` (a rule
     drafting this tree: ``tree``, ``traversal``); one-line ValueError naming the knob otherwise
     (the registry's domain, :class:`specsim.verify.KnobSpec`)."""
@@ -102,14 +104,14 @@ class _Tree:
 
     @property
     def nodes(self) -> int:
-        return self.children.shape[0] - 1
+        return int(self.children.shape[0]) - 1
 
     @property
     def kmax(self) -> int:
         return int(self.n_children.max())
 
 
-def _tree(parents: Any) -> _Tree:
+def _tree(parents: ArrayLike) -> _Tree:
     par = np.asarray(parents)
     n = par.size
     if par.ndim != 1 or n == 0 or not np.issubdtype(par.dtype, np.integer) or \
@@ -128,7 +130,7 @@ def _tree(parents: Any) -> _Tree:
     return _Tree(children, counts, depth)
 
 
-def checked_shape(gamma: int, knobs: Mapping[str, Any], rule: str = "tree") -> tuple[int, ...]:
+def checked_shape(gamma: int, knobs: Knobs, rule: str = "tree") -> tuple[int, ...]:
     """:func:`branches` of ``rule``, whose depth must be ``gamma`` (ValueError otherwise)."""
     shape = branches(knobs, rule)
     if check_gamma(gamma) != len(shape):
@@ -137,13 +139,13 @@ def checked_shape(gamma: int, knobs: Mapping[str, Any], rule: str = "tree") -> t
     return shape
 
 
-def law(P: Any, Q: Any, gamma: int, knobs: Mapping[str, Any],
+def law(P: ArrayLike, Q: ArrayLike, gamma: int, knobs: Knobs,
         budget: int = BUDGET) -> RoundLaw:
     """Exact law of one round ([M] token tree, MSS) from every context (:func:`tree_law`)."""
     return tree_law(P, Q, parents_of(checked_shape(gamma, knobs)), budget)
 
 
-def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
+def tree_law(P: ArrayLike, Q: ArrayLike, parents: ArrayLike, budget: int = BUDGET) -> RoundLaw:
     """Exact law of one round on the tree ``parents`` from every context: the forward DP over
     nodes of the module docstring. Refuses more than ``budget`` cells, naming the estimate."""
     P, Q = check_pair(P, Q)
@@ -177,16 +179,16 @@ def tree_law(P: Any, Q: Any, parents: Any, budget: int = BUDGET) -> RoundLaw:
                     single=halt[root].copy(), pair=pair, context=np.arange(size))
 
 
-def window_law(p: Any, q: Any, gamma: int, knobs: Mapping[str, Any],
-               at: Any = None) -> tuple[FloatArray, FloatArray]:
+def window_law(p: ArrayLike, q: ArrayLike, gamma: int, knobs: Knobs,
+               at: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
     """The round's law from n starts of position-indexed rows p, q (n, γ+1, V), or rows
-    (R, V) met as ``at`` says (the ``window_law`` of :mod:`.law`; :func:`window_tree_law` of
+    (R, V) met as ``at`` says (the ``window_law`` of :mod:`.base`; :func:`window_tree_law` of
     the shape's tree)."""
     return window_tree_law(p, q, parents_of(checked_shape(gamma, knobs)), at)
 
 
-def window_tree_law(p: Any, q: Any, parents: Any,
-                    at: Any = None) -> tuple[FloatArray, FloatArray]:
+def window_tree_law(p: ArrayLike, q: ArrayLike, parents: ArrayLike,
+                    at: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
     """:func:`window_law` on any tree ``parents`` (as :func:`tree_law`), rows p, q
     (n, D+1, V) for its depth D (or rows (R, V) and ``at`` (n, D+1),
     :func:`.law.indexed_windows`): a node's children are i.i.d. q[i, d] and the next depth's
@@ -226,26 +228,26 @@ def drafted_through(shape: tuple[int, ...]) -> FloatArray:
     return np.concatenate([[0.0], np.cumsum(np.cumprod(shape))]).astype(np.float64)
 
 
-def window_cells(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any]) -> float:
+def window_cells(n: int, vocab: int, gamma: int, knobs: Knobs) -> float:
     """Peak cells of :func:`window_law` on n starts: one depth's RRS on (n, V) rows (k + 1
     residuals, k accepted masses) and the law."""
     k = max(checked_shape(gamma, knobs))
     return (2.0 * k + 3.0) * n * vocab + n * (gamma + 2.0)
 
 
-def window_seconds(n: int, vocab: int, gamma: int, knobs: Mapping[str, Any],
-                   rows: Any = None) -> float:
+def window_seconds(n: int, vocab: int, gamma: int, knobs: Knobs,
+                   rows: ArrayLike | None = None) -> float:
     """Estimated seconds of :func:`window_law` on n starts (an RRS row per start and depth)."""
     return 1e-3 + n * sum(2e-7 * vocab * b for b in checked_shape(gamma, knobs))
 
 
-def play(P: Any, Q: Any, state: Any, gamma: int, knobs: Mapping[str, Any],
+def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
          rng: np.random.Generator) -> RoundSample:
     """One round ([M] token tree, MSS) for n chains at once from contexts ``state`` (n,)."""
     return play_tree(P, Q, state, parents_of(checked_shape(gamma, knobs)), rng)
 
 
-def play_tree(P: Any, Q: Any, state: Any, parents: Any,
+def play_tree(P: ArrayLike, Q: ArrayLike, state: ArrayLike, parents: ArrayLike,
               rng: np.random.Generator) -> RoundSample:
     """One round on the tree ``parents`` for n chains at once, vectorised over chains (loops
     over depths and child positions only). Uniforms per round: N for the drafts (one
@@ -283,7 +285,8 @@ def play_tree(P: Any, Q: Any, state: Any, parents: Any,
                        drafted=np.full(n, n_nodes, dtype=np.intp))
 
 
-def draft_tree(Q: FloatArray, state: Any, parents: Any, rng: np.random.Generator) -> IntArray:
+def draft_tree(Q: FloatArray, state: ArrayLike, parents: ArrayLike,
+               rng: np.random.Generator) -> IntArray:
     """The tokens of the tree ``parents`` drafted i.i.d. from contexts ``state`` (n,) (step 1
     of the module docstring): (n, N + 1), node v's token in column v, the context in column N.
     Uniforms: N per chain, one breadth-first level at a time (rng.random(n b) per level)."""
@@ -329,8 +332,8 @@ def draft_cells(chains: int, shape: tuple[int, ...]) -> float:
     peaked 1.04x under its estimate) and the tree's tables (:func:`tree_cells`)."""
     widths = np.cumprod(shape, dtype=np.float64)
     n_nodes = float(widths.sum())
-    return float(chains) * (n_nodes + 1 + 7 * widths.max()) + tree_cells(int(n_nodes),
-                                                                         max(shape))
+    return float(chains) * (n_nodes + 1 + 7 * float(widths.max())) + tree_cells(int(n_nodes),
+                                                                                max(shape))
 
 
 def _law_cells(size: int, nodes: int, kmax: int) -> float:
@@ -340,7 +343,7 @@ def _law_cells(size: int, nodes: int, kmax: int) -> float:
     return (nodes + 2) * s2 + (5 * kmax + 6) * s2 + 3.0 * size**3
 
 
-def footprint(size: int, support: int, gamma: int, knobs: Mapping[str, Any] | None,
+def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
               chains: int) -> LawSize:
     """What :func:`law` and :func:`play` cost on the tree of ``branches`` on S = ``size``
     contexts: the law's cells (:func:`_law_cells`) and N + 2 k (S, S) products (a tree

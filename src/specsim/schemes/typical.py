@@ -20,6 +20,7 @@ A token-wise rule: its (S, S) tables feed :mod:`specsim.schemes.tokenwise`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def threshold(P: FloatArray, epsilon: float, delta: float) -> FloatArray:
     with np.errstate(divide="ignore", invalid="ignore"):
         plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
     entropy = -plogp.sum(axis=-1)
-    return np.minimum(epsilon, delta * np.exp(-entropy))
+    return cast(FloatArray, np.minimum(epsilon, delta * np.exp(-entropy)))
 
 
 def tables(P: FloatArray, Q: FloatArray, knobs: Mapping[str, float]) -> tuple[FloatArray,

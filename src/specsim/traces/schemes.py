@@ -14,7 +14,7 @@ of :mod:`specsim.schemes` its law from t is the scheme's own law on the window o
   The law of every start is then a product over positions, vectorised over all N starts
   (:func:`tokenwise_laws`); tests check it against the scheme's own law on the window chain.
 * **whole-draft rules** (``block``, the multi-draft rules, ``tree``, ``traversal``): the
-  rule's own ``window_law`` on the rows of every start's window (:mod:`specsim.schemes.law`,
+  rule's own ``window_law`` on the rows of every start's window (:mod:`specsim.schemes.base`,
   :func:`window_laws`): the multi-draft rules and trees lump their (context, survivors)
   chain to survivors alone there (a depth's rows do not depend on the token emitted),
   traversal runs its recursion with cells merged by (start, weight), block enumerates each
@@ -45,7 +45,7 @@ import numpy as np
 
 from specsim.engine import run_chains
 from specsim.sampling import FloatArray, GuidedRows, IntArray
-from specsim.schemes import TOKENWISE, WHOLE_DRAFT, Scheme
+from specsim.schemes import Scheme
 from specsim.schemes.confidence import stop_table
 from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
@@ -81,7 +81,9 @@ def tokenwise_rows(trace: Trace, scheme: Scheme,
     if scheme.rule == "correct":
         accept = acceptance_probability(p, q)
     else:
-        accept = TOKENWISE[scheme.rule](p, q, dict(scheme.rule_knobs))[0]
+        tables = scheme.tables(p, q)
+        assert tables is not None  # a token-wise rule
+        accept = tables[0]
     threshold = dict(scheme.policy_knobs).get("threshold")
     stop = np.zeros_like(q) if threshold is None else stop_table(q, float(threshold))
     return q, accept, stop
@@ -161,7 +163,7 @@ def check_work(positions: int, width: int, scheme: Scheme, gamma: int,
 def window_laws(trace: Trace, gamma: int,
                 law: Callable[[FloatArray, FloatArray, IntArray], tuple[FloatArray, FloatArray]],
                 rows: Rows | None = None) -> tuple[FloatArray, FloatArray]:
-    """The same for a whole-draft rule: its ``window_law`` (:mod:`specsim.schemes.law`; ``law``
+    """The same for a whole-draft rule: its ``window_law`` (:mod:`specsim.schemes.base`; ``law``
     maps rows p, q (R, V) and the row each of n starts meets at each depth, ``at`` (n, γ+1), to
     the law (n, γ+2) and the drafted tokens through each depth) on every start's window of
     frozen dense rows, :data:`WINDOW_CHUNK` starts at a time, each position's row once (the
@@ -215,7 +217,7 @@ class ScheduleLaws:
 def window_laws_of(scheme: Scheme) -> bool:
     """Whether ``scheme``'s per-start laws come from its exact law on each start's window
     (:func:`window_laws`: whole-draft rules) rather than the token-wise recursion."""
-    return scheme.rule in WHOLE_DRAFT
+    return not scheme.tokenwise
 
 
 def schedule_laws(trace: Trace, scheme: Scheme, gamma: int,

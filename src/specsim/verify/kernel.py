@@ -11,7 +11,7 @@ Hugging Face transformers' ``_speculative_sampling`` (``p`` (batch, γ+1, V), ``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -79,11 +79,12 @@ def _draw(prow: Rows, ps: FloatArray | None, qrow: Rows | None, qs: FloatArray |
     if prow.shape[-1] <= BLOCK:
         pn = prow if ps is None else prow / ps[:, None]
         if qrow is None:
-            return sample_rows(pn, u)
+            return sample_rows(cast(FloatArray, pn), u)  # float32 rows too, as given
         qn = qrow if qs is None else qrow / qs[:, None]
-        return sample_rows(np.where(rejected[:, None], residual(pn, qn), pn), u)
+        pf, qf = cast(FloatArray, pn), cast(FloatArray, qn)  # float32 rows too, as given
+        return sample_rows(np.where(rejected[:, None], residual(pf, qf), pf), u)
     if qrow is None:
-        return inverse_cdf_blocked(prow, u, BLOCK)[0]
+        return inverse_cdf_blocked(cast(FloatArray, prow), u, BLOCK)[0]
     weight = 1.0 if ps is None or qs is None else ps / qs
     dist = work[: len(prow)]
     np.multiply(qrow, -np.reshape(weight, (-1, 1)), out=dist)
@@ -92,7 +93,7 @@ def _draw(prow: Rows, ps: FloatArray | None, qrow: Rows | None, qs: FloatArray |
     tokens, mass = inverse_cdf_blocked(dist, u, BLOCK)
     empty = ~(mass > 0)
     if empty.any():  # no residual mass (p = q): p itself, as residual() does
-        tokens[empty] = inverse_cdf_blocked(prow[empty], u[empty], BLOCK)[0]
+        tokens[empty] = inverse_cdf_blocked(cast(FloatArray, prow[empty]), u[empty], BLOCK)[0]
     return tokens
 
 
@@ -107,8 +108,8 @@ def _final_tokens(p: Rows, q: Rows, sums: Sums | None,
     """
     if n_acc.ndim == 0:
         one = None if sums is None else (sums[0][None], sums[1][None])
-        return _final_tokens(p[None], q[None], one, n_acc[None], residual_rows,
-                             np.asarray(u)[None])[0]
+        return cast(IntArray, _final_tokens(p[None], q[None], one, n_acc[None], residual_rows,
+                                            np.asarray(u)[None])[0])
     gamma, v = q.shape[-2], p.shape[-1]
     k_all = n_acc.reshape(-1)
     u_all = np.reshape(u, -1) if np.size(u) == k_all.size else np.broadcast_to(
@@ -125,7 +126,7 @@ def _final_tokens(p: Rows, q: Rows, sums: Sums | None,
         for g in range(0, rows.size, step):
             r = rows[g : g + step]
             k = k_all[r]
-            at = (*(i[r] for i in where), k)
+            at: tuple[Any, ...] = (*(i[r] for i in where), k)
             if step == 1:  # one row: basic indexing, a view
                 at = tuple(int(i[0]) for i in at)
             kq = (*at[:-1], np.minimum(k, gamma - 1) if step > 1 else min(at[-1], gamma - 1))
@@ -152,7 +153,7 @@ def _accepted(p: Rows, q: Rows, x: IntArray, spec: RuleSpec, u_accept: FloatArra
         p_x, q_x = p[at], q[at]
         if sums is not None:  # exactly the entries of the renormalised rows
             p_x, q_x = p_x / sums[0][..., :gamma], q_x / sums[1]
-        ok = accept(u_accept, p_x, q_x)
+        ok = accept(u_accept, cast(FloatArray, p_x), cast(FloatArray, q_x))
     return first_rejection(ok)
 
 
@@ -247,7 +248,7 @@ def _row_sums(arr: Rows, name: str, row_tol: float, check: bool = True,
     total = np.empty(arr.shape[:-1], dtype=np.float64 if exact else arr.dtype)
     low = np.empty(arr.shape[:-1], dtype=arr.dtype)
     v = arr.shape[-1]
-    parts = [(arr, total, low)]
+    parts: list[tuple[NDArray[Any], NDArray[Any], NDArray[Any]]] = [(arr, total, low)]
     if arr.size > 4 * _CHUNK and arr.flags.c_contiguous:  # slices of whole rows (views)
         rows, t, lo = arr.reshape(-1, v), total.reshape(-1), low.reshape(-1)
         step = max(1, _CHUNK // v)
@@ -376,7 +377,7 @@ def verify(
     below the rounding of the entries themselves).
     """
     spec = rule_spec(rule)
-    if spec.scheme is not None:
+    if spec.accept == "scheme":
         raise ValueError(f"rule {rule!r} is played by specsim.schemes.{spec.scheme}, not by "
                          f"verify(); verify() takes one of {CLASSIC_RULES}")
     pa, qa, sums = _round_rows(p, q, row_tol, check)

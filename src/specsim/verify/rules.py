@@ -3,8 +3,8 @@
 Four rules reproduce the seed program's ``verify_round``: ``correct`` (Leviathan et al. 2022,
 arXiv 2211.17192, Alg. 1) and three deliberate breakages kept to show that the lossless checks
 have power; four more are the literature's schemes -- ``block``, ``multi_draft``, ``lenient``,
-``typical`` -- registered here with their knobs (:class:`KnobSpec`) and played by their own
-modules under :mod:`specsim.schemes` (``scheme`` of their :class:`RuleSpec`). The engine, the
+``typical`` -- registered here with their knobs (:class:`KnobSpec`) and played by the scheme
+of :data:`specsim.schemes.SCHEMES` that ``scheme`` of their :class:`RuleSpec` names. The engine, the
 exact DP, the estimates, the figure legends and the lossless checks all read this table.
 """
 
@@ -113,9 +113,10 @@ class RuleSpec:
     ties), whatever q is. ``on_rejection``: ``"residual"`` samples norm(max(p - q, 0)) ([L]
     Alg. 1, p' of Thm 3.5), ``"target"`` samples p. ``keep_drafts``: after the rejection token
     the remaining drafts are emitted too (γ tokens in all). ``label``: what the rule does in a
-    few words, for figure legends (``name (label)``). ``scheme``: the module of
-    :mod:`specsim.schemes` that plays the rule (its accept step is then ``"scheme"``: not a
-    per-token table of the Markov engine) -- None for the engine's own rules. ``knobs``: the
+    few words, for figure legends (``name (label)``). ``scheme``: the name of the rule's
+    entry in :data:`specsim.schemes.SCHEMES`, the scheme that plays it in a ``schemes`` study
+    (None: only the Markov engine plays it); the accept step ``"scheme"`` says only that scheme
+    plays it (not a per-token table of the Markov engine). ``knobs``: the
     rule's settings; ``source``: the paper it is written from; ``at_least_tokenwise``: why
     the rule never emits fewer tokens per call than Algorithm 1 at the same γ (checked on the
     ``schemes`` table), empty where nobody claims it. ``multi_draft``: the rule
@@ -178,7 +179,7 @@ RULES: Final[Mapping[Rule, RuleSpec]] = MappingProxyType({
     "correct": RuleSpec(
         "correct", "accept x w.p. min(1, p(x)/q(x)); on rejection sample norm(max(p - q, 0)) "
         "(p itself when that residual has no mass)", True, "ratio", "residual",
-        label="residual"),
+        label="residual", scheme="correct"),
     "greedy": RuleSpec(
         "greedy", "BREAK: accept iff x is the target's argmax; on rejection sample the residual",
         False, "argmax", "residual", label="argmax"),
@@ -261,7 +262,8 @@ assert tuple(RULES) == RULE_NAMES
 assert all(s.width_knob in {k.name for k in s.knobs} for s in RULES.values() if s.width_knob)
 assert all([k.name for k in RULES[s.same_drafts_as].knobs]  # type: ignore[index]
            == [k.name for k in s.knobs] for s in RULES.values() if s.same_drafts_as)
-CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items() if s.scheme is None)
+CLASSIC_RULES: Final[tuple[Rule, ...]] = tuple(n for n, s in RULES.items()
+                                               if s.accept != "scheme")
 """The rules the Markov engine and :mod:`specsim.exact` play directly (per-cell tables)."""
 
 

@@ -10,6 +10,8 @@ explicit rows.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -71,7 +73,8 @@ def first_rejection(accepted: NDArray[np.bool_], axis: int = -1) -> IntArray:
     """Number of leading accepted positions along ``axis`` (γ when all were accepted)."""
     a = np.asarray(accepted, dtype=bool)
     if a.size <= 4096:  # small (verify's batches): two calls; large (the engine's): row by row
-        return np.logical_and.accumulate(a, axis=axis).sum(axis=axis, dtype=np.intp)
+        return cast(IntArray, np.logical_and.accumulate(a, axis=axis).sum(axis=axis,
+                                                                           dtype=np.intp))
     a = np.moveaxis(a, axis, 0)
     if a.shape[0] == 0:
         return np.zeros(a.shape[1:], dtype=np.intp)
@@ -82,4 +85,4 @@ def first_rejection(accepted: NDArray[np.bool_], axis: int = -1) -> IntArray:
     for row in a[1:]:
         alive &= row.view(np.uint8) if count is np.uint8 else row
         n_acc += alive
-    return n_acc.astype(np.intp, copy=False)
+    return cast(IntArray, n_acc.astype(np.intp, copy=False))

@@ -15,7 +15,7 @@ from specsim import job, work
 from specsim.config import load_grid
 from specsim.errors import ConfigError
 from specsim.resources import measure_job
-from specsim.schemes import POLICIES, RULE_NAMES, WHOLE_DRAFT, Scheme
+from specsim.schemes import POLICIES, SCHEME_RULES, SCHEMES, Scheme
 
 BUDGET = {"chains": 1024, "rounds": 16, "burn_in": 4, "batches": 16,
           "equivalence_trials": 20000, "scheme_trials": 20000, "quadrature_pairs": 65536}
@@ -72,10 +72,10 @@ def test_the_estimate_bounds_the_measured_peak_within_a_factor(case: str) -> Non
     assert rss <= estimate <= 3 * rss, (case, estimate / 1e6, rss / 1e6)
 
 
-@pytest.mark.parametrize("rule", RULE_NAMES)
+@pytest.mark.parametrize("rule", SCHEME_RULES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_every_rule_and_policy_estimates_its_law_and_its_rounds(rule: str, policy: str) -> None:
-    if policy != "fixed" and rule in WHOLE_DRAFT:
+    if policy != "fixed" and not SCHEMES[rule].tokenwise:
         pytest.skip("whole-draft rules run at a fixed draft length only")
     knobs = {"threshold": 0.4} if policy == "confidence" else {}
     scheme = Scheme.build(rule, {}, policy, knobs)

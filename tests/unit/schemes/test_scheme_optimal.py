@@ -17,7 +17,7 @@ from specsim.errors import ConfigError
 from specsim.exact import first_two_law, stationary, stationary_rates, target_joint, tv
 from specsim.grid import build_grid
 from specsim.models.maths import blend, random_table
-from specsim.schemes import TOKENWISE, Scheme, optimal, schemes_of_study, tokenwise
+from specsim.schemes import SCHEMES, Scheme, optimal, schemes_of_study, tokenwise
 
 
 def _tables(seed: int, size: int, sharp: float = 1.5) -> tuple[np.ndarray, ...]:
@@ -99,7 +99,9 @@ def test_dp_optimum_equals_brute_force(seed: int, size: int, gamma: int, c: floa
                                               ("typical", {"epsilon": 0.3, "delta": 0.3})])
 def test_any_tokenwise_rule_dp_optimum_equals_brute_force(rule: str, knobs: dict) -> None:
     P, Q, _, _ = _tables(21, 2)
-    acc, rej = TOKENWISE[rule](P, Q, knobs)
+    tables = SCHEMES[rule].tables(P, Q, knobs)
+    assert tables is not None
+    acc, rej = tables
     sol = optimal.solve(P, Q, acc, rej, 3, 0.1)
     assert sol.gain == pytest.approx(_brute_force(P, Q, acc, rej, 3, 0.1), rel=1e-10)
     law = Scheme.build(rule, knobs, "optimal", {"c": 0.1}).law(P, Q, 3)

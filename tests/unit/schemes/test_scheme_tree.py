@@ -85,11 +85,10 @@ def reference_round(p: list[list[Fr]], q: list[list[Fr]], parents: list[int],
 
 
 @pytest.mark.parametrize("draft", [Q3, Q3B], ids=["Q3", "Q3B"])
-@pytest.mark.parametrize("parents", [[-1, -1, 0, 1], [-1, 0, 0], [-1, -1, -1, 0], [-1, -1, 0],
-                                     [-1, -1, 0, 0, 1, 1]],
-                         ids=["2x1", "1x2", "3 then 1", "uneven", "2x2"])
-def test_law_equals_brute_force_rational_reference(draft: list[list[Fr]],
-                                                   parents: list[int]) -> None:
+@pytest.mark.parametrize("parents", [[-1, -1, -1, 0], [-1, -1, 0]], ids=["3 then 1", "uneven"])
+def test_tree_law_of_any_tree_equals_brute_force_rational_reference(draft: list[list[Fr]],
+                                                                    parents: list[int]) -> None:
+    """Trees no ``branches`` shape spells (shapes: tests/test_scheme_contract.py)."""
     p, q = np.array(P3, dtype=float), np.array(draft, dtype=float)
     exact = tree_law(p, q, parents)
     np.testing.assert_array_equal(exact.drafted, len(parents))

@@ -21,7 +21,7 @@ from specsim.errors import ConfigError
 from specsim.exact import first_two_law, stationary_rates
 from specsim.job import describe, point_from
 from specsim.models.maths import blend, random_table
-from specsim.schemes import POLICIES, Scheme, schemes_of_study
+from specsim.schemes import POLICIES, SCHEME_RULES, SCHEMES, Scheme, schemes_of_study
 from specsim.schemes.lenient import tables as lenient_tables
 from specsim.schemes.typical import tables as typical_tables
 from specsim.schemes.typical import threshold as typical_threshold
@@ -48,13 +48,14 @@ def _grid_with(config: dict[str, Any], study: dict[str, Any]) -> Any:
 # 1. registries
 # ---------------------------------------------------------------------------------------------
 def test_every_scheme_rule_is_registered_with_its_module_and_source() -> None:
-    schemes = [n for n, s in RULES.items() if s.scheme is not None]
+    schemes = [n for n, s in RULES.items() if s.accept == "scheme"]
     assert schemes == ["block", "multi_draft", "lenient", "typical", "tree", "spectr",
                        "multi_draft_optimal", "multi_draft_wor", "traversal"]
-    for name in schemes:
+    assert sorted(SCHEME_RULES) == sorted(["correct", *schemes])
+    for name in SCHEME_RULES:
         spec = RULES[name]  # type: ignore[index]
-        assert spec.source and "arXiv" in spec.source, name
-        __import__(f"specsim.schemes.{spec.scheme}")
+        assert spec.scheme is not None and SCHEMES[spec.scheme].name == spec.scheme
+        assert name == "correct" or (spec.source and "arXiv" in spec.source), name
     assert set(CLASSIC_RULES) == {"correct", "greedy", "no_resample", "continue"}
     assert [RULES[n].lossless for n in schemes] == [  # type: ignore[index]
         True, True, False, False, True, True, True, True, True]
