@@ -281,14 +281,15 @@ def test_html_renders_a_table_written_elsewhere(pipeline: dict[str, Any],
 def test_a_point_job_does_not_load_pandas(tmp_path: Path, tiny_config: dict[str, Any]) -> None:
     """pyarrow's pandas shim would import pandas (~0.5-1 s) in every point job: one job per
     grid point makes that the largest start-up cost, so the point step hides pandas. Nor does
-    it load yaml (a point job reads JSON) or subprocess."""
+    it load yaml (a point job reads JSON), subprocess or scipy.optimize (only
+    multi_draft_optimal's jobs solve LPs: the registry of schemes must not import it)."""
     import subprocess
     import sys
 
     grid = load_grid(mini_config(tiny_config), SCHEMA)
     job = to_arg(describe(grid, grid.points[0]))
     code = ("import sys; from specsim import cli; rc = cli.main(sys.argv[1:]); "
-            "print(sorted({'pandas', 'yaml', 'subprocess'} & set(sys.modules))); sys.exit(rc)")
+            "print(sorted({'pandas', 'yaml', 'subprocess', 'scipy.optimize'} & set(sys.modules))); sys.exit(rc)")
     res = subprocess.run([sys.executable, "-c", code, "point", "--job", job, "--sim",
                           str(tmp_path / "s.parquet"), "--exact", str(tmp_path / "e.parquet")],
                          capture_output=True, text=True, timeout=120, check=True)

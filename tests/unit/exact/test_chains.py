@@ -82,10 +82,9 @@ def test_long_run_from_the_start_matches_monte_carlo() -> None:
     assert min(abs(limit.tokens_per_round - t) for t in per_class) > 0.03
     rng = np.random.default_rng(11)
     state = np.zeros(chains, dtype=np.intp)
-    tables = scheme.tables(P, Q)
     emitted = np.zeros(chains)
     for r in range(burn_in + rounds):
-        sample = scheme.play(P, Q, state, 2, rng, tables)
+        sample = scheme.play(P, Q, state, 2, rng)
         if r >= burn_in:
             emitted += sample.n_emitted
         state = sample.next_state
