@@ -289,7 +289,8 @@ def test_a_point_job_does_not_load_pandas(tmp_path: Path, tiny_config: dict[str,
     grid = load_grid(mini_config(tiny_config), SCHEMA)
     job = to_arg(describe(grid, grid.points[0]))
     code = ("import sys; from specsim import cli; rc = cli.main(sys.argv[1:]); "
-            "print(sorted({'pandas', 'yaml', 'subprocess', 'scipy.optimize'} & set(sys.modules))); sys.exit(rc)")
+            "print(sorted({'pandas', 'yaml', 'subprocess', 'scipy.optimize'} "
+            "& set(sys.modules))); sys.exit(rc)")
     res = subprocess.run([sys.executable, "-c", code, "point", "--job", job, "--sim",
                           str(tmp_path / "s.parquet"), "--exact", str(tmp_path / "e.parquet")],
                          capture_output=True, text=True, timeout=120, check=True)
