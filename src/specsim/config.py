@@ -8,6 +8,7 @@ Config files are read strictly and in bounded work by :mod:`specsim.configfile`.
 from __future__ import annotations
 
 import copy
+import functools
 import reprlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,14 +62,25 @@ def _where(path: Any) -> str:
     return out
 
 
+def _schema(path: Path) -> Any:
+    """The schema file, parsed once per content (pure-Python YAML takes ~60 ms a parse: the
+    schema is read by every config load); used read-only (defaults are deep-copied)."""
+    stat = path.stat()
+    return _parsed_schema(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_schema(path: str, mtime_ns: int, size: int) -> Any:
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+
+
 def validate_config(config: Any, schema_path: str | Path) -> dict[str, Any]:
     """Validate ``config`` in place (defaults filled in) and return it; raise ConfigError."""
     check_values(config, "config")  # bounded, before anything else walks it
     if not isinstance(config, dict):
         raise ConfigError(f"the config must be a YAML mapping of keys to values, got "
                           f"{type(config).__name__}: {reprlib.repr(config)}")
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
-    errors = sorted(_Validator(schema).iter_errors(config),
+    errors = sorted(_Validator(_schema(Path(schema_path))).iter_errors(config),
                     key=lambda e: _path_order(e.absolute_path))
     if errors:
         err = errors[0]
