@@ -68,12 +68,23 @@ SETTINGS = [pytest.param(rule, knobs, gamma, id=f"{rule}-{'-'.join(map(str, knob
 TABLES = ["blend", "sparse", "other", "identical", "cold"]
 
 
-def _tables(rule: str, pair: str) -> tuple[np.ndarray, np.ndarray]:
-    """``PAIRS[pair]``; "cold" (draft entries down to ~1e-300, products of two underflow) only
-    for the k-draft rules, whose multisets of drafts meet it; p/q overflows there."""
-    if pair == "cold" and rule_spec(rule).width_knob != "drafts":
-        pytest.skip("the cold draft is the k-draft rules' edge case")
-    return PAIRS[pair]
+def _applies(rule: str, pair: str) -> bool:
+    """"cold" (draft entries down to ~1e-300, products of two underflow) is the k-draft rules'
+    edge case, whose multisets of drafts meet it (p/q overflows there); every other pair is
+    every rule's."""
+    return pair != "cold" or rule_spec(rule).width_knob == "drafts"
+
+
+def _with_pairs(settings: list[Any], pairs: list[str]) -> list[Any]:
+    """Each setting (a pytest.param whose first value is the rule) on each pair it applies to."""
+    return [pytest.param(*s.values, pair, id=f"{s.id}-{pair}") for s in settings
+            for pair in pairs if _applies(s.values[0], pair)]
+
+
+# rules that reduce to Algorithm 1 at some knob values (their own, or the classic rules')
+NEUTRAL_RULES = [pytest.param(r, id=r) for r in SCHEME_RULES
+                 if rule_spec(r).accept != "scheme"
+                 or any(k.neutral is not None for k in rule_spec(r).knobs)]
 
 Reference = Callable[[list[list[Fr]], Mapping[str, Any], int, int], Mapping[tuple[int, ...], Fr]]
 
@@ -120,11 +131,10 @@ def test_every_registered_scheme_has_contract_cases() -> None:
         assert name is not None and SCHEMES[name].name == name
 
 
-@pytest.mark.parametrize("pair", TABLES)
-@pytest.mark.parametrize(("rule", "knobs", "gamma"), SETTINGS)
+@pytest.mark.parametrize(("rule", "knobs", "gamma", "pair"), _with_pairs(SETTINGS, TABLES))
 def test_law_rows_are_laws_and_it_drafts_what_its_knobs_say(rule: str, knobs: dict[str, Any],
                                                             gamma: int, pair: str) -> None:
-    p, q = _tables(rule, pair)
+    p, q = PAIRS[pair]
     exact = Scheme.build(rule, knobs).law(p, q, gamma)
     np.testing.assert_allclose(exact.tokens.sum(axis=1), 1.0, atol=1e-12)
     np.testing.assert_allclose(exact.next_state.sum(axis=1), 1.0, atol=1e-12)
@@ -153,14 +163,11 @@ def test_a_lossless_rule_emits_the_targets_first_two_tokens(rule: str, knobs: di
         assert worst > 1e-3
 
 
-@pytest.mark.parametrize("pair", TABLES)
-@pytest.mark.parametrize("rule", SCHEME_RULES)
+@pytest.mark.parametrize(("rule", "pair"), _with_pairs(NEUTRAL_RULES, TABLES))
 def test_at_its_knobs_neutral_values_a_rule_is_algorithm_1(rule: str, pair: str) -> None:
     spec = rule_spec(rule)
-    if spec.accept == "scheme" and all(k.neutral is None for k in spec.knobs):
-        pytest.skip(f"{rule} has no knob at which it is Algorithm 1")
     neutral = {k.name: (k.neutral if not k.shape else "x".join(["1"] * 2)) for k in spec.knobs}
-    p, q = _tables(rule, pair)
+    p, q = PAIRS[pair]
     for gamma in (1, 2):
         if any(k.shape for k in spec.knobs) and gamma != 2:
             continue
@@ -170,13 +177,13 @@ def test_at_its_knobs_neutral_values_a_rule_is_algorithm_1(rule: str, pair: str)
         np.testing.assert_allclose(ours.next_state, alg1.next_state, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("pair", ["blend", "sparse", "cold"])
-@pytest.mark.parametrize(("rule", "knobs", "gamma"), SETTINGS)
+@pytest.mark.parametrize(("rule", "knobs", "gamma", "pair"),
+                         _with_pairs(SETTINGS, ["blend", "sparse", "cold"]))
 def test_played_rounds_match_the_law(rule: str, knobs: dict[str, Any], gamma: int,
                                      pair: str) -> None:
     """Rounds played from every context, well formed, against the law by G-tests (tokens,
     next state, first two tokens per start context)."""
-    p, q = _tables(rule, pair)
+    p, q = PAIRS[pair]
     scheme = Scheme.build(rule, knobs)
     state = np.arange(60_000) % p.shape[0]
     seed = sum(map(ord, rule + pair)) + gamma
