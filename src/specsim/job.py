@@ -101,7 +101,7 @@ def point_from(desc: dict[str, Any]) -> Point:
                           f"rerun snakemake")
     planned = desc.get("scheme_numbers", 1)
     if planned != _scheme_numbers(scheme):
-        raise ConfigError(f"job for {point.path}: planned for {scheme and scheme.rule} numbers "
+        raise ConfigError(f"job for {point.path}: planned for its scheme's numbers "
                           f"{planned}, this specsim has {_scheme_numbers(scheme)}; rerun "
                           f"snakemake")
     found = _digest(point, desc)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ngram_corpus import corpus, model
 
 from specsim import cli, engine, ngram, stats
 from specsim import realtext_settings as rt_settings
@@ -21,18 +21,6 @@ from specsim.realtext import experiments, rounds
 from specsim.realtext_settings import RULES, Settings
 from specsim.sampling import sample_rows
 from specsim.seeds import seed_for
-
-FILES = 40  # docstring sources for the small test corpus (all pydoc topics are always in)
-
-
-@functools.cache
-def corpus() -> ngram.Corpus:
-    return ngram.build_corpus(max_files=FILES)
-
-
-@functools.cache
-def model() -> NGramModel:
-    return NGramModel.fit(corpus().train, 5)
 
 
 def random_contexts(rng: np.random.Generator, n: int, length: int = 4) -> np.ndarray:

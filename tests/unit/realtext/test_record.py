@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from pathlib import Path
@@ -14,15 +13,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from ngram_corpus import corpus, model
 
 from specsim import cli, ngram
 from specsim.checks import pair_checks
-from specsim.ngram import NGramModel
 from specsim.realtext import pairs, record
 from specsim.realtext_settings import TRACE_PATH, Settings, trace_pairs
 from specsim.traces.format import META_KEY, TraceFileError, read_trace
 
-FILES = 40  # docstring sources of the small test corpus (as tests/unit/realtext/test_ngram.py)
 TINY = {"model": {"draft_orders": [2, 4]},
         "trace": {"documents": 6, "length": 20, "top_k": 8},
         "speculative": {"gamma": [1, 3]}, "costs": {"gamma": [1]},
@@ -30,14 +28,6 @@ TINY = {"model": {"draft_orders": [2, 4]},
         "pair_optimal": {"gamma_max": 6, "c": [0.05, 0.5]}}
 
 
-@functools.cache
-def corpus() -> ngram.Corpus:
-    return ngram.build_corpus(max_files=FILES)
-
-
-@functools.cache
-def model() -> NGramModel:
-    return NGramModel.fit(corpus().train, 5)
 
 
 @pytest.fixture
