@@ -41,47 +41,70 @@ def plain_generate(target: CachedLM, prompt: Sequence[int], n_new: int,
     return gen
 
 
+@dataclass(frozen=True)
+class ChainRound:
+    """One round of one sequence: its drafts x (γ,), drafts accepted, the final token, the rows
+    verified (p (γ+1, V), q (γ, V)) and the seconds spent drafting and in the target call."""
+
+    drafts: list[int]
+    accepted: int
+    final: int
+    p: FloatArray
+    q: FloatArray
+    draft_seconds: float
+    target_seconds: float
+
+
+def chain_round(target: CachedLM, draft: Draft, seq: list[int], gamma: int, rule: str,
+                u: FloatArray) -> ChainRound:
+    """[L] Alg. 1 for one sequence ``seq`` (the prompt and what is emitted so far, its last
+    token not yet in the target's cache): γ draft steps, ONE target call verifying γ+1
+    positions (the pending token plus the γ drafts) with the KV cache, then
+    :func:`specsim.realtext.rounds.verify` -- the same accept / first-rejection /
+    residual-or-bonus code as tier 1, for one chain. Both caches are cropped back to the
+    accepted prefix; ``seq`` itself is left as it is. Uniforms ``u`` (2γ+1, 1): u[i] drafts
+    token i, u[γ+i] tests it, u[2γ] draws the final token, as in the engine.
+    """
+    t0 = timing.clock()
+    q = np.empty((gamma, 1, VOCAB))
+    x = np.empty((gamma, 1), dtype=np.intp)
+    for i in range(gamma):
+        q[i, 0] = draft.probs(seq + x[:i, 0].tolist())
+        x[i, 0] = sample(q[i, 0], u[i, 0])
+    t1 = timing.clock()
+    p = softmax(target.next_logits(seq + x[:, 0].tolist(), gamma + 1))[:, None, :]
+    t2 = timing.clock()
+    res = verify(p, q, x, rule, u)
+    n_acc = int(res.n_accepted[0])
+    target.keep(len(seq) + n_acc)
+    draft.keep(len(seq) + n_acc)
+    return ChainRound(x[:, 0].tolist(), n_acc, int(res.final[0]), p[:, 0], q[:, 0], t1 - t0,
+                      t2 - t1)
+
+
 def speculative_generate(target: CachedLM, draft: Draft, prompt: Sequence[int], gamma: int,
                          n_new: int, rng: np.random.Generator, record: bool = False
                          ) -> Generation:
-    """[L] Alg. 1 (correct rule, temperature 1) until at least ``n_new`` tokens are emitted.
-
-    Per round: γ draft steps, ONE target call verifying γ+1 positions (the pending token plus
-    the γ drafts) with the KV cache, then :func:`specsim.realtext.rounds.verify` -- the same
-    accept / first-rejection / residual-or-bonus code as tier 1, for one chain. Both caches
-    are cropped back to the accepted prefix. Uniforms: u[i] drafts token i, u[γ+i] tests it,
-    u[2γ] draws the final token, as in the engine.
-    """
+    """[L] Alg. 1 (correct rule, temperature 1) until at least ``n_new`` tokens are emitted:
+    :func:`chain_round` after round, ``rng.random((2γ+1, 1))`` uniforms a round."""
     target.reset()
     draft.reset()
     seq = list(prompt)
     gen = Generation([], 0.0)
     t_start = timing.clock()
     while len(seq) - len(prompt) < n_new:
-        u = rng.random((2 * gamma + 1, 1))
-        t0 = timing.clock()
-        q = np.empty((gamma, 1, VOCAB))
-        x = np.empty((gamma, 1), dtype=np.intp)
-        for i in range(gamma):
-            q[i, 0] = draft.probs(seq + x[:i, 0].tolist())
-            x[i, 0] = sample(q[i, 0], u[i, 0])
-        t1 = timing.clock()
-        p = softmax(target.next_logits(seq + x[:, 0].tolist(), gamma + 1))[:, None, :]
-        t2 = timing.clock()
-        res = verify(p, q, x, "correct", u)
-        n_acc = int(res.n_accepted[0])
+        rnd = chain_round(target, draft, seq, gamma, "correct", rng.random((2 * gamma + 1, 1)))
+        n_acc = rnd.accepted
         if record:
-            gen.verified.append(p[: n_acc + 1, 0])
-        target.keep(len(seq) + n_acc)
-        draft.keep(len(seq) + n_acc)
-        seq += [*x[:n_acc, 0].tolist(), int(res.final[0])]
+            gen.verified.append(rnd.p[: n_acc + 1])
+        seq += [*rnd.drafts[:n_acc], rnd.final]
         gen.target_calls += 1
         gen.draft_steps += gamma
         gen.accepted += n_acc
         gen.tested += min(n_acc + 1, gamma)
         gen.per_round.append(n_acc + 1)
-        gen.draft_seconds += t1 - t0
-        gen.target_seconds += t2 - t1
+        gen.draft_seconds += rnd.draft_seconds
+        gen.target_seconds += rnd.target_seconds
     gen.seconds = timing.clock() - t_start
     gen.tokens = seq[len(prompt) :]
     return gen

@@ -5,7 +5,8 @@ For each pair (the target with one draft of :data:`.settings.Settings.trace_pair
 * ``trace``: a trace of the pair (:mod:`.record`) over ``trace_documents`` held-out prompts,
   each document the target's continuation of ``trace_tokens`` tokens;
 * ``pair``: speculative generation with the same models from the same prompts, ``trace_tokens``
-  new tokens each -- specsim's loop (:func:`.generation.speculative_generate`) for every draft,
+  new tokens each -- specsim's loop (:func:`specsim.pairs.measure.measure` on the
+  :class:`.backend.TransformersBackend`, one chain a prompt) for every draft,
   transformers' assisted generation at a fixed γ (:func:`.assisted.set_policy`) for the model
   drafts -- beside plain target sampling by the same library, configurations of one prompt
   back to back (rotated): per prompt its target calls and wall time (one row per run);
@@ -78,21 +79,25 @@ def measure_runs(lab: Lab, name: str) -> pd.DataFrame:
     ``engine, gamma, prompt, tokens, calls, seconds`` (γ 0: the target alone). ``calls`` are
     the target calls until ``trace_tokens`` tokens were emitted."""
     from specsim.llm.assisted import hf_generate, set_policy, torch_seed
-    from specsim.llm.generation import plain_generate, speculative_generate
+    from specsim.llm.backend import TransformersBackend
+    from specsim.llm.generation import plain_generate
+    from specsim.pairs.measure import measure
 
     s = lab.s
     n = s.trace_tokens
     draft = lab.draft(name)
+    backend = TransformersBackend(lab.model, draft, name)
     engines = ENGINES if isinstance(draft, ModelDraft) else ENGINES[:1]
     configs = [(e, g) for e in engines for g in (0, *s.gamma)]
 
     def one(engine: str, g: int, prompt: list[int], i: int, n_new: int) -> tuple[int, int]:
         seed = seed_for(s.seed, "llm-pair", name, engine, g, i)
-        if engine == "specsim":
-            rng = np.random.default_rng(seed)
-            gen = (plain_generate(lab.target, prompt, n_new, rng) if g == 0 else
-                   speculative_generate(lab.target, draft, prompt, g, n_new, rng))
+        if engine == "specsim" and g == 0:
+            gen = plain_generate(lab.target, prompt, n_new, np.random.default_rng(seed))
             return len(gen.tokens), gen.target_calls
+        if engine == "specsim":  # one chain of the pair stage's measurement
+            m = measure(backend, [prompt], n_new, 1, g, seed)
+            return int(m["tokens"][0]), int(m["calls"][0])
         assistant = None
         if g:
             assert isinstance(draft, ModelDraft)

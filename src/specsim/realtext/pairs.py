@@ -3,12 +3,13 @@
 *Predicted* tokens per target call come from a pair's trace (:mod:`.record`) under the
 positional model (:func:`specsim.traces.positional.positional_law`, rule ``correct``): exact
 given the trace, with a bootstrap CI over its documents. *Measured* tokens per call come from
-speculative generation with the same models (:func:`.rounds.spec_round`, rule ``correct``)
-from the trace's own prompts: ``replicas`` independent chains per prompt, each run until it has
-emitted ``trace.length`` characters (the last round's tokens counted only up to that length),
-so a chain's rounds are exactly the target calls that traverse one document of ``length``
-positions -- the quantity the positional model's backward DP gives. Measured = Σ tokens / Σ
-calls over prompts and replicas, with a bootstrap CI over prompts.
+speculative generation with the same models (:func:`specsim.pairs.measure.measure` on the
+:class:`.backend.NGramBackend`, rule ``correct``) from the trace's own prompts: ``replicas``
+independent chains per prompt, each run until it has emitted ``trace.length`` characters (the
+last round's tokens counted only up to that length), so a chain's rounds are exactly the target
+calls that traverse one document of ``length`` positions -- the quantity the positional
+model's backward DP gives. Measured = Σ tokens / Σ calls over prompts and replicas, with a
+bootstrap CI over prompts.
 
 Prompts are shared, so the difference predicted − measured has a *paired* bootstrap over
 prompts (one resample of the prompts draws both ratios): ``covered`` says whether its 95%
@@ -24,8 +25,10 @@ import pandas as pd
 from specsim import exact
 from specsim.costs import SEQUENTIAL, ConstantCost
 from specsim.ngram import NGramModel
+from specsim.pairs.measure import RULE, measure
 from specsim.precision import covers, first_max
-from specsim.realtext.rounds import NGramPair, spec_round
+from specsim.realtext.backend import NGramBackend
+from specsim.realtext.rounds import NGramPair
 from specsim.realtext_settings import Settings
 from specsim.seeds import seed_for
 from specsim.traces.format import Trace
@@ -36,51 +39,6 @@ from specsim.traces.positional import (
     paired_difference,
     positional_law,
 )
-
-RULE = "correct"
-
-
-def measure(pair: NGramPair, start: np.ndarray, length: int, replicas: int, gamma: int,
-            seed: np.random.SeedSequence) -> dict[str, np.ndarray]:
-    """Speculative generation from every prompt ``start`` (D,), ``replicas`` chains each, until
-    each chain has emitted ``length`` characters. Per prompt (D,): ``calls`` (target calls
-    summed over replicas), ``tested`` and ``accepted`` drafts and their β = Σ min(p, q) summed
-    (``beta``), and the same for the first draft of each round only (``*_first``); drafts
-    beyond the document's end are not counted as tested. ``accepted_at`` (γ,), summed over
-    every chain: a_i, the rounds that emitted >= i accepted drafts (an engine's per-position
-    counters, :mod:`specsim.acceptance.counts`)."""
-    d = start.size
-    n = d * replicas
-    prompt = np.repeat(np.arange(d), replicas)
-    ctx = np.repeat(start, replicas)
-    emitted = np.zeros(n, dtype=np.int64)
-    calls = np.zeros(n, dtype=np.int64)
-    sums = {k: np.zeros(n) for k in ("tested", "beta", "tested_first", "beta_first")}
-    # an engine's counters: a_i, the rounds that accepted >= i drafts inside the document
-    accepted_at = np.zeros((gamma, n), dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    active = np.arange(n)
-    i = np.arange(gamma)[:, None]
-    while active.size:
-        rnd = spec_round(pair, ctx[active], gamma, RULE, rng.random((2 * gamma + 1,
-                                                                      active.size)))
-        n_acc = rnd.result.n_accepted
-        tested = (i <= n_acc[None, :]) & (i < (length - emitted[active])[None, :])
-        beta = rnd.beta()
-        sums["tested"][active] += tested.sum(axis=0)
-        sums["beta"][active] += np.where(tested, beta, 0.0).sum(axis=0)
-        sums["tested_first"][active] += tested[0]
-        sums["beta_first"][active] += np.where(tested[0], beta[0], 0.0)
-        kept = np.minimum(n_acc, length - emitted[active] - 1)  # accepted drafts emitted
-        accepted_at[:, active] += i + 1 <= kept[None, :]
-        emitted[active] += n_acc + 1
-        calls[active] += 1
-        ctx[active] = rnd.next_ctx
-        active = active[emitted[active] < length]
-    out = {k: np.bincount(prompt, weights=v, minlength=d) for k, v in sums.items()}
-    out["calls"] = np.bincount(prompt, weights=calls, minlength=d)
-    out["accepted_at"] = accepted_at.sum(axis=1)  # (γ,): summed over prompts and replicas
-    return out
 
 
 def _predicted_alpha(law: PositionalLaw) -> tuple[float, float]:
@@ -112,7 +70,7 @@ def pair_accept_table(model: NGramModel, traces: dict[str, Trace], s: Settings,
             pred = law.tokens_per_call
             p_lo, p_hi = law.tokens_ci(int(seed_for(seed, "pair_accept", "predicted", k, g)
                                            .generate_state(1)[0]))
-            m = measure(pair, start, s.trace_length, s.accept_replicas, g,
+            m = measure(NGramBackend(pair, name), start, s.trace_length, s.accept_replicas, g,
                         seed_for(seed, "pair_accept", "measured", k, g))
             num = lengths * s.accept_replicas
             meas = float(num.sum() / m["calls"].sum())

@@ -3,10 +3,11 @@
 Two steps (two rules of workflow/rules/realtext.smk), exactly the path a user of
 ``specsim advise`` takes with their engine:
 
-* ``engine_counters``: each pair's *measured* speculative runs (:func:`.pairs.measure`, the
-  trace's own prompts, ``engine.replicas`` chains each, draft length ``engine.gamma`` = K)
-  record what an engine's counters would: rounds and the per-position accepted counts, written
-  in vLLM's Prometheus text format (``results/engine/<pair>.prom``);
+* ``engine_counters``: each pair's *measured* speculative runs
+  (:func:`specsim.pairs.measure.measure`, the trace's own prompts, ``engine.replicas`` chains
+  each, draft length ``engine.gamma`` = K) record what an engine's counters would: rounds and
+  the per-position accepted counts, written in vLLM's Prometheus text format
+  (``results/engine/<pair>.prom``);
 * ``engine``: those files read back through :func:`specsim.acceptance.readers.read_metrics`,
   with the latency profile (``engine.latency``, a CSV; by default the roofline of
   ``engine.roofline``'s target and draft shapes on its device), through the schedule
@@ -37,12 +38,13 @@ __all__ = ["best_pair", "counters", "latency_profile", "schedule_tables", "write
 def counters(model: NGramModel, traces: dict[str, Trace], s: Settings,
              seed: int) -> dict[str, AcceptanceCounts]:
     """Each pair's measured counters at K = ``engine.gamma`` (module docstring)."""
-    from specsim.realtext.pairs import measure
+    from specsim.pairs.measure import measure
+    from specsim.realtext.backend import NGramBackend
 
     out = {}
     for k, (name, trace) in zip(s.draft_orders, traces.items(), strict=True):
         start = np.asarray(trace.meta["prompt_contexts"], dtype=np.int64)
-        m = measure(NGramPair(model, s.target_order, k), start, s.trace_length,
+        m = measure(NGramBackend(NGramPair(model, s.target_order, k), name), start, s.trace_length,
                     s.engine_replicas, s.engine_gamma, seed_for(seed, "engine", k))
         out[name] = AcceptanceCounts(int(m["calls"].sum()),
                                      tuple(int(a) for a in m["accepted_at"]), name)

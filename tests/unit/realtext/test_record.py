@@ -17,7 +17,9 @@ from ngram_corpus import corpus, model
 
 from specsim import cli, ngram
 from specsim.checks import pair_checks
+from specsim.pairs.measure import measure
 from specsim.realtext import pairs, record
+from specsim.realtext.backend import NGramBackend
 from specsim.realtext_settings import TRACE_PATH, Settings, trace_pairs
 from specsim.traces.format import META_KEY, TraceFileError, read_trace
 
@@ -172,7 +174,7 @@ def test_one_character_documents_take_one_call_each() -> None:
     """length 1: every chain's one round emits the document: 1 token per call, exactly."""
     pair = pairs.NGramPair(model(), 5, 3)
     start = np.arange(5, dtype=np.int64) * 1000
-    m = pairs.measure(pair, start, 1, 3, 4, np.random.SeedSequence(1))
+    m = measure(NGramBackend(pair), start, 1, 3, 4, np.random.SeedSequence(1))
     assert np.array_equal(m["calls"], np.full(5, 3.0))
     assert np.array_equal(m["tested"], np.full(5, 3.0))  # one draft inside each document
 
