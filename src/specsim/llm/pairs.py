@@ -5,11 +5,11 @@ For each pair (the target with one draft of :data:`.settings.Settings.trace_pair
 * ``trace``: a trace of the pair (:mod:`.record`) over ``trace_documents`` held-out prompts,
   each document the target's continuation of ``trace_tokens`` tokens;
 * ``pair``: speculative generation with the same models from the same prompts, ``trace_tokens``
-  new tokens each -- specsim's loop (:func:`specsim.pairs.measure.measure` on the
-  :class:`.backend.TransformersBackend`, one chain a prompt) for every draft,
-  transformers' assisted generation at a fixed γ (:func:`.assisted.set_policy`) for the model
-  drafts -- beside plain target sampling by the same library, configurations of one prompt
-  back to back (rotated): per prompt its target calls and wall time (one row per run);
+  new tokens each -- specsim's loop (the pair stage's :func:`specsim.pairs.measure.measure` on
+  the :class:`.backend.TransformersBackend`, one chain a prompt) for every draft, transformers'
+  assisted generation at a fixed γ (:func:`.assisted.set_policy`) for the model drafts --
+  beside plain target sampling by the same library, configurations of one prompt back to back
+  (rotated): per prompt its target calls and wall time (one row per run);
 * ``pairs``: two tables from the traces and the runs. ``pair_accept``: tokens per target call
   per (pair, engine, γ), predicted by the positional law of the trace (Σ T / Σ E[calls], with a
   bootstrap CI over documents) and measured (Σ T / Σ calls to emit T tokens, a bootstrap CI

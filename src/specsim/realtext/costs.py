@@ -1,8 +1,10 @@
 """Measured costs and wall-clock speedup of speculative sampling with n-grams (not deterministic).
 
 Only wall times are measured here; tokens per round and α come from the speculative
-experiment's table. Every timing is :func:`specsim.timing.measure`'s: the median over
-``cost_repeats`` interleaved repeats, with its quartiles, a reliability verdict and the load.
+experiment's table. A target call and a draft step are the pair backend's
+(:class:`.backend.NGramBackend`'s ``target_call`` and ``draft_step``). Every timing is
+:func:`specsim.timing.measure`'s: the median over ``cost_repeats`` interleaved repeats, with
+its quartiles, a reliability verdict and the load.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ import numpy as np
 import pandas as pd
 
 from specsim import exact, timing
-from specsim.ngram import Corpus, FloatArray, IntArray, NGramModel, append, context_ids
+from specsim.ngram import Corpus, FloatArray, IntArray, NGramModel, context_ids
+from specsim.realtext.backend import NGramBackend
 from specsim.realtext.rounds import NGramPair, plain_step, spec_round
 from specsim.realtext_settings import Settings
-from specsim.sampling import sample_rows
 from specsim.seeds import seed_for
 
 
@@ -46,17 +48,17 @@ def _costs_at_batch(model: NGramModel, corpus: Corpus, s: Settings, seed: int, b
     starts = np.sort(rng.choice(ids.size - s.cost_max_positions, size=b, replace=False))
     u = rng.random(b)
     ctx = ids[starts]
+    # the characters after each prompt: a call verifying k positions sees k real contexts
+    text = corpus.heldout[starts[:, None] + length + np.arange(s.cost_max_positions - 1)]
     target = NGramPair(model, s.target_order, s.target_order - 1)
     pairs = {order: NGramPair(model, s.target_order, order) for order in s.draft_orders}
     # every timed callable of this batch, interleaved in one measurement
     fns: dict[str, Callable[[int], object]] = {}
-    for k in range(1, s.cost_max_positions + 1):  # k consecutive real contexts per prompt
-        block = ids[starts[:, None] + np.arange(k)]
-        fns[f"T{k}"] = lambda r, block=block: model.probs(block, s.target_order)
+    for k in range(1, s.cost_max_positions + 1):
+        fns[f"T{k}"] = NGramBackend(target).target_call(ctx, text[:, : k - 1])
     fns["plain"] = lambda r: plain_step(target, ctx, u)
     for order, pair in pairs.items():
-        fns[f"draft{order}"] = lambda r, pair=pair: append(ctx, sample_rows(pair.draft(ctx), u),
-                                                           length)
+        fns[f"draft{order}"] = NGramBackend(pair).draft_step(ctx, u)
         for g in s.cost_gamma:
             u_rounds = np.random.default_rng(seed_for(seed, "costs", b, order, g)).random(
                 (s.cost_rounds, 2 * g + 1, b))
