@@ -106,7 +106,7 @@ def test_rows_are_distributions(case: Case) -> None:
 @pytest.mark.parametrize("gamma", [1, 3])
 def test_round_counts_are_consistent(case: Case, gamma: int) -> None:
     b = case.backend
-    ctx = b.chains(case.prompts, 2)
+    ctx = b.chains(case.prompts[:2], 2)
     p, q = b.rows(ctx)
     rng = np.random.default_rng(gamma)
     for _ in range(3):
@@ -123,7 +123,7 @@ def test_round_counts_are_consistent(case: Case, gamma: int) -> None:
                                    rtol=0)
         ctx = rnd.next_contexts
         p, q = b.rows(ctx)
-        assert ctx.shape == (2 * len(case.prompts),)
+        assert ctx.shape == (4,)
 
 
 def _accepted_at(per_round: list[int], gamma: int, length: int) -> np.ndarray:
@@ -138,7 +138,7 @@ def _accepted_at(per_round: list[int], gamma: int, length: int) -> np.ndarray:
 
 @pytest.mark.parametrize("gamma", [2, 4])
 def test_measurement_agrees_draw_for_draw_with_the_tiers_loop(case: Case, gamma: int) -> None:
-    length = 12
+    length = 9
     for d, prompt in enumerate(case.prompts[:2]):
         seed = np.random.SeedSequence(10 * gamma + d)
         per_round = case.reference(prompt, gamma, length, seed)
