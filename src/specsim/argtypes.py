@@ -67,6 +67,14 @@ def existing_file(path: str) -> str:
     return path
 
 
+def existing_dir(path: str) -> str:
+    """A path naming a directory that exists."""
+    if not Path(path).is_dir():
+        kind = "a file, not a directory" if Path(path).is_file() else "no such directory"
+        raise argparse.ArgumentTypeError(f"{kind}: {path}")
+    return path
+
+
 def output_dir(path: str) -> str:
     """A directory to write into: existing, or to be created (not a file in the way)."""
     p = Path(path)

@@ -225,13 +225,15 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     from specsim.acceptance import cli as advise
     from specsim.configcheck import add_parser as add_check_config_parser
     from specsim.integrity import add_parser as add_verify_parser
-    from specsim.llm.cli import add_parser as add_llm_parser
     from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
-    from specsim.realtext.cli import add_parser as add_realtext_parser
+    from specsim.llm.steps import STAGE as LLM
+    from specsim.realtext.steps import STAGE as REALTEXT
     from specsim.record_cli import add_parser as add_record_parser
+    from specsim.stage_cli import add_stage_parser
 
-    for add in (add_realtext_parser, add_llm_parser, add_verify_parser,
-                add_check_config_parser, advise.add_parser):
+    for stage in (REALTEXT, LLM):
+        add_stage_parser(sub, stage)
+    for add in (add_verify_parser, add_check_config_parser, advise.add_parser):
         add(sub)
     runfiles.add_parsers(sub, _grid)
     add_record_parser(sub, kinds=(add_record_hf,))

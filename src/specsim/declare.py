@@ -26,6 +26,7 @@ __all__ = [
     "GTEST",
     "KEYS",
     "SPEEDUP",
+    "TIMINGS",
     "TOKENS",
     "C",
     "Figure",
@@ -48,8 +49,10 @@ class Table:
 
     ``builder`` ``(grid, points) -> DataFrame`` is run by ``specsim tables`` when the config has
     a study of analysis ``needs`` (``needs`` None: always; ``<analysis>/<family>``: a study of
-    that analysis running a model of that family); a table without a builder is written
-    by a step of its own (the checks, the real-text and LLM stages) and only documented here.
+    that analysis running a model of that family). A table without a builder is written by a
+    step of its own: ``step`` names it, ``"<stage>:<step>"`` for a stage's (``realtext:model``,
+    ``llm:pairs``; the workflow lists the step's outputs from these declarations) or the core
+    step (``checks``).
     """
 
     name: str
@@ -59,6 +62,17 @@ class Table:
     needs: str | None = None
     builder: str = ""
     csv: str = ""  # where the CSV lives, when not results/tables/<name>.csv
+    step: str = ""  # the step writing it, when no builder: "<stage>:<step>" or a core step
+
+    @property
+    def path(self) -> str:
+        """Where the CSV lives (its Markdown twin beside it, ``.md``)."""
+        return self.csv or f"results/tables/{self.name}.csv"
+
+    @property
+    def stage(self) -> str:
+        """The stage whose step writes it (``realtext``, ``llm``), or ``""``."""
+        return self.step.partition(":")[0] if ":" in self.step else ""
 
     def describe(self, column: str) -> str | None:
         """The meaning of ``column``; a key with a ``<placeholder>`` matches any text there."""
@@ -83,12 +97,24 @@ class Table:
 class Figure:
     """A figure: ``results/figures/<name>.pdf`` and ``.png``, drawn from tables by ``builder``
     ``(grid, tables_dir) -> matplotlib Figure`` when the config has a study of analysis
-    ``needs`` (None: always); ``caption`` (reStructuredText) is its report caption."""
+    ``needs`` (None: always); ``caption`` (reStructuredText) is its report caption.
+
+    A stage's figure names the stage step drawing it (``step``, ``"<stage>:<step>"``) and the
+    declared tables it reads (``reads``: the step's rule waits for those); its builder is
+    ``(read) -> matplotlib Figure``, ``read(name)`` the DataFrame of one of them
+    (:func:`specsim.figures.draw_stage_figures`), and ``needs`` is None."""
 
     name: str
     needs: str | None
     builder: str
     caption: str
+    step: str = ""
+    reads: tuple[str, ...] = ()
+
+    @property
+    def stage(self) -> str:
+        """The stage whose step draws it (``realtext``, ``llm``), or ``""`` (the grid's)."""
+        return self.step.partition(":")[0] if ":" in self.step else ""
 
     def build(self) -> Callable[..., Any]:
         """The drawing function (imports its module, and so matplotlib)."""
@@ -136,3 +162,62 @@ GTEST = {
     "p_value": "p-value of that G-test (small: the output does not follow the target's law)",
     "verdict": "lossless or biased: the G-test at the config's significance level",
 }
+TIMINGS = {
+    "load_before": "the machine's 1-minute load average before the measurement",
+    "load_after": "the same after it",
+    "cpus": "CPUs the machine reports",
+    "reliable": "the timings of the row are reliable: their interleaved repeats agree within "
+                "specsim.timing's tolerance (False: read them as noise)",
+    "<column>_q25": "25th percentile, over the interleaved repeats, of the column named before "
+                    "_q25",
+    "<column>_q75": "75th percentile of that column",
+}
+
+
+# --- a stage's steps ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Arg:
+    """A file option of a stage step: ``--<flag>`` (``flag`` with ``-`` for ``_``) and its help;
+    ``nargs`` as argparse takes it (``"+"``: one or more files, ``"*"``: any, optional)."""
+
+    flag: str
+    help: str
+    nargs: str | None = None
+    directory: bool = False  # a directory (read: it exists; written: it can be made)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a stage: one Snakemake rule and one ``specsim <stage> <name>`` command.
+
+    ``run`` (``"module:function"``, imported when the step runs) is called with the step's
+    settings and the parsed arguments and returns the declared tables it computed, by name
+    (:class:`Table` with ``step`` ``"<stage>:<name>"``); the command writes each to its declared
+    path under ``--results-dir`` and draws the figures the step declares. ``reads`` are the files
+    it reads, ``writes`` the files it writes besides its declared tables (a model, traces, a
+    record), ``options`` its other arguments as ``(flags, argparse keywords)``."""
+
+    name: str
+    help: str
+    run: str
+    reads: tuple[Arg, ...] = ()
+    writes: tuple[Arg, ...] = ()
+    options: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage beside the grid (``specsim <name> STEP``; workflow/rules/<name>.smk): its steps,
+    the function checking a step's settings (``settings``, ``"module:function"``, called with
+    the ``--settings`` JSON text and the step's name, raising ValueError naming the key) and the
+    stage's own options besides ``--settings``, ``--results-dir`` and ``--significance``."""
+
+    name: str
+    help: str
+    doc: str
+    settings: str
+    steps: tuple[Step, ...]
+    options: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
+
+    def step(self, name: str) -> Step:
+        return next(s for s in self.steps if s.name == name)

@@ -2,7 +2,8 @@
 
 Snakemake imports this module every time it parses the workflow (on a cluster, once per job),
 so it imports nothing beyond the standard library: workflow/rules/realtext.smk takes its
-tables, figures and per-step settings from here, and keeps no list of its own.
+per-step settings from here (its tables and figures from their declarations,
+:mod:`specsim.outputs.realtext`), and keeps no list of its own.
 """
 
 from __future__ import annotations
@@ -17,17 +18,6 @@ from specsim import trace_limits as limits
 
 RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context bookkeeping
 
-#: Deterministic tables, each ``results/tables/realtext_<name>.csv`` (measured costs, which are
-#: not deterministic, live apart in ``results/realtext/costs.csv``).
-TABLES = ("models", "beta", "speculative", "lossless")
-#: Tables on the traces of the n-gram pairs, each ``results/tables/<name>.csv`` (deterministic):
-#: predicted vs measured tokens per call, the optimal γ and break-even c over a c grid, and the
-#: engine route's schedule and shortcut error (:mod:`specsim.realtext.serving_engine`). The
-#: pairs' speedups at the *measured* costs live beside those: ``results/realtext/pair_costs.csv``.
-PAIR_TABLES = ("pair_accept", "pair_optimal", "engine_schedule", "engine_shortcut")
-#: Figures, each ``results/figures/<name>.{pdf,png}`` (builders:
-#: :data:`specsim.realtext.figures.FIGURES`).
-FIGURES = ("realtext_beta", "realtext_tokens", "realtext_costs", "pair_accept")
 #: Step (one Snakemake rule, one ``specsim realtext`` sub-command) -> the config sections it
 #: reads: a rule is passed only those, so only a change to them re-runs it.
 STEPS: dict[str, tuple[str, ...]] = {
@@ -39,15 +29,16 @@ STEPS: dict[str, tuple[str, ...]] = {
     "record": ("model", "trace"),
     "pair_accept": ("model", "trace", "speculative", "pair_accept"),
     "pair_optimal": ("model", "trace", "pair_optimal"),
+    "pair_costs": ("model", "trace", "pair_optimal"),
     "engine_counters": ("model", "trace", "engine"),
     "engine": ("model", "trace", "engine"),
+    "figures": (),
 }
-#: Where the engine route (:mod:`specsim.realtext.serving_engine`; its tables are two of
-#: :data:`PAIR_TABLES`) writes its counters, in vLLM's Prometheus format, the engines'
-#: snippets, and its figure.
+#: Where the engine route (:mod:`specsim.realtext.serving_engine`; its tables and figure are
+#: declared in :mod:`specsim.outputs.realtext`) writes its counters, in vLLM's Prometheus
+#: format, and the engines' snippets.
 ENGINE_COUNTERS = "results/engine/{pair}.prom"
 ENGINE_CONFIG = "results/engine/engine_config.md"
-ENGINE_FIGURE = "engine_schedule"
 #: Config section -> prefix of its keys among the :class:`Settings` fields.
 SECTIONS = (("corpus", ""), ("model", ""), ("speculative", ""), ("lossless", "lossless_"),
             ("costs", "cost_"), ("trace", "trace_"), ("pair_accept", "accept_"),
@@ -324,3 +315,10 @@ def step_settings(section: Mapping[str, Any]) -> dict[str, str]:
     return {step: json.dumps({s: _without_temperatures(section, s) for s in sections},
                              sort_keys=True)
             for step, sections in STEPS.items()}
+
+
+def for_step(sections: Mapping[str, Any], step: str) -> Settings:
+    """The settings a step is passed (``--settings``: the config sections it reads, defaults
+    for the rest), with those sections' cross-field checks; one-line ValueError naming the
+    key."""
+    return Settings.from_dict(sections, partial=True)

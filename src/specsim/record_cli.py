@@ -20,7 +20,8 @@ def add_parser(sub: Any, kinds: Any = ()) -> argparse.ArgumentParser:
     ``kinds``: functions adding more sub-commands to it (``hf``, from the LLM tier, sets its own
     ``run``)."""
     from specsim import argtypes
-    from specsim.realtext.cli import add_record_arguments, settings_json
+    from specsim.realtext.steps import RECORD
+    from specsim.stage_cli import add_step_arguments
 
     parser = sub.add_parser("record", help="write traces of a pair; check trace files",
                             description=__doc__,
@@ -29,10 +30,11 @@ def add_parser(sub: Any, kinds: Any = ()) -> argparse.ArgumentParser:
     steps = parser.add_subparsers(dest="record", required=True, metavar="SUB")
     n = steps.add_parser("ngram", help="the real-text stage's n-gram pairs (one trace per "
                                        "draft order, <out-dir>/ngram_o<k>.parquet)")
-    n.add_argument("--settings", default="{}", type=settings_json,
+    n.add_argument("--settings", default="{}", type=argtypes.json_object,
                    help="JSON of config.yaml's realtext section (defaults: the schema's)")
     n.add_argument("--seed", type=argtypes.seed, default=20221117, help="the root seed")
-    add_record_arguments(n)
+    add_step_arguments(n, RECORD)
+    n.set_defaults(parser=n)
     c = steps.add_parser("check", help="check trace files whole; print what each holds")
     c.add_argument("files", nargs="+", metavar="FILE", help="trace files (.parquet)")
     for add in kinds:
@@ -52,9 +54,15 @@ def summary(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.record == "ngram":
-        from specsim.realtext.cli import record
+        from specsim.realtext.steps import record
+        from specsim.realtext_settings import for_step
 
-        for path in record(args):
+        try:
+            s = for_step(args.settings, "record")
+        except ValueError as err:
+            args.parser.error(f"argument --settings: {err}")
+        record(s, args)
+        for path in args.written:
             print(summary(path))
         return 0
     from specsim.traces.format import TraceFileError

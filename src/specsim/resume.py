@@ -92,7 +92,7 @@ def _snakemake_runs(workdir: str | os.PathLike[str]) -> list[tuple[int, str]]:
 
 #: Flags whose value a job writes (the steps' outputs), named when a killed run's job is waited for.
 OUTPUT_FLAGS = ("--sim", "--exact", "--out", "--out-dir", "--meta", "--table", "--beta-table",
-                "--schedule", "--shortcut", "--config-md", "--figure")
+                "--schedule", "--shortcut", "--config-md", "--figures-dir")
 #: Seconds ``make run`` waits for a killed run's jobs (``SPECSIM_RESUME_WAIT`` overrides):
 #: past it, it names the one command that stops them and exits 2.
 WAIT = 900.0

@@ -278,14 +278,21 @@ def test_captions_are_plain_restructuredtext() -> None:
 def test_every_table_is_described() -> None:
     from specsim import outputs
 
-    own_step = {n for n, t in outputs.TABLES.items() if not t.builder}
-    assert own_step == {"checks", "llm_assisted", "llm_lossless_audit", "pair_costs",
-                        *outputs.REALTEXT_TABLES}
+    # a table is built by `specsim tables` (builder) or written by the step it names, not both
+    assert all(bool(t.builder) != bool(t.step) for t in outputs.TABLES.values())
+    stages = {t.stage for t in outputs.TABLES.values()} | {
+        f.stage for f in outputs.FIGURES.values()}
+    assert stages == {"", "realtext", "llm"}, stages
+    paths = [t.path for t in outputs.TABLES.values()]
+    assert len(paths) == len(set(paths)), "two declarations share a CSV"
     for name, d in outputs.TABLES.items():
         assert d.name == name and d.title and d.about.endswith(".") and d.columns, name
         assert all(text and not text.endswith(".") for text in d.columns.values()), name
     for name, f in outputs.FIGURES.items():
         assert f.name == name and f.caption.endswith("."), name
+        # a stage's figure reads declared tables of its own stage; a grid figure reads none
+        assert all(outputs.table(r).stage == f.stage for r in f.reads) and (
+            bool(f.reads) == bool(f.step)), name
 
 
 def test_described_columns_are_the_tables_columns(tmp_path: Path) -> None:

@@ -17,7 +17,15 @@ from specsim.io.reserve import room_to_start, run_guard
 from specsim.grid import POINT_REGEX
 from specsim.integrity import RERUN_ENV, snakemake_command, verify_inputs
 from specsim.job import describe, to_arg
-from specsim.outputs import REALTEXT_TABLES, available_figures, available_tables
+from specsim.outputs import (
+    REALTEXT_TABLES,
+    available_figures,
+    available_tables,
+    stage_figures,
+    stage_tables,
+    step_files,
+    table,
+)
 
 # A full disk stops the run here with one line: Snakemake's own locks and logs would fail
 # first, each with a traceback ("--- Logging error ---"). A disk that fills during the run ends
@@ -303,19 +311,32 @@ def rerun_command():
     )
 
 
-def report_figures(names, ext, category):
-    """results/figures/<name>.<ext> for each name, flagged for the report under ``category``
-    and captioned by workflow/report/<name>.rst (stages beside the grid: real text, LLM).
+def report_figures(stage, step, ext, category):
+    """results/figures/<name>.<ext> of each figure a stage's step declares
+    (specsim.outputs.realtext, .llm), flagged for the report under ``category`` and captioned
+    by workflow/report/figures/<name>.rst (written from the declaration, as the grid's are).
     """
     return [
         report_flag(
-            f"results/figures/{name}.{ext}",
-            caption=f"../report/{name}.rst",
+            f"results/figures/{f.name}.{ext}",
+            caption=f"../report/figures/{f.name}.rst",
             category=category,
-            labels={"figure": name, "format": ext.upper()},
+            labels={"figure": f.name, "format": ext.upper()},
         )
-        for name in names
+        for f in stage_figures(stage, step)
     ]
+
+
+def declared(name, ext=".csv"):
+    """Where the declared table ``name`` lives (specsim.outputs), ``.csv`` or its ``.md``."""
+    return table(name).path.removesuffix(".csv") + ext
+
+
+def declared_inputs(stage, step):
+    """The declared tables a stage's step's figures read (their declarations' ``reads``)."""
+    return sorted(
+        {declared(name) for f in stage_figures(stage, step) for name in f.reads}
+    )
 
 
 def engine_latency_file(wildcards):

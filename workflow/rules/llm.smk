@@ -4,7 +4,8 @@
 # device -> intensity; figures; machine.json (the run's record). Runs when the config has an
 # `llm:` section -- config.yaml has none; `make llm` adds workflow/llm.yaml and installs the
 # `llm` extra. The tables, figures and steps, and which settings each step reads, come from
-# specsim.llm.settings (imports nothing heavy: Snakemake reads it at every parse).
+# specsim.llm.settings (imports nothing heavy: Snakemake reads it at every parse); the tables
+# and figures each step writes, from their declarations (specsim.outputs.llm).
 # Every step times something or loads the 135M model: the timing steps ask for every core so
 # that nothing runs beside them; the others for the torch threads they use.
 import sys
@@ -20,7 +21,6 @@ except ValueError as err:
     sys.exit(f"config error: llm: {err}")
 # JSON of the settings each step reads (so only changes to those re-run it).
 LLM_SETTINGS = llm_settings.step_settings(LLM_CONFIG, config["seed"])
-LLM_TABLES = expand("results/llm/{table}.csv", table=llm_settings.TABLES)
 # Everything the stage produces: `rule all` and the `llm` target (make llm) list these.
 LLM_TARGETS = (
     [
@@ -29,31 +29,15 @@ LLM_TARGETS = (
         "results/llm/corpus.json",
         "results/llm/device.json",
         "results/llm/assisted.html",
-        *LLM_TABLES,
-        *expand("results/llm/{table}.md", table=llm_settings.TABLES),
-        *expand("results/llm/{table}.md", table=llm_settings.PAIR_TABLES),
+        *step_files(
+            "llm"
+        ),  # every declared table (CSV, Markdown) and figure (PDF, PNG)
         *expand(
             "results/llm/{kind}/{pair}.{ext}",
             zip,
             kind=["traces", "pairs", "pairs"] * len(LLM.trace_pairs),
             pair=[p for p in LLM.trace_pairs for _ in range(3)],
             ext=["parquet", "csv", "md"] * len(LLM.trace_pairs),
-        ),
-        *expand(
-            "results/figures/{figure}.{ext}",
-            figure=llm_settings.FIGURES,
-            ext=["pdf", "png"],
-        ),
-        *expand("results/llm/{table}.csv", table=llm_settings.PAIR_TABLES),
-        *expand(
-            "results/figures/{figure}.{ext}",
-            figure=llm_settings.PAIR_FIGURES,
-            ext=["pdf", "png"],
-        ),
-        *expand(
-            "results/llm/{table}.{ext}",
-            table=llm_settings.ENGINE_TABLES,
-            ext=["csv", "md"],
         ),
         "results/llm/engine_counts.json",
     ]
@@ -99,8 +83,7 @@ rule llm_corpus:
 rule llm_device:
     output:
         device="results/llm/device.json",
-        kernels="results/llm/kernels.csv",
-        kernels_md="results/llm/kernels.md",
+        tables=step_files("llm", "device"),
     log:
         "logs/llm/device.log",
     benchmark:
@@ -113,15 +96,14 @@ rule llm_device:
         settings=LLM_SETTINGS["device"],
     shell:
         "specsim llm --settings {params.settings:q} device --out {output.device:q} "
-        "--kernels {output.kernels:q} 2> {log:q}"
+        "2> {log:q}"
 
 
 rule llm_alpha:
     input:
-        corpus="results/llm/corpus.npz",
+        corpus=rules.llm_corpus.output.corpus,
     output:
-        csv="results/llm/alpha.csv",
-        md="results/llm/alpha.md",
+        tables=step_files("llm", "alpha"),
     log:
         "logs/llm/alpha.log",
     benchmark:
@@ -134,15 +116,14 @@ rule llm_alpha:
         settings=LLM_SETTINGS["alpha"],
     shell:
         "specsim llm --settings {params.settings:q} alpha --corpus {input.corpus:q} "
-        "--out {output.csv:q} 2> {log:q}"
+        "2> {log:q}"
 
 
 rule llm_costs:
     input:
-        corpus="results/llm/corpus.npz",
+        corpus=rules.llm_corpus.output.corpus,
     output:
-        csv="results/llm/costs.csv",
-        md="results/llm/costs.md",
+        tables=step_files("llm", "costs"),
     log:
         "logs/llm/costs.log",
     benchmark:
@@ -155,16 +136,15 @@ rule llm_costs:
         settings=LLM_SETTINGS["costs"],
     shell:
         "specsim llm --settings {params.settings:q} costs --corpus {input.corpus:q} "
-        "--out {output.csv:q} 2> {log:q}"
+        "2> {log:q}"
 
 
 rule llm_intensity:
     input:
-        device="results/llm/device.json",
-        costs="results/llm/costs.csv",
+        device=rules.llm_device.output.device,
+        costs=declared("llm_costs"),
     output:
-        csv="results/llm/intensity.csv",
-        md="results/llm/intensity.md",
+        tables=step_files("llm", "intensity"),
     log:
         "logs/llm/intensity.log",
     benchmark:
@@ -176,17 +156,16 @@ rule llm_intensity:
         settings=LLM_SETTINGS["intensity"],
     shell:
         "specsim llm --settings {params.settings:q} intensity --device {input.device:q} "
-        "--costs {input.costs:q} --out {output.csv:q} 2> {log:q}"
+        "--costs {input.costs:q} 2> {log:q}"
 
 
 rule llm_speculative:
     input:
-        corpus="results/llm/corpus.npz",
-        costs="results/llm/costs.csv",
-        alpha="results/llm/alpha.csv",
+        corpus=rules.llm_corpus.output.corpus,
+        costs=declared("llm_costs"),
+        alpha=declared("llm_alpha"),
     output:
-        csv="results/llm/speculative.csv",
-        md="results/llm/speculative.md",
+        tables=step_files("llm", "speculative"),
     log:
         "logs/llm/speculative.log",
     benchmark:
@@ -199,7 +178,7 @@ rule llm_speculative:
         settings=LLM_SETTINGS["speculative"],
     shell:
         "specsim llm --settings {params.settings:q} speculative --corpus {input.corpus:q} "
-        "--costs {input.costs:q} --alpha {input.alpha:q} --out {output.csv:q} 2> {log:q}"
+        "--costs {input.costs:q} --alpha {input.alpha:q} 2> {log:q}"
 
 
 # The same target / draft pair through specsim's loop and transformers' own assisted generation
@@ -207,11 +186,10 @@ rule llm_speculative:
 # The table is also rendered as HTML for the report (columns: its declaration in specsim.outputs).
 rule llm_assisted:
     input:
-        corpus="results/llm/corpus.npz",
-        costs="results/llm/costs.csv",
+        corpus=rules.llm_corpus.output.corpus,
+        costs=declared("llm_costs"),
     output:
-        csv="results/llm/assisted.csv",
-        md="results/llm/assisted.md",
+        tables=step_files("llm", "assisted"),
         html=table_report(
             "llm_assisted",
             category="LLM on this CPU",
@@ -229,15 +207,14 @@ rule llm_assisted:
         settings=LLM_SETTINGS["assisted"],
     shell:
         "specsim llm --settings {params.settings:q} assisted --corpus {input.corpus:q} "
-        "--costs {input.costs:q} --out {output.csv:q} --html {output.html:q} 2> {log:q}"
+        "--costs {input.costs:q} --html {output.html:q} 2> {log:q}"
 
 
 rule llm_lossless:
     input:
-        corpus="results/llm/corpus.npz",
+        corpus=rules.llm_corpus.output.corpus,
     output:
-        csv="results/llm/lossless.csv",
-        md="results/llm/lossless.md",
+        tables=step_files("llm", "lossless"),
     log:
         "logs/llm/lossless.log",
     benchmark:
@@ -251,7 +228,7 @@ rule llm_lossless:
         significance=config["significance"],
     shell:
         "specsim llm --settings {params.settings:q} --significance {params.significance} "
-        "lossless --corpus {input.corpus:q} --out {output.csv:q} 2> {log:q}"
+        "lossless --corpus {input.corpus:q} 2> {log:q}"
 
 
 # transformers' assisted generation with sampling warpers (its defaults, top-k / top-p,
@@ -259,10 +236,9 @@ rule llm_lossless:
 # detects at power 0.9 (specsim.llm.audit).
 rule llm_audit:
     input:
-        corpus="results/llm/corpus.npz",
+        corpus=rules.llm_corpus.output.corpus,
     output:
-        csv="results/llm/lossless_audit.csv",
-        md="results/llm/lossless_audit.md",
+        tables=step_files("llm", "audit"),
     log:
         "logs/llm/audit.log",
     benchmark:
@@ -276,32 +252,29 @@ rule llm_audit:
         significance=config["significance"],
     shell:
         "specsim llm --settings {params.settings:q} --significance {params.significance} "
-        "audit --corpus {input.corpus:q} --out {output.csv:q} 2> {log:q}"
+        "audit --corpus {input.corpus:q} 2> {log:q}"
 
 
 rule llm_figures:
     input:
-        alpha="results/llm/alpha.csv",
-        intensity="results/llm/intensity.csv",
-        speculative="results/llm/speculative.csv",
-        assisted="results/llm/assisted.csv",
+        tables=declared_inputs("llm", "figures"),
     output:
-        pdf=report_figures(llm_settings.FIGURES, "pdf", "LLM on this CPU"),
-        png=report_figures(llm_settings.FIGURES, "png", "LLM on this CPU"),
+        pdf=report_figures("llm", "figures", "pdf", "LLM on this CPU"),
+        png=report_figures("llm", "figures", "png", "LLM on this CPU"),
     log:
         "logs/llm/figures.log",
     benchmark:
         "benchmarks/out/llm_figures.tsv"
     shell:
-        "specsim llm figures --tables-dir results/llm --out-dir results/figures 2> {log:q}"
+        "specsim llm figures 2> {log:q}"
 
 
 # The run's record, written last: every setting, versions, the CPU, the model and the corpus.
 rule llm_machine:
     input:
-        corpus="results/llm/corpus.json",
-        device="results/llm/device.json",
-        tables=LLM_TABLES,
+        corpus=rules.llm_corpus.output.meta,
+        device=rules.llm_device.output.device,
+        tables=[t.path for t in stage_tables("llm")],
     output:
         "results/llm/machine.json",
     log:
@@ -318,7 +291,7 @@ rule llm_machine:
 # then the two tables and their figures. The runs are timed: they ask for every core.
 rule llm_trace:
     input:
-        corpus="results/llm/corpus.npz",
+        corpus=rules.llm_corpus.output.corpus,
     output:
         "results/llm/traces/{pair}.parquet",
     log:
@@ -340,7 +313,7 @@ rule llm_trace:
 
 rule llm_pair:
     input:
-        corpus="results/llm/corpus.npz",
+        corpus=rules.llm_corpus.output.corpus,
     output:
         csv="results/llm/pairs/{pair}.csv",
         md="results/llm/pairs/{pair}.md",
@@ -363,14 +336,13 @@ rule llm_pair:
 
 rule llm_pairs:
     input:
-        traces=expand("results/llm/traces/{pair}.parquet", pair=LLM.trace_pairs),
-        runs=expand("results/llm/pairs/{pair}.csv", pair=LLM.trace_pairs),
-        costs="results/llm/costs.csv",
+        traces=expand(rules.llm_trace.output[0], pair=LLM.trace_pairs),
+        runs=expand(rules.llm_pair.output.csv, pair=LLM.trace_pairs),
+        costs=declared("llm_costs"),
     output:
-        tables=expand("results/llm/{table}.csv", table=llm_settings.PAIR_TABLES),
-        md=expand("results/llm/{table}.md", table=llm_settings.PAIR_TABLES),
-        pdf=report_figures(llm_settings.PAIR_FIGURES, "pdf", "LLM on this CPU"),
-        png=report_figures(llm_settings.PAIR_FIGURES, "png", "LLM on this CPU"),
+        tables=step_files("llm", "pairs", figures=False),
+        pdf=report_figures("llm", "pairs", "pdf", "LLM on this CPU"),
+        png=report_figures("llm", "pairs", "png", "LLM on this CPU"),
     log:
         "logs/llm/pairs.log",
     benchmark:
@@ -382,8 +354,7 @@ rule llm_pairs:
         settings=LLM_SETTINGS["pairs"],
     shell:
         "specsim llm --settings {params.settings:q} pairs --traces-dir results/llm/traces "
-        "--runs-dir results/llm/pairs --costs {input.costs:q} --tables-dir results/llm "
-        "--figures-dir results/figures 2> {log:q}"
+        "--runs-dir results/llm/pairs --costs {input.costs:q} 2> {log:q}"
 
 
 # The engine-metrics schedule checked on this CPU. The batched loop
@@ -394,17 +365,10 @@ rule llm_pairs:
 # Timed throughout: it asks for every core.
 rule llm_engine:
     input:
-        corpus="results/llm/corpus.npz",
+        corpus=rules.llm_corpus.output.corpus,
     output:
-        csv="results/llm/engine_schedule_check.csv",
-        md="results/llm/engine_schedule_check.md",
-        latency="results/llm/engine_latency.csv",
-        latency_md="results/llm/engine_latency.md",
+        tables=step_files("llm", "engine"),
         counts="results/llm/engine_counts.json",
-        calibration="results/llm/engine_calibration.csv",
-        calibration_md="results/llm/engine_calibration.md",
-        summary="results/llm/engine_calibration_summary.csv",
-        summary_md="results/llm/engine_calibration_summary.md",
     log:
         "logs/llm/engine.log",
     benchmark:
@@ -417,5 +381,4 @@ rule llm_engine:
         settings=LLM_SETTINGS["engine"],
     shell:
         "specsim llm --settings {params.settings:q} engine --corpus {input.corpus:q} "
-        "--out {output.csv:q} --latency {output.latency:q} --counts {output.counts:q} "
-        "--calibration {output.calibration:q} 2> {log:q}"
+        "--counts {output.counts:q} 2> {log:q}"

@@ -2,7 +2,8 @@
 # Python ships (pydoc topics + stdlib docstrings). corpus -> model -> speculative / lossless /
 # costs -> figures. Settings: config.yaml's `realtext:` section (documented in the schema).
 # The tables, figures and steps, and which settings each step reads, come from
-# specsim.realtext_settings (imports nothing heavy: Snakemake reads it at every parse).
+# specsim.realtext_settings (imports nothing heavy: Snakemake reads it at every parse); the
+# tables and figures each step writes, from their declarations (specsim.outputs.realtext).
 import sys
 
 from specsim import realtext_settings
@@ -32,10 +33,6 @@ if RT_ENABLED:
         sys.exit(f"config error: realtext.engine: {err}")
 # JSON of the config sections each step reads (so only changes to those re-run it).
 RT_SETTINGS = realtext_settings.step_settings(RT_CONFIG)
-RT_TABLES = [
-    *expand("results/tables/realtext_{table}.csv", table=realtext_settings.TABLES),
-    *expand("results/tables/{table}.csv", table=realtext_settings.PAIR_TABLES),
-]
 # The traces of the n-gram pairs (one file per draft order; the `trace` family reads them).
 RT_TRACES = (
     expand(realtext_settings.TRACE_PATH, pair=realtext_settings.trace_pairs(RT_CONFIG))
@@ -70,25 +67,11 @@ RT_TARGETS = (
         "results/realtext/model.npz",
         *RT_TRACES,
         *RT_TEMPERED_TRACES,
-        *expand(
-            "results/realtext/{name}.{ext}",
-            name=["costs", "pair_costs"],
-            ext=["csv", "md"],
-        ),
-        *RT_TABLES,
-        *[table.removesuffix(".csv") + ".md" for table in RT_TABLES],
+        *step_files(
+            "realtext"
+        ),  # every declared table (CSV, Markdown) and figure (PDF, PNG)
         *RT_COUNTERS,
         realtext_settings.ENGINE_CONFIG,
-        *expand(
-            "results/figures/{figure}.{ext}",
-            figure=realtext_settings.ENGINE_FIGURE,
-            ext=["pdf", "png"],
-        ),
-        *expand(
-            "results/figures/{figure}.{ext}",
-            figure=realtext_settings.FIGURES,
-            ext=["pdf", "png"],
-        ),
     ]
     if RT_ENABLED
     else []
@@ -116,13 +99,10 @@ rule realtext_corpus:
 
 rule realtext_model:
     input:
-        corpus="results/realtext/corpus.npz",
+        corpus=rules.realtext_corpus.output.corpus,
     output:
         model="results/realtext/model.npz",
-        table="results/tables/realtext_models.csv",
-        md="results/tables/realtext_models.md",
-        beta="results/tables/realtext_beta.csv",
-        beta_md="results/tables/realtext_beta.md",
+        tables=step_files("realtext", "model"),
     log:
         "logs/realtext/model.log",
     benchmark:
@@ -135,17 +115,16 @@ rule realtext_model:
         settings=RT_SETTINGS["model"],
     shell:
         "specsim realtext --settings {params.settings:q} model --corpus {input.corpus:q} "
-        "--out {output.model:q} --table {output.table:q} --beta-table {output.beta:q} 2> {log:q}"
+        "--out {output.model:q} 2> {log:q}"
 
 
 rule realtext_speculative:
     input:
-        corpus="results/realtext/corpus.npz",
-        model="results/realtext/model.npz",
-        models="results/tables/realtext_models.csv",
+        corpus=rules.realtext_corpus.output.corpus,
+        model=rules.realtext_model.output.model,
+        models=declared("realtext_models"),
     output:
-        csv="results/tables/realtext_speculative.csv",
-        md="results/tables/realtext_speculative.md",
+        tables=step_files("realtext", "speculative"),
     log:
         "logs/realtext/speculative.log",
     benchmark:
@@ -160,16 +139,15 @@ rule realtext_speculative:
     shell:
         "specsim realtext --settings {params.settings:q} --seed {params.seed} speculative "
         "--corpus {input.corpus:q} --model {input.model:q} --models-table {input.models:q} "
-        "--out {output.csv:q} 2> {log:q}"
+        "2> {log:q}"
 
 
 rule realtext_lossless:
     input:
-        corpus="results/realtext/corpus.npz",
-        model="results/realtext/model.npz",
+        corpus=rules.realtext_corpus.output.corpus,
+        model=rules.realtext_model.output.model,
     output:
-        csv="results/tables/realtext_lossless.csv",
-        md="results/tables/realtext_lossless.md",
+        tables=step_files("realtext", "lossless"),
     log:
         "logs/realtext/lossless.log",
     benchmark:
@@ -185,7 +163,7 @@ rule realtext_lossless:
     shell:
         "specsim realtext --settings {params.settings:q} --seed {params.seed} "
         "--significance {params.significance} lossless --corpus {input.corpus:q} "
-        "--model {input.model:q} --out {output.csv:q} 2> {log:q}"
+        "--model {input.model:q} 2> {log:q}"
 
 
 # Traces of the n-gram pairs: text the target generates from held-out prompts, with the target's
@@ -193,8 +171,8 @@ rule realtext_lossless:
 # leaves finished blocks of documents in results/traces/<pair>.parquet.parts/, reused on rerun.
 rule realtext_record:
     input:
-        corpus="results/realtext/corpus.npz",
-        model="results/realtext/model.npz",
+        corpus=rules.realtext_corpus.output.corpus,
+        model=rules.realtext_model.output.model,
     output:
         traces=RT_TRACES,
     log:
@@ -219,8 +197,8 @@ rule realtext_record:
 # sampled from the tempered target (specsim.realtext.record). Resumable as realtext_record.
 rule realtext_record_tempered:
     input:
-        corpus="results/realtext/corpus.npz",
-        model="results/realtext/model.npz",
+        corpus=rules.realtext_corpus.output.corpus,
+        model=rules.realtext_model.output.model,
     output:
         traces=expand(
             realtext_settings.TEMPERED_TRACE_PATH,
@@ -251,11 +229,10 @@ rule realtext_record_tempered:
 # same models from the same prompts) tokens per target call.
 rule realtext_pair_accept:
     input:
-        model="results/realtext/model.npz",
+        model=rules.realtext_model.output.model,
         traces=RT_TRACES,
     output:
-        csv="results/tables/pair_accept.csv",
-        md="results/tables/pair_accept.md",
+        tables=step_files("realtext", "pair_accept"),
     log:
         "logs/realtext/pair_accept.log",
     benchmark:
@@ -269,7 +246,7 @@ rule realtext_pair_accept:
         seed=config["seed"],
     shell:
         "specsim realtext --settings {params.settings:q} --seed {params.seed} pair_accept "
-        "--model {input.model:q} --traces {input.traces:q} --out {output.csv:q} 2> {log:q}"
+        "--model {input.model:q} --traces {input.traces:q} 2> {log:q}"
 
 
 # Optimal γ and break-even c from each trace's exact tokens per call: over the config's c grid
@@ -278,15 +255,14 @@ rule realtext_pair_optimal:
     input:
         traces=RT_TRACES,
     output:
-        csv="results/tables/pair_optimal.csv",
-        md="results/tables/pair_optimal.md",
+        tables=step_files("realtext", "pair_optimal"),
     log:
         "logs/realtext/pair_optimal.log",
     params:
         settings=RT_SETTINGS["pair_optimal"],
     shell:
         "specsim realtext --settings {params.settings:q} pair_optimal "
-        "--traces {input.traces:q} --out {output.csv:q} 2> {log:q}"
+        "--traces {input.traces:q} 2> {log:q}"
 
 
 # The engine route (`specsim advise` on the DAG): each pair's measured speculative runs record
@@ -295,7 +271,7 @@ rule realtext_pair_optimal:
 # shortcut table measures the counters' route on every trace (the tempered ones too).
 rule realtext_engine_counters:
     input:
-        model="results/realtext/model.npz",
+        model=rules.realtext_model.output.model,
         traces=RT_TRACES,
     output:
         counters=RT_COUNTERS,
@@ -317,13 +293,10 @@ rule realtext_engine:
         tempered=RT_TEMPERED_TRACES,
         latency=engine_latency_file,
     output:
-        schedule="results/tables/engine_schedule.csv",
-        schedule_md="results/tables/engine_schedule.md",
-        shortcut="results/tables/engine_shortcut.csv",
-        shortcut_md="results/tables/engine_shortcut.md",
+        tables=step_files("realtext", "engine", figures=False),
         config_md=realtext_settings.ENGINE_CONFIG,
-        pdf=report_figures([realtext_settings.ENGINE_FIGURE], "pdf", "Your engine"),
-        png=report_figures([realtext_settings.ENGINE_FIGURE], "png", "Your engine"),
+        pdf=report_figures("realtext", "engine", "pdf", "Your engine"),
+        png=report_figures("realtext", "engine", "png", "Your engine"),
     log:
         "logs/realtext/engine.log",
     params:
@@ -332,25 +305,22 @@ rule realtext_engine:
     shell:
         "specsim realtext --settings {params.settings:q} --seed {params.seed} engine "
         "--counters {input.counters:q} --traces {input.traces:q} "
-        "--more-traces {input.tempered:q} "
-        "--schedule {output.schedule:q} --shortcut {output.shortcut:q} "
-        "--config-md {output.config_md:q} --figure {output.pdf:q} 2> {log:q}"
+        "--more-traces {input.tempered:q} --config-md {output.config_md:q} 2> {log:q}"
 
 
 rule realtext_pair_costs:
     input:
         traces=RT_TRACES,
-        costs="results/realtext/costs.csv",
+        costs=declared("realtext_costs"),
     output:
-        csv="results/realtext/pair_costs.csv",
-        md="results/realtext/pair_costs.md",
+        tables=step_files("realtext", "pair_costs"),
     log:
         "logs/realtext/pair_costs.log",
     params:
-        settings=RT_SETTINGS["pair_optimal"],
+        settings=RT_SETTINGS["pair_costs"],
     shell:
-        "specsim realtext --settings {params.settings:q} pair_optimal "
-        "--traces {input.traces:q} --costs {input.costs:q} --out {output.csv:q} 2> {log:q}"
+        "specsim realtext --settings {params.settings:q} pair_costs "
+        "--traces {input.traces:q} --costs {input.costs:q} 2> {log:q}"
 
 
 # Wall-clock timings: the job asks for every core so that nothing else runs beside it.
@@ -358,12 +328,11 @@ rule realtext_pair_costs:
 # outside results/tables/ (whose CSVs are byte-identical across runs), and nothing asserts on it.
 rule realtext_costs:
     input:
-        corpus="results/realtext/corpus.npz",
-        model="results/realtext/model.npz",
-        speculative="results/tables/realtext_speculative.csv",
+        corpus=rules.realtext_corpus.output.corpus,
+        model=rules.realtext_model.output.model,
+        speculative=declared("realtext_speculative"),
     output:
-        csv="results/realtext/costs.csv",
-        md="results/realtext/costs.md",
+        tables=step_files("realtext", "costs"),
     log:
         "logs/realtext/costs.log",
     benchmark:
@@ -379,21 +348,19 @@ rule realtext_costs:
     shell:
         "OMP_NUM_THREADS=1 specsim realtext --settings {params.settings:q} --seed {params.seed} "
         "costs --corpus {input.corpus:q} --model {input.model:q} "
-        "--speculative-table {input.speculative:q} --out {output.csv:q} 2> {log:q}"
+        "--speculative-table {input.speculative:q} 2> {log:q}"
 
 
 rule realtext_figures:
     input:
-        tables=RT_TABLES,
-        costs="results/realtext/costs.csv",
+        tables=declared_inputs("realtext", "figures"),
     output:
-        pdf=report_figures(realtext_settings.FIGURES, "pdf", "Real text"),
-        png=report_figures(realtext_settings.FIGURES, "png", "Real text"),
+        pdf=report_figures("realtext", "figures", "pdf", "Real text"),
+        png=report_figures("realtext", "figures", "png", "Real text"),
     log:
         "logs/realtext/figures.log",
     benchmark:
         "benchmarks/out/realtext_figures.tsv"
     priority: 1  # before the point jobs: this chain runs beside them, not after
     shell:
-        "specsim realtext figures --tables-dir results/tables --costs {input.costs:q} "
-        "--out-dir results/figures 2> {log:q}"
+        "specsim realtext figures 2> {log:q}"

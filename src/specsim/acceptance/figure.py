@@ -18,7 +18,7 @@ from specsim.figures.style import MARKERS, PALETTE, STYLE, WIDE, plt, save
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["figure_schedule"]
+__all__ = ["draw_schedule", "figure_schedule"]
 
 
 def _best_k(ax: Axes, best: pd.DataFrame, color: str, label: str) -> None:
@@ -42,10 +42,11 @@ def figure_schedule(table: pd.DataFrame, pdf_path: str, title: str = "") -> None
     """Draw ``table`` (:data:`specsim.acceptance.schedule.COLUMNS`, optionally a ``pair``
     column) to ``pdf_path`` and its PNG twin."""
     with plt.rc_context(STYLE):
-        _draw(table, pdf_path, title)
+        save(draw_schedule(table, title), pdf_path)
 
 
-def _draw(table: pd.DataFrame, pdf_path: str, title: str) -> None:
+def draw_schedule(table: pd.DataFrame, title: str = "") -> plt.Figure:
+    """The schedule's figure of ``table`` (draw it under :data:`STYLE`)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(WIDE, 2.8))
     sources = sorted(table["pair"].unique()) if "pair" in table else [None]
     for i, src in enumerate(sources):
@@ -80,4 +81,4 @@ def _draw(table: pd.DataFrame, pdf_path: str, title: str) -> None:
         right.legend(ncol=2, loc="upper right")
     if title:
         fig.suptitle(title)
-    save(fig, pdf_path)
+    return fig

@@ -14,14 +14,15 @@ labels from :data:`specsim.families.KNOBS`.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 
 from specsim.figures.style import STYLE, save
 from specsim.grid import Grid
-from specsim.outputs import FIGURES
+from specsim.outputs import FIGURES, declared_path, stage_figures
 
 README_FIGURES = ("accept_curve", "equivalence", "optimal_k_heatmap", "roofline", "jensen",
                   "schemes_frontier", "schemes_policies", "optimal_gamma_batch", "engine_schedule")
@@ -33,6 +34,37 @@ def make_figure(grid: Grid, tables_dir: str, name: str, out: str) -> None:
     with plt.rc_context(STYLE):
         fig = FIGURES[name].build()(grid, tables_dir)
         save(fig, out)
+
+
+def table_reader(results_dir: str | Path = "results") -> Callable[[str], Any]:
+    """``read(name)``: the declared table ``name`` as a DataFrame, its CSV at the declared path
+    with ``results/`` standing for ``results_dir`` (verified against its sidecar)."""
+    from specsim.io import read_table
+
+    def read(name: str) -> Any:
+        return read_table(declared_path(results_dir, name))
+    return read
+
+
+def draw_stage_figures(stage: str, step: str, read: Callable[[str], Any],
+                       out_dir: str | Path) -> list[str]:
+    """Draw every figure a stage's step declares (:func:`specsim.outputs.stage_figures`), each
+    by its builder ``(read) -> Figure``, to ``<out_dir>/<name>.pdf`` and ``.png``; ``read``
+    gives a declared table by name (:func:`table_reader`, or the step's own frames). Returns
+    the PDFs' paths."""
+    written = []
+    for f in stage_figures(stage, step):
+        def declared(name: str, f: Any = f) -> Any:
+            if name not in f.reads:
+                raise ValueError(f"figure {f.name!r} reads table {name!r}, which its "
+                                 f"declaration does not list in reads={f.reads}")
+            return read(name)
+
+        pdf = str(Path(out_dir) / f"{f.name}.pdf")
+        with plt.rc_context(STYLE):
+            save(f.build()(declared), pdf)
+        written.append(pdf)
+    return written
 
 
 def copy_readme_figures(src_dir: str | Path, dst_dir: str | Path,

@@ -1,5 +1,5 @@
 """The LLM experiments: α per draft on held-out text, the measured cost of verifying k positions,
-and plain vs speculative generation (one table each; :mod:`specsim.llm.cli` writes them)."""
+and plain vs speculative generation (one table each; :mod:`specsim.llm.steps` returns them)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,12 @@
-"""The LLM figures, drawn from the tables in results/llm/ (PDF + PNG, specsim.figures' style)."""
+"""The LLM figures, drawn from the tables in results/llm/ (PDF + PNG, specsim.figures' style).
+
+Each is declared in :mod:`specsim.outputs.llm` (name, caption, the step drawing it); its builder
+takes ``read``, which gives a declared table by name (:func:`specsim.figures.draw_stage_figures`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,8 +14,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-from specsim.io import read_table
-from specsim.llm import settings
+Read = Callable[[str], "pd.DataFrame"]  # a declared table by name
 
 
 def _quartiles(ax: Any, x: Any, g: pd.DataFrame, column: str, colour: str) -> None:
@@ -24,13 +26,13 @@ def _quartiles(ax: Any, x: Any, g: pd.DataFrame, column: str, colour: str) -> No
                     fmt="none", color=colour, lw=0.8, capsize=2)
 
 
-def figure_costs(tables_dir: Path) -> Any:
+def figure_costs(read: Read) -> Any:
     import matplotlib.pyplot as plt
 
     from specsim.figures.style import WIDE
 
-    inten = read_table(tables_dir / "intensity.csv")
-    spec = read_table(tables_dir / "speculative.csv")
+    inten = read("llm_intensity")
+    spec = read("llm_speculative")
     spec = spec[spec["gamma"] > 0]
     fig, (mb, ax, sp) = plt.subplots(1, 3, figsize=(WIDE, 2.8))
     k = inten["positions"]
@@ -64,12 +66,12 @@ def figure_costs(tables_dir: Path) -> Any:
     return fig
 
 
-def figure_alpha(tables_dir: Path) -> Any:
+def figure_alpha(read: Read) -> Any:
     import matplotlib.pyplot as plt
 
-    a = read_table(tables_dir / "alpha.csv")
+    a = read("llm_alpha")
     a = a[a["draft"] != "target"]
-    spec = read_table(tables_dir / "speculative.csv")
+    spec = read("llm_speculative")
     spec = spec[spec["gamma"] > 0]
     fig, ax = plt.subplots(layout="constrained")
     xs = np.arange(len(a))
@@ -92,14 +94,14 @@ def figure_alpha(tables_dir: Path) -> Any:
     return fig
 
 
-def figure_assisted(tables_dir: Path) -> Any:
+def figure_assisted(read: Read) -> Any:
     """specsim's loop beside transformers' assisted generation (same pair): tokens per target
     call, tokens per second and speedup over each library's plain sampling, against γ."""
     import matplotlib.pyplot as plt
 
     from specsim.figures.style import WIDE
 
-    t = read_table(tables_dir / "assisted.csv")
+    t = read("llm_assisted")
     plain = t[t["draft"] == "target alone"].set_index("loop")
     runs = t[t["draft"] != "target alone"]
     drafts = list(dict.fromkeys(runs["draft"]))
@@ -142,35 +144,14 @@ def figure_assisted(tables_dir: Path) -> Any:
     return fig
 
 
-#: One builder per name of :data:`specsim.llm.settings.FIGURES`; each reads the tables' directory.
-FIGURES: dict[str, Callable[[Path], Any]] = {"llm_costs": figure_costs, "llm_alpha": figure_alpha,
-                                             "llm_assisted": figure_assisted}
-
-
-def make_figures(tables_dir: str | Path, out_dir: str | Path,
-                 names: tuple[str, ...] = settings.FIGURES,
-                 builders: dict[str, Callable[[Path], Any]] = FIGURES) -> None:
-    """The figures ``names`` (default: the tier's, :data:`specsim.llm.settings.FIGURES`), each
-    by its builder, from the tables in ``tables_dir`` into ``out_dir``."""
-    import matplotlib.pyplot as plt
-
-    from specsim.figures.style import STYLE, save
-
-    for name in names:
-        with plt.rc_context(STYLE):
-            fig = builders[name](Path(tables_dir))
-            save(fig, str(Path(out_dir) / f"{name}.pdf"))
-            plt.close(fig)
-
-
-def figure_pair_accept(tables_dir: Path) -> Any:
+def figure_pair_accept(read: Read) -> Any:
     """Tokens per target call per γ, one panel per pair: the trace's positional prediction
     (line, 95% band) and the measurement of each engine (points, 95% bars)."""
     import matplotlib.pyplot as plt
 
     from specsim.figures.style import WIDE
 
-    t = read_table(tables_dir / "pair_accept.csv")
+    t = read("llm_pair_accept")
     pairs = list(dict.fromkeys(t["pair"]))
     fig, axes = plt.subplots(1, len(pairs), figsize=(WIDE, 2.6), squeeze=False)
     for ax, name in zip(axes[0], pairs, strict=True):
@@ -199,7 +180,7 @@ def figure_pair_accept(tables_dir: Path) -> Any:
     return fig
 
 
-def figure_speedup_explained(tables_dir: Path) -> Any:
+def figure_speedup_explained(read: Read) -> Any:
     """Top: measured speedup (median, quartiles) beside Thm 3.8 and the cost model, per pair.
     Bottom: the measured speedup of specsim's loop as a product of factors, in log2: the ideal
     γ+1 up, what α, the draft cost c, the verify cost and the rest take away."""
@@ -207,7 +188,7 @@ def figure_speedup_explained(tables_dir: Path) -> Any:
 
     from specsim.figures.style import WIDE
 
-    t = read_table(tables_dir / "speedup_explained.csv")
+    t = read("llm_speedup_explained")
     pairs = list(dict.fromkeys(t["pair"]))
     fig, axes = plt.subplots(2, len(pairs), figsize=(WIDE, 4.8), squeeze=False,
                              layout="constrained")
@@ -255,13 +236,3 @@ def figure_speedup_explained(tables_dir: Path) -> Any:
     handles, labels = axes[1][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
     return fig
-
-
-#: One builder per name of :data:`specsim.llm.settings.PAIR_FIGURES` (the ``pairs`` step).
-PAIR_FIGURES: dict[str, Callable[[Path], Any]] = {
-    "llm_pair_accept": figure_pair_accept, "llm_speedup_explained": figure_speedup_explained}
-
-
-def make_pair_figures(tables_dir: str | Path, out_dir: str | Path) -> None:
-    """The pairs' figures from ``pair_accept.csv`` and ``speedup_explained.csv``."""
-    make_figures(tables_dir, out_dir, settings.PAIR_FIGURES, PAIR_FIGURES)

@@ -1,4 +1,6 @@
-"""The ``llm:`` section of the config (opt-in), and what workflow/rules/llm.smk lists.
+"""The ``llm:`` section of the config (opt-in), and the settings each step of
+workflow/rules/llm.smk reads (its tables and figures: their declarations,
+:mod:`specsim.outputs.llm`).
 
 Snakemake imports this module every time it parses the workflow, so it imports nothing beyond
 the standard library. The section's keys are the fields of :class:`Settings` but ``seed``, which
@@ -15,23 +17,6 @@ from typing import Any
 N_LAYERS = 30  # SmolLM2-135M's decoder layers: a skip-k draft keeps the first k
 #: The keys that decide which drafts exist (:meth:`Settings.draft_names`).
 DRAFT_KEYS = ("ngram_orders", "int8", "skip_layers")
-
-#: Tables, each ``results/llm/<name>.csv`` with a ``.md`` twin. Most hold wall-clock timings
-#: (not deterministic), so they stay beside the run's record rather than in results/tables/.
-TABLES = ("kernels", "alpha", "costs", "intensity", "speculative", "assisted", "lossless",
-          "lossless_audit")
-#: Figures, each ``results/figures/<name>.{pdf,png}`` (builders: :data:`.figures.FIGURES`).
-FIGURES = ("llm_costs", "llm_alpha", "llm_assisted")
-#: The pairs' tables (``results/llm/<name>.csv``, written by the ``pairs`` step from the traces
-#: ``results/llm/traces/<pair>.parquet`` and the runs ``results/llm/pairs/<pair>.csv``) and
-#: figures (``results/figures/<name>.{pdf,png}``; builders: :data:`.figures.PAIR_FIGURES`).
-PAIR_TABLES = ("pair_accept", "speedup_explained")
-PAIR_FIGURES = ("llm_pair_accept", "llm_speedup_explained")
-#: The engine check's tables (``results/llm/<name>.csv`` and ``.md``; step ``engine``): predicted
-#: vs measured speedup per (batch, K'), the latency profile it predicted from, and the cost
-#: calibrated on K' = 0 and K tested on the other K' (per batch, and its summary).
-ENGINE_TABLES = ("engine_schedule_check", "engine_latency", "engine_calibration",
-                 "engine_calibration_summary")
 
 
 @dataclass(frozen=True)
@@ -183,3 +168,9 @@ def step_settings(section: Mapping[str, Any], seed: int) -> dict[str, str]:
     full = {**section, "seed": seed}
     return {step: json.dumps({k: full[k] for k in keys if k in full}, sort_keys=True)
             for step, keys in STEPS.items()}
+
+
+def for_step(section: Mapping[str, Any], step: str) -> Settings:
+    """The settings a step is passed (``--settings``: the keys it reads, :data:`STEPS`, plus
+    ``seed``; defaults for the rest), with the checks among those keys."""
+    return Settings.from_dict(section, step=step)

@@ -1,6 +1,6 @@
 """The deterministic real-text experiments: the models, speculative sampling, lossless.
 
-Each function returns one table (a DataFrame); :mod:`specsim.realtext.cli` writes them.
+Each function returns one table (a DataFrame); :mod:`specsim.realtext.steps` returns them.
 """
 
 from __future__ import annotations

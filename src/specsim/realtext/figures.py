@@ -1,18 +1,20 @@
-"""The real-text figures, drawn from the tables (PDF + PNG, the house style of specsim.figures)."""
+"""The real-text figures, drawn from the tables (PDF + PNG, the house style of specsim.figures).
+
+Each is declared in :mod:`specsim.outputs.realtext` (name, caption, the step drawing it); its
+builder takes ``read``, which gives a declared table by name
+(:func:`specsim.figures.draw_stage_figures`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from specsim import realtext_settings as settings
-from specsim.io import read_table
-
 if TYPE_CHECKING:
     import pandas as pd
+
+Read = Callable[[str], "pd.DataFrame"]  # a declared table by name
 
 
 def _orders_legend(ax: Any, **kw: Any) -> None:
@@ -39,11 +41,11 @@ def _log2_gamma_axis(ax: Any, gammas: Any) -> None:
     ax.set_xlabel("draft length γ")
 
 
-def figure_beta(tables_dir: Path) -> Any:
+def figure_beta(read: Read) -> Any:
     import matplotlib.pyplot as plt
 
-    hist = read_table(tables_dir / "realtext_beta.csv")
-    models = read_table(tables_dir / "realtext_models.csv").set_index("order")
+    hist = read("realtext_beta")
+    models = read("realtext_models").set_index("order")
     fig, ax = plt.subplots()
     for i, (k, g) in enumerate(hist.groupby("draft_order")):
         colour = f"C{i}"
@@ -57,12 +59,12 @@ def figure_beta(tables_dir: Path) -> Any:
     return fig
 
 
-def figure_tokens(tables_dir: Path) -> Any:
+def figure_tokens(read: Read) -> Any:
     import matplotlib.pyplot as plt
 
     from specsim.figures.style import WIDE
 
-    df = read_table(tables_dir / "realtext_speculative.csv")
+    df = read("realtext_speculative")
     fig, (ax, gap) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
     for i, (k, g) in enumerate(df.groupby("draft_order")):
         mid = g["tokens_per_call"]
@@ -100,14 +102,14 @@ def _spread(ax: Any, x: pd.Series, g: pd.DataFrame, name: str, marker: str, colo
     ax.plot(x[bad], y[bad], marker, mfc="white", mec=colour, ms=5, ls="none")
 
 
-def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
+def figure_costs(read: Read) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
 
     from specsim.figures.style import WIDE
 
-    df = read_table(costs if costs is not None else tables_dir / "realtext_costs.csv")
+    df = read("realtext_costs")
     batches = sorted(df["batch"].unique())
     fig, axes = plt.subplots(1, 1 + len(batches), figsize=(WIDE, 3.0))
     ax = axes[0]
@@ -150,14 +152,14 @@ def figure_costs(tables_dir: Path, costs: Path | None = None) -> Any:
     return fig
 
 
-def figure_pair_accept(tables_dir: Path) -> Any:
+def figure_pair_accept(read: Read) -> Any:
     """Predicted (positional model on the trace, band: 95% CI) vs measured (points, 95% CI)
     tokens per call against γ per pair, and their paired relative difference."""
     import matplotlib.pyplot as plt
 
     from specsim.figures.style import WIDE
 
-    df = read_table(tables_dir / "pair_accept.csv")
+    df = read("pair_accept")
     fig, (ax, diff) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
     pairs = list(dict.fromkeys(df["pair"]))
     for i, pair in enumerate(pairs):
@@ -188,28 +190,8 @@ def figure_pair_accept(tables_dir: Path) -> Any:
     return fig
 
 
-#: One builder per name of :data:`specsim.realtext_settings.FIGURES` (tests hold them in step).
-FIGURES: dict[str, Callable[[Path], Any]] = {
-    "realtext_beta": figure_beta,
-    "realtext_tokens": figure_tokens,
-    "realtext_costs": figure_costs,
-    "pair_accept": figure_pair_accept,
-}
+def figure_engine_schedule(read: Read) -> Any:
+    """The engine route's schedule (:func:`specsim.acceptance.figure.draw_schedule`)."""
+    from specsim.acceptance.figure import draw_schedule
 
-
-def make_figures(tables_dir: str | Path, out_dir: str | Path,
-                 costs: str | Path | None = None) -> None:
-    """All realtext figures; the measured-costs table may live outside ``tables_dir``."""
-    import matplotlib.pyplot as plt
-
-    from specsim.figures.style import STYLE, save
-
-    for name in settings.FIGURES:
-        fn = FIGURES[name]
-        with plt.rc_context(STYLE):
-            if fn is figure_costs:
-                fig = figure_costs(Path(tables_dir), Path(costs) if costs else None)
-            else:
-                fig = fn(Path(tables_dir))
-            save(fig, str(Path(out_dir) / f"{name}.pdf"))
-            plt.close(fig)
+    return draw_schedule(read("engine_schedule"))

@@ -104,22 +104,19 @@ def best_pair(sched: pd.DataFrame) -> str:
 
 
 def write_outputs(counts: dict[str, AcceptanceCounts], traces: dict[str, Trace], s: Settings,
-                  seed: int, schedule_csv: str, shortcut_csv: str, config_md: str,
-                  figure_pdf: str, more: dict[str, Trace] | None = None) -> None:
-    """Both tables (``more``: traces adding shortcut rows), the best pair's engine snippets and
-    the schedule figure."""
-    from specsim.acceptance.figure import figure_schedule
+                  seed: int, config_md: str, more: dict[str, Trace] | None = None
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both tables (``more``: traces adding shortcut rows), and the best pair's engine snippets
+    written to ``config_md``; returns the tables (schedule, shortcut)."""
     from specsim.acceptance.schedule import best_by_batch
     from specsim.acceptance.snippets import render
-    from specsim.io import write_table, write_text
+    from specsim.io import write_text
 
     profile = latency_profile(s)
     sched, shortcut = schedule_tables(counts, traces, s, seed, profile, more)
-    write_table(sched, schedule_csv)
-    write_table(shortcut, shortcut_csv)
     name = best_pair(sched)
     ranges = best_by_batch(counts[name], profile, min(s.engine_batch),
                            max(s.engine_batch), s.engine_max_gamma)
     write_text(config_md, f"<!-- pair {name}: its counters at K = {s.engine_gamma} -->\n"
                + render(ranges, "draft_model"))
-    figure_schedule(sched, figure_pdf)
+    return sched, shortcut

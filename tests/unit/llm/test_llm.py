@@ -37,7 +37,7 @@ needs_llm = pytest.mark.skipif(not HAVE_LLM, reason="the llm extra is not instal
 
 # --- always: no torch needed ------------------------------------------------------------------
 def test_package_imports_without_torch() -> None:
-    code = ("import sys, specsim.llm.cli, specsim.llm.experiments, specsim.llm.lossless, "
+    code = ("import sys, specsim.llm.steps, specsim.llm.experiments, specsim.llm.lossless, "
             "specsim.llm.assisted, "
             "specsim.llm.roofline, specsim.llm.figures; "
             "assert 'torch' not in sys.modules, 'torch imported eagerly'")

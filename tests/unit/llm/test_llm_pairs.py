@@ -19,7 +19,6 @@ import pandas as pd
 import pytest
 
 from specsim import cli, exact
-from specsim.io import write_table
 from specsim.llm import pairs, record
 from specsim.llm import settings as llm_settings
 from specsim.llm.settings import Settings
@@ -177,26 +176,27 @@ def test_pair_figures_draw_readably_from_the_tables(tmp_path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.text import Text
 
+    from specsim.figures import draw_stage_figures
     from specsim.figures.style import MIN_FONTSIZE, STYLE
-    from specsim.llm import figures
+    from specsim.outputs import stage_figures
 
     accept, speed, _ = _toy_tables(1.1)
     for engine in ("specsim", "transformers"):  # two engines, two pairs
         accept, speed = (pd.concat([t, t.assign(pair="toy2", engine=engine)])
                          for t in (accept, speed))
-    write_table(accept, tmp_path / "pair_accept.csv")  # with its checksum, as the tier does
-    write_table(speed, tmp_path / "speedup_explained.csv")
-    figures.make_pair_figures(tmp_path, tmp_path)
-    for name in llm_settings.PAIR_FIGURES:
-        assert (tmp_path / f"{name}.pdf").is_file() and (tmp_path / f"{name}.png").is_file()
+    frames = {"llm_pair_accept": accept, "llm_speedup_explained": speed}
+    written = draw_stage_figures("llm", "pairs", frames.__getitem__, tmp_path)
+    assert sorted(Path(p).stem for p in written) == ["llm_pair_accept", "llm_speedup_explained"]
+    for f in stage_figures("llm", "pairs"):
+        assert (tmp_path / f"{f.name}.pdf").is_file() and (tmp_path / f"{f.name}.png").is_file()
         with plt.rc_context(STYLE):
-            fig = figures.PAIR_FIGURES[name](tmp_path)
+            fig = f.build()(frames.__getitem__)
             fig.canvas.draw()
             small = [t.get_text() for t in fig.findobj(Text)
                      if t.get_visible() and t.get_text().strip()
                      and t.get_fontsize() < MIN_FONTSIZE]
             plt.close(fig)
-        assert not small, (name, small)
+        assert not small, (f.name, small)
 
 
 def test_settings_have_the_pairs_and_refuse_unbuilt_ones() -> None:

@@ -17,6 +17,7 @@ from ngram_corpus import corpus, model
 from specsim import cli, engine, ngram, stats
 from specsim import realtext_settings as rt_settings
 from specsim.ngram import ALPHABET, NGramModel, V
+from specsim.outputs import stage_figures
 from specsim.realtext import experiments, rounds
 from specsim.realtext_settings import RULES, Settings
 from specsim.sampling import sample_rows
@@ -266,10 +267,12 @@ def test_settings_module_is_light() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_settings_list_every_step_figure_and_table() -> None:
-    from specsim.realtext.figures import FIGURES
+def test_settings_list_every_step_and_outputs_name_steps_that_exist() -> None:
+    from specsim.outputs import stage_figures, stage_tables
 
-    assert set(FIGURES) == set(rt_settings.FIGURES)
+    written = {o.step.partition(":")[2] for o in [*stage_tables("realtext"),
+                                                   *stage_figures("realtext")]}
+    assert written <= {*rt_settings.STEPS, "figures", "pair_costs"}, written
     steps = rt_settings.step_settings(Settings().to_dict())
     assert set(steps) == set(rt_settings.STEPS)
     for step, sections in rt_settings.STEPS.items():
@@ -299,27 +302,24 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
                       "gamma": [1, 2]},
             "trace": {"documents": 4, "length": 8, "top_k": 4}, "pair_accept": {"replicas": 1},
             "pair_optimal": {"gamma_max": 2}}
-    pre = ["realtext", "--settings", json.dumps(tiny), "--seed", "1"]
-    t = tmp_path / "tables"
+    results = tmp_path / "results"  # the declared paths' layout: tables/, realtext/
+    pre = ["realtext", "--settings", json.dumps(tiny), "--seed", "1", "--results-dir",
+           str(results)]
+    t, costs_csv = results / "tables", str(results / "realtext" / "costs.csv")
     corpus_npz, model_npz = str(tmp_path / "corpus.npz"), str(tmp_path / "model.npz")
     common = ["--corpus", corpus_npz, "--model", model_npz]
     traces = tmp_path / "traces"
     trace_files = [str(traces / f"ngram_o{k}.parquet") for k in (1, 3)]
     steps = [
-        ["model", "--corpus", corpus_npz, "--out", model_npz,
-         "--table", str(t / "realtext_models.csv"), "--beta-table", str(t / "realtext_beta.csv")],
-        ["speculative", *common, "--out", str(t / "realtext_speculative.csv"),
-         "--models-table", str(t / "realtext_models.csv")],
-        ["lossless", *common, "--out", str(t / "realtext_lossless.csv")],
-        ["costs", *common, "--out", str(t / "realtext_costs.csv"),
-         "--speculative-table", str(t / "realtext_speculative.csv")],
+        ["model", "--corpus", corpus_npz, "--out", model_npz],
+        ["speculative", *common, "--models-table", str(t / "realtext_models.csv")],
+        ["lossless", *common],
+        ["costs", *common, "--speculative-table", str(t / "realtext_speculative.csv")],
         ["record", "--corpus", corpus_npz, "--model", model_npz, "--out-dir", str(traces)],
-        ["pair_accept", "--model", model_npz, "--traces", *trace_files,
-         "--out", str(t / "pair_accept.csv")],
-        ["pair_optimal", "--traces", *trace_files, "--out", str(t / "pair_optimal.csv")],
-        ["pair_optimal", "--traces", *trace_files, "--costs", str(t / "realtext_costs.csv"),
-         "--out", str(t / "pair_costs.csv")],
-        ["figures", "--tables-dir", str(t), "--out-dir", str(tmp_path)],
+        ["pair_accept", "--model", model_npz, "--traces", *trace_files],
+        ["pair_optimal", "--traces", *trace_files],
+        ["pair_costs", "--traces", *trace_files, "--costs", costs_csv],
+        ["figures"],
     ]
     for step in steps:
         assert cli.main([*pre, *step]) == 0, step
@@ -328,13 +328,14 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     loss = pd.read_csv(t / "realtext_lossless.csv")
     assert list(loss["verdict"]) == ["lossless", "biased"]
     assert len(pd.read_csv(t / "pair_accept.csv")) == 4
-    assert len(pd.read_csv(t / "pair_costs.csv")) == 2 * 2  # pairs x gamma (T(3) timed)
-    costs = pd.read_csv(t / "realtext_costs.csv")
+    pair_costs = pd.read_csv(results / "realtext" / "pair_costs.csv")
+    assert len(pair_costs) == 2 * 2  # pairs x gamma (T(3) timed)
+    costs = pd.read_csv(costs_csv)
     assert set(costs["measure"]) == {"target_call", "plain_step", "draft_step", "speculative"}
     # one repeat cannot say whether the timings agree: every row is marked, none printed clean
     assert not costs["reliable"].any() and (costs["cpus"] >= 1).all()
     assert {"seconds_q25", "seconds_q75", "ratio_q25", "load_before", "load_after"} <= set(costs)
-    assert not pd.read_csv(t / "pair_costs.csv")["costs_reliable"].any()
-    for name in rt_settings.FIGURES:
-        assert (tmp_path / f"{name}.pdf").stat().st_size > 0
-        assert (tmp_path / f"{name}.png").stat().st_size > 0
+    assert not pair_costs["costs_reliable"].any()
+    for name in (f.name for f in stage_figures("realtext", "figures")):
+        assert (results / "figures" / f"{name}.pdf").stat().st_size > 0
+        assert (results / "figures" / f"{name}.png").stat().st_size > 0

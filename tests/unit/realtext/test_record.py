@@ -319,13 +319,13 @@ def test_cli_record_ngram_is_the_realtext_step(tmp_path: Path, model_file: Path,
         assert (tmp_path / "a" / f"{pair}.parquet").read_bytes() == \
             (tmp_path / "b" / f"{pair}.parquet").read_bytes()
     traces = [str(tmp_path / "a" / f"{p}.parquet") for p in ("ngram_o2", "ngram_o4")]
-    out = tmp_path / "pair_optimal.csv"
-    assert cli.main(["realtext", "--settings", tiny, "pair_optimal", "--traces", *traces,
-                     "--out", str(out)]) == 0
-    assert len(pd.read_csv(out)) == 4
+    results = ["--results-dir", str(tmp_path / "results")]
+    assert cli.main(["realtext", "--settings", tiny, *results, "pair_optimal", "--traces",
+                     *traces]) == 0
+    assert len(pd.read_csv(tmp_path / "results" / "tables" / "pair_optimal.csv")) == 4
     with pytest.raises(ValueError, match="expected"):  # the pairs in the settings' order
-        cli.main(["realtext", "--settings", tiny, "pair_optimal", "--traces", *traces[::-1],
-                  "--out", str(out)])
+        cli.main(["realtext", "--settings", tiny, *results, "pair_optimal", "--traces",
+                  *traces[::-1]])
 
 
 def test_readme_logprobs_example_writes_a_valid_trace(tmp_path: Path,

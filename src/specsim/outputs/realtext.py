@@ -1,26 +1,17 @@
-"""Tables written by steps of their own, documented here for their HTML pages and report
-captions: the checks (``specsim checks``), the real-text stage (workflow/rules/realtext.smk)
-and the LLM tier's assisted-generation table (workflow/rules/llm.smk, opt-in)."""
+"""The real-text stage's tables and figures (workflow/rules/realtext.smk), each declared once.
+
+A table's ``step`` is the stage step writing it (``realtext:<step>``, one rule and one
+``specsim realtext`` sub-command each); the rule lists its outputs from these declarations, and
+the figures step draws each figure from the declared tables. Gathered by :mod:`specsim.outputs`.
+
+Kept free of pandas and matplotlib: Snakemake imports it to plan the DAG.
+"""
 
 from __future__ import annotations
 
-from specsim.declare import ACCEPT, EQ1, GTEST, Table
+from specsim.declare import ACCEPT, EQ1, GTEST, TIMINGS, Figure, Table
 
 TABLES = (
-    Table(
-        "checks",
-        title="Checks: every claim of the seeds, re-tested",
-        about="One row per claim the two seed documents make, re-tested with proper statistics. "
-              "Every row must pass: the DAG stops (rule gate), naming the claim, when one does "
-              "not.",
-        columns={
-            "check": "the claim and where it was tested, e.g. verdict[model/γ/T/rule]",
-            "source": "which seed document (program or notebook) and which of its demos or "
-                      "checks made the claim",
-            "passed": "whether the claim holds",
-            "observed": "what the simulation and exact theory give",
-            "expected": "what the claim requires",
-        }),
     Table(
         "realtext_models",
         title="Real text: the character n-gram models",
@@ -39,7 +30,8 @@ TABLES = (
             "beta_median": "median of β",
             "beta_p90": "90th percentile of β",
             "corpus_sha256": "sha256 of the corpus the models were trained on",
-        }),
+        },
+        step="realtext:model"),
     Table(
         "realtext_beta",
         title="Real text: how acceptance varies by context",
@@ -51,7 +43,8 @@ TABLES = (
             "bin_high": "upper edge of the β bin",
             "count": "held-out contexts with β in the bin",
             "density": "count / (contexts × bin width): a probability density over β",
-        }),
+        },
+        step="realtext:model"),
     Table(
         "realtext_speculative",
         title="Real text: characters per target call",
@@ -74,7 +67,8 @@ TABLES = (
             "alpha_from_tokens": "the α at which Eq. 1 equals tokens_per_call",
             "alpha_heldout": "mean β of this draft over held-out text (realtext_models)",
             "tokens_closed_form_heldout": f"{EQ1} at alpha_heldout",
-        }),
+        },
+        step="realtext:speculative"),
     Table(
         "realtext_lossless",
         title="Real text: lossless?",
@@ -92,7 +86,8 @@ TABLES = (
             "tv_floor": "sampling floor: the expected tv_mc of trials draws from the exact law",
             **GTEST,
             "df": "degrees of freedom of the G-test",
-        }),
+        },
+        step="realtext:lossless"),
     Table(
         "pair_accept",
         title="Your model pair: predicted vs measured tokens per target call",
@@ -131,7 +126,8 @@ TABLES = (
                                      "tested (inside the document)",
             "alpha_first_predicted": "the same for each round's first draft only",
             "alpha_first_measured": "the same for each round's first draft only",
-        }),
+        },
+        step="realtext:pair_accept"),
     Table(
         "pair_optimal",
         title="Your model pair: optimal γ and break-even c",
@@ -154,7 +150,8 @@ TABLES = (
             "gamma_break_even": "the γ attaining c_break_even",
             "c_break_even_eq1": "Cor 3.9's break-even at alpha_mean: α itself",
             "gains": "speedup_opt > 1",
-        }),
+        },
+        step="realtext:pair_optimal"),
     Table(
         "engine_schedule",
         title="Your engine: the best draft length at every batch size",
@@ -199,7 +196,8 @@ TABLES = (
             "batch_interpolated": "b between two measured batch sizes: the cost terms "
                                   "interpolated linearly in b (False with a latency profile "
                                   "or at a measured b)",
-        }),
+        },
+        step="realtext:engine"),
     Table(
         "engine_shortcut",
         title="Your engine: what the counters' shortcut costs, on the real pairs' traces",
@@ -238,7 +236,40 @@ TABLES = (
                                         "(at their K; empty at the other K and traces)",
             "tokens_measured_counters_ci_low": "lower end of its 95% interval",
             "tokens_measured_counters_ci_high": "upper end of that interval",
-        }),
+        },
+        step="realtext:engine"),
+    Table(
+        "realtext_costs",
+        title="Real text: measured costs and wall-clock speedup",
+        about="Wall time on this CPU of a target call verifying k positions, a draft step and a "
+              "speculative round, per batch of prompts, hence the measured c and T(k)/T(1), and "
+              "the measured speedup beside Thm 3.8 and the cost model at those costs. Timings "
+              "are not deterministic: the table lives in results/realtext/, apart from the "
+              "deterministic tables, and nothing asserts on it.",
+        columns={
+            "batch": "prompts per vectorised call",
+            "repeats": "interleaved repeats of every timing",
+            "measure": "what was timed: target_call (k positions), plain_step (one token of "
+                       "plain sampling), draft_step, speculative (one round)",
+            "positions": "positions the call scores (k; γ+1 for a round)",
+            "seconds": "median wall time of one call or round",
+            "ratio": "seconds over the median one-position target call (T(k)/T(1); c for a "
+                     "draft step)",
+            "draft_order": "n-gram order of the draft (empty for the target's rows)",
+            "c": "measured draft step / target call",
+            "gamma": "draft length γ of a speculative round",
+            "alpha": "acceptance rate of that (draft, γ) in realtext_speculative",
+            "tokens_per_round": "characters per round in realtext_speculative",
+            "overhead": "round time / T(1) − γ c − T(γ+1)/T(1): what a round costs beyond "
+                        "drafting and verifying",
+            "speedup_measured": "median over repeats of the plain step's time times the "
+                                "tokens per round, over the round's time",
+            "speedup_thm38": "Leviathan Thm 3.8 at alpha and c",
+            "speedup_cost_model": "tokens_per_round / (γ c + T(γ+1)/T(1))",
+            **TIMINGS,
+        },
+        csv="results/realtext/costs.csv",
+        step="realtext:costs"),
     Table(
         "pair_costs",
         title="Your model pair: speedup at the measured costs",
@@ -262,128 +293,78 @@ TABLES = (
             "c_break_even_thm38": "(E_γ − 1)/γ: the c below which this γ gains (Thm 3.8)",
             "c_break_even_cost_model": "(E_γ − T(γ+1)/T(1))/γ: the same under the cost model",
         },
-        csv="results/realtext/pair_costs.csv"),
-    Table(
-        "llm_assisted",
-        title="LLM: specsim's loop beside transformers' assisted generation",
-        about="SmolLM2-135M-Instruct on this CPU with the same draft model: specsim's speculative "
-              "loop and transformers' ``generate(..., assistant_model=draft)`` (its default "
-              "draft-length policy and a fixed γ), sampling at temperature 1, beside plain "
-              "sampling by each; measured tokens per second and per target call against Leviathan "
-              "Eq. 1 and Thm 3.8 at the measured α and draft cost. Wall-clock timings: not "
-              "deterministic.",
-        columns={
-            "loop": "specsim (its own loop, Alg. 1 with KV caches), transformers-fixed "
-                    "(assisted generation, constant γ, no confidence stop), "
-                    "transformers-default (assisted generation with transformers' default "
-                    "draft-length policy); specsim / transformers alone on the target-alone rows",
-            "draft": "the draft model (the assistant), or target alone for plain sampling",
-            "gamma": "draft length γ: tokens drafted per round (for transformers-default its "
-                     "num_assistant_tokens, an upper bound; 0 for the target alone)",
-            "policy": "the draft-length policy: schedule, num_assistant_tokens and the "
-                      "assistant's confidence threshold (drafting stops below it)",
-            "prompts": "held-out prompts generated from (the same for every row)",
-            "tokens": "new tokens generated over all prompts",
-            "target_calls": "target forward calls (rounds), counted with a forward hook",
-            "draft_calls": "draft forward calls (draft steps)",
-            "gamma_mean": "mean tokens drafted per round (below gamma where the confidence stop "
-                          "or the remaining token budget cut a round short)",
-            "gamma_max": "most tokens drafted in one round",
-            "tokens_per_call": "tokens emitted per target call (accepted drafts + 1 per round)",
-            "tokens_per_call_sd": "standard deviation of the tokens emitted per round",
-            "seconds": "wall time of one generation: the median over the prompts (each "
-                       "prompt a repeat, every row's generation of it interleaved: "
-                       "specsim.timing)",
-            "seconds_q25": "lower quartile of the generations' wall times",
-            "seconds_q75": "upper quartile of the generations' wall times",
-            "tokens_per_second": "tokens / seconds of one generation: the median over the prompts",
-            "tokens_per_second_q25": "its lower quartile over the prompts",
-            "tokens_per_second_q75": "its upper quartile over the prompts",
-            "speedup_measured": "seconds per token of plain sampling by the same library (the "
-                                "target-alone row of specsim or of transformers) over this row's, "
-                                "per prompt (paired): the median over the prompts",
-            "speedup_measured_q25": "lower quartile of the per-prompt speedups",
-            "speedup_measured_q75": "upper quartile of the per-prompt speedups",
-            "reliable": "the seconds per target call (the same work on every prompt) of this row "
-                        "and of its library's plain row agree across the prompts (IQR / median "
-                        "<= specsim.timing.TOLERANCE, at least 3 prompts); False: the timings are "
-                        "noise (a busy machine: see the load)",
-            "target_share": "share of the wall time spent inside target forward calls (the "
-                            "rest: draft calls and each loop's own code)",
-            "accept_rate": "drafts accepted / drafts tested (up to and including the first "
-                           "rejection of each round): the measured α",
-            "accept_ci_low": "lower end of the 95% Wilson interval of accept_rate",
-            "accept_ci_high": "upper end of that interval",
-            "c": "draft step / KV-cached target call of one position, from the costs table",
-            "c_in_situ": "mean draft forward call in this loop over the seconds per token of "
-                         "the same library's plain sampling",
-            "tokens_eq1": f"{EQ1} at accept_rate, averaged over the rounds' draft lengths",
-            "speedup_thm38": "Leviathan Thm 3.8 at accept_rate and c over the rounds' draft "
-                             "lengths: Σ Eq. 1 / Σ (γ c + 1)",
-            "speedup_cost_model": "the same with the measured T(γ+1)/T(1) of the costs table "
-                                  "in place of 1: Σ Eq. 1 / Σ (γ c + T(γ+1)/T(1))",
-            "threads": "torch threads",
-            "load_before": "the machine's 1-minute load average before the runs",
-            "load_after": "the same after them (above cpus: the runs shared the cores)",
-            "cpus": "the machine's CPU count (os.cpu_count)",
-        },
-        csv="results/llm/assisted.csv"),
-    Table(
-        "llm_lossless_audit",
-        title="LLM: is transformers' assisted generation lossless under sampling warpers?",
-        about="transformers' ``generate(..., assistant_model=draft)`` with sampling -- its "
-              "defaults and top-k / top-p / temperature warpers -- against the exact law of the "
-              "first two emitted tokens computed from the models' own distributions after the "
-              "same warpers: a G-test on binned counts, each verdict beside the total variation "
-              "it detects with power 0.9 at the run's trials, and the law transformers "
-              "implements beside a #47932-style mismatch.",
-        columns={
-        "setting": "the sampling setting (WARPERS): what was passed to generate beside do_sample",
-        "warpers": "temperature, top_k, top_p in force (passed, else the generation config's, else "
-                   "transformers' defaults)",
-        "prompt": "the prompt whose first two emitted tokens are tested (audit_prompt)",
-        "draft": "the assistant model (audit_draft)",
-        "policy": "the assistant's draft-length policy (transformers' default; with two new "
-                  "tokens the first round drafts one)",
-        "trials": "assisted generate calls of two new tokens, each with its own torch seed",
-        "bins": "cells of the G-test: named pairs, one 'other x2' cell per likely x1, the rest",
-        "mass_named_bins": "exact probability of every cell but the last (the rest)",
-        "g_statistic": "G = 2 Σ O ln(O/E) over the bins",
-        "df": "degrees of freedom (bins - 1)",
-        "p_value": "chi-square tail of G",
-        "verdict": "lossless if p_value >= significance, else biased",
-        "tv_observed": "TV between the observed bin frequencies and the exact binned law",
-        "tv_ci_low": "lower end of its 95% parametric-bootstrap interval",
-        "tv_ci_high": "upper end of that interval",
-        "tv_floor": "expected tv_observed of trials draws from the exact law itself",
-        "tv_detectable_at_power_0.9": "binned TV every alternative at or beyond which the G-test "
-                                      "detects with probability >= 0.9 (noncentral χ², Pinsker)",
-        "power_simulated": "simulated power of the test at that TV against the worst alternative "
-                           "(a balanced tilt of the bins)",
-        "power_ci_low": "lower end of its 95% Wilson interval",
-        "power_ci_high": "upper end of that interval",
-        "tv_implemented": "TV between the first-token law transformers implements (draft sampled "
-                          "from and divided by q warped twice) and the target's warped law",
-        "tv_mismatch": "the same for a #47932-style bug: sampling from q warped twice, dividing by "
-                       "q warped once",
-        "tv_mismatch_binned": "that TV on the test's bins (compare with the detectable TV)",
-        "rejections_fraction": "trials whose first drafted token was rejected (residual drawn)",
-        "rejections_ci_low": "lower end of its 95% Wilson interval",
-        "rejections_ci_high": "upper end of that interval",
-        "rejection_q_twice": "exact rejection probability 1 - Σ min(p_w, q) with q warped twice "
-                             "(what transformers' assistant does)",
-        "rejection_q_once": "the same with q warped once",
-        "q_twice_covered": "the Wilson interval covers rejection_q_twice",
-        "q_once_covered": "the Wilson interval covers rejection_q_once",
-        "seconds_per_trial": "wall time of one generate call: the median over the trials",
-        "seconds_per_trial_q25": "its lower quartile over the trials",
-        "seconds_per_trial_q75": "its upper quartile over the trials",
-        "reliable": "the trials' wall times agree (IQR / median <= specsim.timing.TOLERANCE)",
-        "load_before": "the machine's 1-minute load average before the setting's trials",
-        "load_after": "the same after them (above cpus: the trials shared the cores)",
-        "cpus": "the machine's CPU count (os.cpu_count)",
-        "significance": "the test's level (the config's significance)",
-        "threads": "torch threads",
-        },
-        csv="results/llm/lossless_audit.csv"),
+        csv="results/realtext/pair_costs.csv",
+        step="realtext:pair_costs"),
+)
+
+FIGURES = (
+    Figure(
+        "realtext_beta", needs=None, step="realtext:figures",
+        reads=("realtext_beta", "realtext_models"),
+        builder="specsim.realtext.figures:figure_beta",
+        caption=(
+            "Real models, real text: the per-context acceptance probability β(h) = Σ\\ :sub:`x` "
+            "min(p(x|h), q(x|h)) (Leviathan Def. 3.1) of the order-5 interpolated Witten-Bell "
+            "character model (target) against the same family at orders 1–4 (drafts), over every "
+            "context of the held-out text (every tenth document of the corpus: pydoc topics and "
+            "standard-library docstrings of the running Python). Dotted lines: the means, the α "
+            "each draft would have under Leviathan's i.i.d. assumption. The spread is the point: "
+            "acceptance is not one number on real text.")),
+    Figure(
+        "realtext_tokens", needs=None, step="realtext:figures",
+        reads=("realtext_speculative",),
+        builder="specsim.realtext.figures:figure_tokens",
+        caption=(
+            "Speculative sampling with the real pair over real held-out prompts (1024 chains × 16 "
+            "rounds per point by default). Left: characters emitted per target call, observed "
+            "with 95% batch-means CIs (markers), beside Leviathan Eq. 1 evaluated at the mean β "
+            "of the contexts actually tested (lines). Right: Jensen's gap, Eq. 1 at mean β minus "
+            "the observed value (error bars: the CI of the observed value). β varies from context "
+            "to context and is correlated along a round, so the closed form at the mean "
+            "overstates the tokens per call once γ is large and the draft is good.")),
+    Figure(
+        "realtext_costs", needs=None, step="realtext:figures",
+        reads=("realtext_costs",),
+        builder="specsim.realtext.figures:figure_costs",
+        caption=(
+            "Measured costs on this CPU (wall time; not deterministic): each point is the median "
+            "over interleaved repeats, its bars the quartiles, and a hollow marker flags a timing "
+            "whose repeats disagree by more than the stated tolerance (``reliable`` false in the "
+            "table). Left: the time of a target call verifying k positions relative to one "
+            "position, T(k)/T(1), for one prompt (overhead bound: nearly flat, like a "
+            "memory-bound accelerator) and for a batch of 256 prompts (compute bound: grows with "
+            "k). Middle and right: the measured wall-clock speedup of speculative over plain "
+            "target sampling (solid), Thm 3.8's prediction with the measured draft cost c and α "
+            "(dashed; it assumes T(γ+1) = T(1)) and the same cost model with the measured T(γ+1) "
+            "(dotted). The drafts here are not much cheaper than the target (c ≈ 0.2–1) and a "
+            "round carries bookkeeping the theory leaves out, so speculative sampling is slower "
+            "than the target alone except where T(k) is flat and c small.")),
+    Figure(
+        "pair_accept", needs=None, step="realtext:figures",
+        reads=("pair_accept",),
+        builder="specsim.realtext.figures:figure_pair_accept",
+        caption=(
+            "Your model pair, predicted vs measured: for each character n-gram pair (order-5 "
+            "target, draft of order k), characters per target call against the draft length γ. "
+            "Lines and bands: the positional model on the pair's trace (text the target generated "
+            "from held-out prompts; exact given the trace, 95% bootstrap CI over its documents). "
+            "Points: speculative generation with the same models from the same prompts, each "
+            "chain run until it has emitted as many characters as a document holds (95% bootstrap "
+            "CI over prompts). Right: the paired difference (predicted − measured) / measured "
+            "with its 95% CI over the shared prompts; a CI that contains 0 means the prediction "
+            "holds to within what the budget resolves (results/tables/pair_accept.csv).")),
+    Figure(
+        "engine_schedule", needs=None, step="realtext:engine",
+        reads=("engine_schedule",),
+        builder="specsim.realtext.figures:figure_engine_schedule",
+        caption=(
+            "Your engine's route on the real-text pairs: each pair's measured speculative runs "
+            "record an engine's acceptance counters at K = 4 (written in vLLM's Prometheus format "
+            "under results/engine/ and read back as an engine's), taken with a latency profile "
+            "(by default the roofline of Llama-2-70B with a Llama-2-7B draft on an H100) through "
+            "speedup(b, K') = T(K') T_target(b, 1) / (K' T_draft(b, 1) + T_target(b, K'+1)). "
+            "Left: the best draft length K' of each pair at each batch size (hollow: K' > K, "
+            "extrapolated by the tail model); right: its speedup with the 95% interval. "
+            "engine_schedule.csv has every K'; the engines' configuration snippets are in "
+            "results/engine/engine_config.md.")),
 )
