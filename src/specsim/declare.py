@@ -40,7 +40,8 @@ def load_builder(path: str) -> Callable[..., Any]:
     module, _, name = path.partition(":")
     if not module or not name:
         raise ValueError(f"a builder is 'module:function', not {path!r}")
-    return getattr(importlib.import_module(module), name)
+    built: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return built
 
 
 @dataclass(frozen=True)
@@ -208,9 +209,10 @@ class Step:
 @dataclass(frozen=True)
 class Stage:
     """A stage beside the grid (``specsim <name> STEP``; workflow/rules/<name>.smk): its steps,
-    the function checking a step's settings (``settings``, ``"module:function"``, called with
-    the ``--settings`` JSON text and the step's name, raising ValueError naming the key) and the
-    stage's own options besides ``--settings``, ``--results-dir`` and ``--significance``."""
+    its settings class (``settings``, ``"module:Class"``, a
+    :class:`specsim.stage_settings.StageSettings`: a step's ``--settings`` are read with its
+    ``from_dict(d, step=...)``, which refuses a bad key in one line) and the stage's own options
+    besides ``--settings``, ``--results-dir`` and ``--significance``."""
 
     name: str
     help: str

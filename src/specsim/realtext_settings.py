@@ -9,12 +9,12 @@ per-step settings from here (its tables and figures from their declarations,
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from specsim import trace_limits as limits
+from specsim.stage_settings import StageSettings
 
 RULES = ("correct", "greedy", "no_resample")  # ``continue`` changes the context bookkeeping
 
@@ -46,8 +46,14 @@ SECTIONS = (("corpus", ""), ("model", ""), ("speculative", ""), ("lossless", "lo
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Every knob of the real-text experiments; defaults are the schema's."""
+class Settings(StageSettings):
+    """Every knob of the real-text experiments; defaults are the schema's (read and written by
+    :class:`specsim.stage_settings.StageSettings`)."""
+
+    NAME: ClassVar[str] = "realtext"
+    SECTIONS: ClassVar[tuple[tuple[str, str], ...]] = SECTIONS
+    STEPS: ClassVar[Mapping[str, tuple[str, ...]]] = STEPS
+    ELEMENTS: ClassVar[Mapping[str, type]] = {"trace_temperatures": float}
 
     holdout_every: int = 10
     target_order: int = 5
@@ -82,53 +88,23 @@ class Settings:
     engine_latency: str = ""
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], partial: bool = False) -> Settings:
-        """From the nested config section (``corpus``/``model``/``speculative``/...).
+    def unprefixed(cls, field: str) -> str:
+        return _UNPREFIXED.get(field, "speculative")
 
-        ``partial``: ``d`` holds only the sections one step reads (:data:`STEPS`), the rest
-        being defaults it does not use, so a check across sections runs only when ``d`` holds
-        them all (the whole section is checked when the workflow is parsed)."""
-        if not isinstance(d, Mapping):
-            raise ValueError(f"the realtext settings must be a mapping of sections, got "
-                             f"{type(d).__name__}")
-        known = [section for section, _ in SECTIONS]
-        unknown = sorted(str(k) for k in d if k not in known)
-        if unknown:
-            raise ValueError(f"unknown realtext section {unknown[0]!r}; known: "
-                             f"{', '.join(known)}")
-        flat: dict[str, Any] = {}
-        for section, prefix in SECTIONS:
-            body = d.get(section) or {}
-            if not isinstance(body, Mapping):
-                raise ValueError(f"{section}: must be a mapping of keys to values")
-            for key, value in body.items():
-                name = prefix + str(key)
-                if name not in cls.__dataclass_fields__:
-                    raise ValueError(f"unknown realtext setting {section}.{key}")
-                flat[name] = _typed(f"{section}.{key}", value, getattr(cls, name))
-        out = cls(**flat)
-        out.check(set(d) if partial else None)
-        return out
+    @classmethod
+    def view(cls, section: Mapping[str, Any], name: str) -> Any:
+        """A step is passed every section it reads (empty: the defaults), ``trace`` without
+        its ``temperatures`` (each tempered trace's job is told its own temperature)."""
+        return _without_temperatures(section, name)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        return {
-            "corpus": {"holdout_every": d["holdout_every"]},
-            "model": {k: _listify(d[k]) for k in ("target_order", "draft_orders", "beta_bins")},
-            "speculative": {k: _listify(d[k]) for k in ("gamma", "chains", "rounds", "batches")},
-            "lossless": {k[9:]: _listify(v) for k, v in d.items() if k.startswith("lossless_")},
-            **{section: {k[len(prefix):]: _listify(v) for k, v in d.items()
-                         if k.startswith(prefix)}
-               for section, prefix in SECTIONS[4:]},
-        }
-
-    def check(self, sections: Collection[str] | None = None) -> None:
+    def check(self, given: Collection[str] | None = None) -> None:
         """Cross-field checks (the schema checks each key alone); one across two sections
-        (costs.gamma within speculative.gamma) only when ``sections`` (None: all) has both."""
+        (costs.gamma within speculative.gamma) only when the sections ``given`` (None: all)
+        hold both."""
         small = [(f, v) for f, v in _integers(self) if v < 1]
         if small:
             field, value = small[0]
-            raise ValueError(f"{_key(field)} must be at least 1, got {value}")
+            raise ValueError(f"{self.key(field)} must be at least 1, got {value}")
         if any(t < 0 for t in self.trace_temperatures):
             raise ValueError("trace.temperatures must be at least 0 (0: greedy)")
         if any(c <= 0 for c in self.optimal_c):
@@ -153,7 +129,7 @@ class Settings:
             raise ValueError(f"lossless contexts {bad} are shorter than target_order-1 characters")
         if any(r not in RULES for r in self.lossless_rules):
             raise ValueError(f"lossless rules must be among {RULES}")
-        both = sections is None or {"costs", "speculative"} <= set(sections)
+        both = given is None or {"costs", "speculative"} <= set(given)
         if both and not set(self.cost_gamma) <= set(self.gamma):
             raise ValueError("costs.gamma must be a subset of speculative.gamma")
         if self.chains < self.batches:
@@ -267,36 +243,14 @@ _UNPREFIXED = {"holdout_every": "corpus", "target_order": "model", "draft_orders
                "beta_bins": "model"}
 
 
-def _key(field: str) -> str:
-    """The config key of a :class:`Settings` field (``trace_top_k`` -> ``trace.top_k``)."""
-    for section, prefix in SECTIONS:
-        if prefix and field.startswith(prefix):
-            return f"{section}.{field[len(prefix):]}"
-    return f"{_UNPREFIXED.get(field, 'speculative')}.{field}"
 
 
-def _typed(key: str, value: Any, default: Any) -> Any:
-    """``value`` as the field whose default is ``default`` holds it, or ValueError naming
-    ``key`` (a list becomes a tuple; an integer field takes no float or bool)."""
-    kind = type(default[0]) if isinstance(default, tuple) and default else (
-        float if key == "trace.temperatures" else type(default))
-    values = value if isinstance(default, tuple) else [value]
-    if isinstance(default, tuple) and not isinstance(value, list):
-        raise ValueError(f"{key}: must be a list, got {type(value).__name__}")
-    for v in values:
-        ok = (isinstance(v, int) and not isinstance(v, bool) if kind is int else
-              isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-              if kind is float else isinstance(v, kind))
-        if not ok:
-            raise ValueError(f"{key}: {str(v)[:40]!r} is not a{'n' if kind is int else ''} "
-                             f"{ {int: 'integer', float: 'number', str: 'string'}[kind]}")
-    return tuple(value) if isinstance(default, tuple) else value
 
 
 def _integers(s: Settings) -> list[tuple[str, int]]:
     """Every integer field of ``s`` with its value (a list's smallest)."""
     out = []
-    for field in s.__dataclass_fields__:
+    for field in s.field_names():
         default, v = getattr(Settings, field), getattr(s, field)
         values = v if isinstance(v, tuple) else (v,)
         integral = isinstance(default, int) or (isinstance(default, tuple) and default
@@ -306,19 +260,8 @@ def _integers(s: Settings) -> list[tuple[str, int]]:
     return out
 
 
-def _listify(v: Any) -> Any:
-    return list(v) if isinstance(v, tuple) else v
 
 
 def step_settings(section: Mapping[str, Any]) -> dict[str, str]:
     """Step -> JSON of the config sections it reads (``specsim realtext --settings``)."""
-    return {step: json.dumps({s: _without_temperatures(section, s) for s in sections},
-                             sort_keys=True)
-            for step, sections in STEPS.items()}
-
-
-def for_step(sections: Mapping[str, Any], step: str) -> Settings:
-    """The settings a step is passed (``--settings``: the config sections it reads, defaults
-    for the rest), with those sections' cross-field checks; one-line ValueError naming the
-    key."""
-    return Settings.from_dict(sections, partial=True)
+    return Settings.step_settings(section)

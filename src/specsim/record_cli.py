@@ -55,10 +55,10 @@ def summary(path: str) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.record == "ngram":
         from specsim.realtext.steps import record
-        from specsim.realtext_settings import for_step
+        from specsim.realtext_settings import Settings
 
         try:
-            s = for_step(args.settings, "record")
+            s = Settings.from_dict(args.settings, step="record")
         except ValueError as err:
             args.parser.error(f"argument --settings: {err}")
         record(s, args)

@@ -26,9 +26,9 @@ from specsim.outputs import declared_path
 def _file_arg(parser: argparse.ArgumentParser, arg: Arg, read: bool) -> None:
     kind = (argtypes.existing_dir if arg.directory else argtypes.existing_file) if read else (
         argtypes.output_dir if arg.directory else str)
+    default: list[str] | None = [] if arg.nargs == "*" else None
     parser.add_argument(f"--{arg.flag.replace('_', '-')}", dest=arg.flag, help=arg.help,
-                        type=kind, nargs=arg.nargs, required=arg.nargs != "*",
-                        **({"default": []} if arg.nargs == "*" else {}))
+                        type=kind, nargs=arg.nargs, required=arg.nargs != "*", default=default)
 
 
 def add_step_arguments(parser: argparse.ArgumentParser, step: Step) -> None:
@@ -43,8 +43,9 @@ def add_step_arguments(parser: argparse.ArgumentParser, step: Step) -> None:
 
 def add_stage_parser(sub: Any, stage: Stage) -> argparse.ArgumentParser:
     """The ``specsim <stage>`` sub-command of the command line (:mod:`specsim.cli`)."""
-    parser = sub.add_parser(stage.name, help=stage.help, description=stage.doc,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        stage.name, help=stage.help, description=stage.doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", default="{}", type=argtypes.json_object,
                         help=f"JSON of the config's {stage.name} settings the step reads "
                              f"(defaults: the schema's)")
@@ -66,8 +67,9 @@ def add_stage_parser(sub: Any, stage: Stage) -> argparse.ArgumentParser:
 def settings_of(stage: Stage, args: argparse.Namespace,
                 parser: argparse.ArgumentParser | None = None) -> Any:
     """The step's checked settings (``--settings``); a bad one is refused as argparse does."""
+    settings: Any = load_builder(stage.settings)  # a StageSettings class
     try:
-        return load_builder(stage.settings)(args.settings, args.step)
+        return settings.from_dict(args.settings, step=args.step)
     except ValueError as err:
         if parser is None:
             raise

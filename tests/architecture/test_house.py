@@ -158,7 +158,8 @@ LAYERS = [
     ("ground", ["specsim", "specsim.verify", "specsim.exact", "specsim.models", "specsim.io",
                 "specsim.sampling", "specsim.stats", "specsim.precision", "specsim.timing",
                 "specsim.errors", "specsim.ngram", "specsim.process", "specsim.resources",
-                "specsim.configfile", "specsim.realtext_settings", "specsim.costs",
+                "specsim.configfile", "specsim.realtext_settings", "specsim.stage_settings",
+                "specsim.costs",
                 "specsim.intensity", "specsim.argtypes", "specsim.trace_limits",
                 "specsim.seeds"]),
 ]

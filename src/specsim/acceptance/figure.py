@@ -17,6 +17,7 @@ from specsim.figures.style import MARKERS, PALETTE, STYLE, WIDE, plt, save
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["draw_schedule", "figure_schedule"]
 
@@ -45,7 +46,7 @@ def figure_schedule(table: pd.DataFrame, pdf_path: str, title: str = "") -> None
         save(draw_schedule(table, title), pdf_path)
 
 
-def draw_schedule(table: pd.DataFrame, title: str = "") -> plt.Figure:
+def draw_schedule(table: pd.DataFrame, title: str = "") -> Figure:
     """The schedule's figure of ``table`` (draw it under :data:`STYLE`)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(WIDE, 2.8))
     sources = sorted(table["pair"].unique()) if "pair" in table else [None]

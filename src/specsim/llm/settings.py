@@ -9,10 +9,11 @@ is the config's root ``seed``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from specsim.stage_settings import StageSettings
 
 N_LAYERS = 30  # SmolLM2-135M's decoder layers: a skip-k draft keeps the first k
 #: The keys that decide which drafts exist (:meth:`Settings.draft_names`).
@@ -20,9 +21,12 @@ DRAFT_KEYS = ("ngram_orders", "int8", "skip_layers")
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(StageSettings):
     """Every knob of the LLM experiment (defaults: the schema's; a full run in ~3 minutes on
-    2 quiet cores)."""
+    2 quiet cores), read and written by :class:`specsim.stage_settings.StageSettings` (a flat
+    section)."""
+
+    NAME: ClassVar[str] = "llm"
 
     threads: int = 2
     seed: int = 20221117
@@ -71,28 +75,14 @@ class Settings:
     engine_repeats: int = 3
     engine_latency_repeats: int = 5
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], step: str | None = None) -> Settings:
-        """From the config section (plus ``seed``); ``step``: only the keys that step reads
-        were given (:data:`STEPS`), so only the checks among those run."""
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown llm settings: {sorted(unknown)}")
-        out = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-        out.check(step)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-
     def draft_names(self) -> list[str]:
         return ([f"ngram-{k}" for k in self.ngram_orders] + ["int8"] * self.int8
                 + [f"skip-{k}" for k in self.skip_layers])
 
-    def check(self, step: str | None = None) -> None:
-        """Cross-field checks (the schema checks each key alone); for a ``step``, those whose
-        keys it reads (the workflow checks the whole section once, when it parses)."""
-        keys = set(STEPS[step] if step else self.__dataclass_fields__)
+    def check(self, given: Collection[str] | None = None) -> None:
+        """Cross-field checks (the schema checks each key alone); those among the keys
+        ``given`` (a step's: the workflow checks the whole section once, when it parses)."""
+        keys = set(self.field_names() if given is None else given)
 
         def about(*names: str) -> bool:
             return set(names) <= keys
@@ -159,18 +149,13 @@ STEPS: dict[str, tuple[str, ...]] = {
     "engine": ("threads", "seed", *DRAFT_KEYS, "prompt_tokens", "engine_draft", "engine_batches",
                "engine_gamma", "engine_max_gamma", "engine_record_tokens", "engine_new_tokens",
                "engine_repeats", "engine_latency_repeats"),
-    "machine": tuple(Settings.__dataclass_fields__),
+    "machine": Settings.field_names(),
 }
+
+Settings.STEPS = STEPS  # type: ignore[misc]
+
 
 def step_settings(section: Mapping[str, Any], seed: int) -> dict[str, str]:
     """Step -> JSON of the settings it reads (``specsim llm --settings``), from the config's
     ``llm:`` section (schema defaults filled in) and its root ``seed``."""
-    full = {**section, "seed": seed}
-    return {step: json.dumps({k: full[k] for k in keys if k in full}, sort_keys=True)
-            for step, keys in STEPS.items()}
-
-
-def for_step(section: Mapping[str, Any], step: str) -> Settings:
-    """The settings a step is passed (``--settings``: the keys it reads, :data:`STEPS`, plus
-    ``seed``; defaults for the rest), with the checks among those keys."""
-    return Settings.from_dict(section, step=step)
+    return Settings.step_settings({**section, "seed": seed})

@@ -219,7 +219,7 @@ def _step(name: str, helptext: str, *reads: Arg, writes: tuple[Arg, ...] = (),
 
 STAGE = Stage(
     "llm", "opt-in LLM tier: SmolLM2-135M on this CPU (one step)", llm.__doc__ or "",
-    "specsim.llm.settings:for_step",
+    "specsim.llm.settings:Settings",
     steps=(
         _step("corpus", "load (first: convert) the model; the tier-1 corpus in its tokens",
               writes=(Arg("out", "token corpus .npz"),

@@ -195,7 +195,8 @@ TABLES = (
             "prompt": "the fixed prompt (lossless_prompt)",
             "draft": "the draft: lossless_draft (an n-gram) for the simulated rows, "
                      "lossless_assisted_draft (a model draft) for transformers'",
-            "gamma": "draft length γ of the first round (lossless_gamma; 4 on the KV-cache row)",
+            "gamma": "draft length γ of the first round (lossless_gamma, for "
+                     "transformers-default its cap; 4 on the KV-cache row)",
             "trials": "generations counted (on the KV-cache row: rounds of its generation)",
             "cells_pooled": "cells of the G-test once those expecting fewer than 5 are pooled",
             "mass_tested": "exact probability of the first tokens whose second token is tested "

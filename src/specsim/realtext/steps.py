@@ -186,7 +186,7 @@ def figures(s: Any, args: argparse.Namespace) -> Tables:
 
 STAGE = Stage(
     "realtext", "real-text stage: character n-grams on real English", realtext.__doc__ or "",
-    "specsim.realtext_settings:for_step",
+    "specsim.realtext_settings:Settings",
     steps=(
         Step("corpus", "extract the corpus from this interpreter's stdlib",
              "specsim.realtext.steps:corpus",
