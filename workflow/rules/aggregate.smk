@@ -22,20 +22,3 @@ rule tables:
     shell:
         "specsim tables --grid {input.grid:q} --points {input.points:q} "
         "--out-dir results/tables {params.names} 2> {log:q}"
-
-
-# The real-text stage (workflow/rules/realtext.smk) writes its tables as CSV and Markdown; their
-# HTML renderings and report entries come from here, so that stage need not know the report.
-# specsim.outputs.REALTEXT_TABLES names them (declared with their columns); html_files()
-# asks for them when the config has a realtext section.
-rule realtext_tables_html:
-    input:
-        expand("results/tables/{table}.csv", table=REALTEXT_TABLES),
-    output:
-        [table_report(name) for name in REALTEXT_TABLES],
-    log:
-        "logs/realtext/tables_html.log",
-    params:
-        names=REALTEXT_TABLES,
-    shell:
-        "specsim html --tables-dir results/tables {params.names} 2> {log:q}"

@@ -108,7 +108,11 @@ localrules:
     grid,
     manifest,
     gate,
-    realtext_tables_html,
+
+
+# Every file the stages beside the grid build (workflow/rules/realtext.smk, llm.smk: each,
+# included when the config enables it, adds its own).
+STAGE_TARGETS = []
 
 
 def point_files(wildcards=None):
@@ -245,7 +249,7 @@ def built_files(points=True):
     """Every file the run builds but the manifest and results/checks.ok: what the manifest
     lists (specsim.integrity.MANIFEST); without the point files when ``points`` is false.
     """
-    return [*all_targets(points), *RT_TARGETS, *LLM_TARGETS]
+    return [*all_targets(points), *STAGE_TARGETS]
 
 
 def manifest_inputs(wildcards):
@@ -337,9 +341,3 @@ def declared_inputs(stage, step):
     return sorted(
         {declared(name) for f in stage_figures(stage, step) for name in f.reads}
     )
-
-
-def engine_latency_file(wildcards):
-    """The engine route's latency profile, when the config names a file (else the roofline)."""
-    path = (RT_CONFIG.get("engine") or {}).get("latency", "")
-    return [path] if path else []

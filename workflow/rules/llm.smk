@@ -1,19 +1,19 @@
 # A real transformer on this CPU (tier 2, opt-in): SmolLM2-135M-Instruct as the target;
 # token n-gram, int8 and layer-skipping drafts. corpus -> alpha, costs -> speculative, assisted
 # (specsim's loop beside transformers' assisted generation); lossless (both loops);
-# device -> intensity; figures; machine.json (the run's record). Runs when the config has an
-# `llm:` section -- config.yaml has none; `make llm` adds workflow/llm.yaml and installs the
-# `llm` extra. The tables, figures and steps, and which settings each step reads, come from
-# specsim.llm.settings (imports nothing heavy: Snakemake reads it at every parse); the tables
-# and figures each step writes, from their declarations (specsim.outputs.llm).
+# device -> intensity; figures; machine.json (the run's record). Included when the config has
+# an `llm:` section -- config.yaml has none; `make llm` adds workflow/llm.yaml and installs the
+# `llm` extra. Which settings each step reads: specsim.llm.settings (imports nothing heavy:
+# Snakemake reads it at every parse); the tables and figures each step writes: their
+# declarations (specsim.outputs.llm, .llm_pairs); each step: `specsim llm STEP`, built from its
+# Step entry (specsim.llm.steps), writing its declared tables under results/.
 # Every step times something or loads the 135M model: the timing steps ask for every core so
 # that nothing runs beside them; the others for the torch threads they use.
 import sys
 
 from specsim.llm import settings as llm_settings
 
-LLM_ENABLED = "llm" in config
-LLM_CONFIG = config.get("llm", {})
+LLM_CONFIG = config["llm"]
 # The schema checks each key; the cross-field checks (drafts among the drafts built) run here.
 try:
     LLM = llm_settings.Settings.from_dict({**LLM_CONFIG, "seed": config["seed"]})
@@ -21,29 +21,25 @@ except ValueError as err:
     sys.exit(f"config error: llm: {err}")
 # JSON of the settings each step reads (so only changes to those re-run it).
 LLM_SETTINGS = llm_settings.step_settings(LLM_CONFIG, config["seed"])
-# Everything the stage produces: `rule all` and the `llm` target (make llm) list these.
-LLM_TARGETS = (
-    [
-        "results/llm/machine.json",
-        "results/llm/corpus.npz",  # and every intermediate: a deleted one is rebuilt
-        "results/llm/corpus.json",
-        "results/llm/device.json",
-        "results/llm/assisted.html",
-        *step_files(
-            "llm"
-        ),  # every declared table (CSV, Markdown) and figure (PDF, PNG)
-        *expand(
-            "results/llm/{kind}/{pair}.{ext}",
-            zip,
-            kind=["traces", "pairs", "pairs"] * len(LLM.trace_pairs),
-            pair=[p for p in LLM.trace_pairs for _ in range(3)],
-            ext=["parquet", "csv", "md"] * len(LLM.trace_pairs),
-        ),
-        "results/llm/engine_counts.json",
-    ]
-    if LLM_ENABLED
-    else []
-)
+# Everything the stage builds, listed by `rule all` and the `llm` target (make llm), and every
+# intermediate (a deleted one is rebuilt): the declared tables and figures too.
+LLM_TARGETS = [
+    "results/llm/machine.json",
+    "results/llm/corpus.npz",
+    "results/llm/corpus.json",
+    "results/llm/device.json",
+    "results/llm/assisted.html",
+    *step_files("llm"),
+    *expand(
+        "results/llm/{kind}/{pair}.{ext}",
+        zip,
+        kind=["traces", "pairs", "pairs"] * len(LLM.trace_pairs),
+        pair=[p for p in LLM.trace_pairs for _ in range(3)],
+        ext=["parquet", "csv", "md"] * len(LLM.trace_pairs),
+    ),
+    "results/llm/engine_counts.json",
+]
+STAGE_TARGETS.extend(LLM_TARGETS)
 
 
 localrules:
@@ -51,8 +47,8 @@ localrules:
     llm_machine,
 
 
-# `snakemake llm --configfile config.yaml workflow/llm.yaml`: the LLM tier alone (what `make llm` runs;
-# without an `llm:` section there is nothing to do).
+# `snakemake llm --configfile config.yaml workflow/llm.yaml`: the LLM tier alone (what `make llm`
+# runs).
 rule llm:
     input:
         LLM_TARGETS,

@@ -1,80 +1,62 @@
 # Real language models (tier 1): character n-grams trained on the English text every
 # Python ships (pydoc topics + stdlib docstrings). corpus -> model -> speculative / lossless /
-# costs -> figures. Settings: config.yaml's `realtext:` section (documented in the schema).
-# The tables, figures and steps, and which settings each step reads, come from
-# specsim.realtext_settings (imports nothing heavy: Snakemake reads it at every parse); the
-# tables and figures each step writes, from their declarations (specsim.outputs.realtext).
+# costs -> figures. Included when the config has a `realtext:` section (config.yaml does; keys
+# documented in the schema). Which settings each step reads: specsim.realtext_settings (imports
+# nothing heavy: Snakemake reads it at every parse); the tables and figures each step writes:
+# their declarations (specsim.outputs.realtext); each step: `specsim realtext STEP`, built from
+# its Step entry (specsim.realtext.steps), writing its declared tables under results/.
 import sys
 
 from specsim import realtext_settings
+from specsim.acceptance.latency import profile_of
 
-# The stage is opt-in: it runs when the config has a `realtext:` section (config.yaml does).
-RT_ENABLED = "realtext" in config
-RT_CONFIG = config.get("realtext", {})
+RT_CONFIG = config["realtext"]
 # The schema checks each key; the cross-field checks (draft orders below the target's, contexts
-# long enough, costs.gamma within speculative.gamma) run here, before any job starts.
+# long enough, costs.gamma within speculative.gamma) and the engine route's latency profile (a
+# file or the roofline: it must cover its batch sizes and draft lengths) are checked here,
+# naming the key, the file or the cell, before any job starts.
 try:
     RT_CHECKED = realtext_settings.Settings.from_dict(RT_CONFIG)
 except ValueError as err:
     sys.exit(f"config error: realtext: {err}")
-# The engine route's latency profile (a file or the roofline) must cover its batch sizes and
-# draft lengths: refused here, naming the file and the cell, before any job runs.
-if RT_ENABLED:
-    from specsim.acceptance.latency import profile_of
-
-    try:
-        profile_of(
-            RT_CHECKED.engine_latency,
-            RT_CHECKED.engine_roofline,
-            RT_CHECKED.engine_batch,
-            RT_CHECKED.engine_max_gamma,
-        )
-    except ValueError as err:
-        sys.exit(f"config error: realtext.engine: {err}")
+try:
+    profile_of(
+        RT_CHECKED.engine_latency,
+        RT_CHECKED.engine_roofline,
+        RT_CHECKED.engine_batch,
+        RT_CHECKED.engine_max_gamma,
+    )
+except ValueError as err:
+    sys.exit(f"config error: realtext.engine: {err}")
 # JSON of the config sections each step reads (so only changes to those re-run it).
 RT_SETTINGS = realtext_settings.step_settings(RT_CONFIG)
+RT_PAIRS = realtext_settings.trace_pairs(RT_CONFIG)
 # The traces of the n-gram pairs (one file per draft order; the `trace` family reads them).
-RT_TRACES = (
-    expand(realtext_settings.TRACE_PATH, pair=realtext_settings.trace_pairs(RT_CONFIG))
-    if RT_ENABLED
-    else []
-)
+RT_TRACES = expand(realtext_settings.TRACE_PATH, pair=RT_PAIRS)
 # The same pairs' traces at the other sampling temperatures of trace.temperatures (one job
 # each: results/traces/<pair>_T<temperature>.parquet; trace models run at those temperatures).
-RT_TEMPERATURES = [
-    repr(t) for t in realtext_settings.trace_temperatures(RT_CONFIG) if RT_ENABLED
-]
 RT_TEMPERED_TRACES = [
-    realtext_settings.tempered_trace_path(pair, float(t))
-    for t in RT_TEMPERATURES
-    for pair in realtext_settings.trace_pairs(RT_CONFIG)
+    realtext_settings.tempered_trace_path(pair, t)
+    for t in realtext_settings.trace_temperatures(RT_CONFIG)
+    for pair in RT_PAIRS
 ]
-
-
 # Each pair's measured runs' acceptance counters, in vLLM's Prometheus format (the engine route).
-RT_COUNTERS = (
-    expand(
-        realtext_settings.ENGINE_COUNTERS, pair=realtext_settings.trace_pairs(RT_CONFIG)
-    )
-    if RT_ENABLED
-    else []
-)
-# Everything the stage produces: the Snakefile's `rule all` lists these.
-RT_TARGETS = (
+RT_COUNTERS = expand(realtext_settings.ENGINE_COUNTERS, pair=RT_PAIRS)
+# The engine route's latency profile, when the config names a file (else the roofline).
+RT_LATENCY = [RT_CHECKED.engine_latency] if RT_CHECKED.engine_latency else []
+# Everything the stage builds, listed by the Snakefile's `rule all` (and every intermediate:
+# a deleted one is rebuilt): the declared tables (CSV, Markdown) and figures (PDF, PNG) too.
+STAGE_TARGETS.extend(
     [
         "results/realtext/corpus.json",
-        "results/realtext/corpus.npz",  # and every intermediate: a deleted one is rebuilt
+        "results/realtext/corpus.npz",
         "results/realtext/model.npz",
         *RT_TRACES,
         *RT_TEMPERED_TRACES,
-        *step_files(
-            "realtext"
-        ),  # every declared table (CSV, Markdown) and figure (PDF, PNG)
+        *step_files("realtext"),
         *RT_COUNTERS,
         realtext_settings.ENGINE_CONFIG,
     ]
-    if RT_ENABLED
-    else []
 )
 
 
@@ -202,7 +184,7 @@ rule realtext_record_tempered:
     output:
         traces=expand(
             realtext_settings.TEMPERED_TRACE_PATH,
-            pair=realtext_settings.trace_pairs(RT_CONFIG),
+            pair=RT_PAIRS,
             temperature="{temperature}",
         ),
     log:
@@ -291,7 +273,7 @@ rule realtext_engine:
         counters=RT_COUNTERS,
         traces=RT_TRACES,
         tempered=RT_TEMPERED_TRACES,
-        latency=engine_latency_file,
+        latency=RT_LATENCY,
     output:
         tables=step_files("realtext", "engine", figures=False),
         config_md=realtext_settings.ENGINE_CONFIG,
@@ -364,3 +346,18 @@ rule realtext_figures:
     priority: 1  # before the point jobs: this chain runs beside them, not after
     shell:
         "specsim realtext figures 2> {log:q}"
+
+
+# The stage's tables in results/tables/ (specsim.outputs.REALTEXT_TABLES, from their
+# declarations) rendered as HTML for the report, as the grid's tables are.
+rule realtext_tables_html:
+    input:
+        expand("results/tables/{table}.csv", table=REALTEXT_TABLES),
+    output:
+        [table_report(name) for name in REALTEXT_TABLES],
+    log:
+        "logs/realtext/tables_html.log",
+    params:
+        names=REALTEXT_TABLES,
+    shell:
+        "specsim html --tables-dir results/tables {params.names} 2> {log:q}"
