@@ -142,7 +142,7 @@ LAYERS = [
     ("cli", ["specsim.cli", "specsim.__main__", "specsim.llm.cli", "specsim.llm.record_cli",
              "specsim.realtext.cli", "specsim.record_cli", "specsim.configcheck",
              "specsim.configdoc", "specsim.acceptance.cli", "specsim.runfiles"]),
-    ("tiers", ["specsim.realtext", "specsim.llm"]),
+    ("tiers", ["specsim.realtext", "specsim.llm", "specsim.pairs"]),
     ("checks", ["specsim.checks"]),
     ("integrity", ["specsim.integrity", "specsim.resume", "specsim.tablediff"]),
     ("analyses", ["specsim.tables", "specsim.figures", "specsim.report", "specsim.declare",
