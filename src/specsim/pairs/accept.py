@@ -84,7 +84,8 @@ class Measured:
 def interval_seeds(seed: int, pair: str, engine: str, gamma: int) -> tuple[int, int, int]:
     """The seed rule (module docstring): (predicted, measured, difference) bootstrap seeds."""
     key = seed_for(seed, NAMESPACE, pair, engine, int(gamma))
-    return tuple(int(x.generate_state(1)[0]) for x in key.spawn(3))  # type: ignore[return-value]
+    pred, meas, diff = (int(x.generate_state(1)[0]) for x in key.spawn(3))
+    return pred, meas, diff
 
 
 def predicted_alpha(law: PositionalLaw) -> tuple[float, float]:
