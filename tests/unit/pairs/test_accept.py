@@ -125,3 +125,10 @@ def test_eq1_needs_no_clamp_at_alpha_one() -> None:
     assert pd.DataFrame([accept_row(constant_trace(1.0, [3, 3]), "p", "specsim", 4,
                                     Measured(np.ones(2)), seed=0)])[
         "tokens_predicted"].iloc[0] == 3.0  # one round emits the whole 3-token document
+
+
+def test_the_one_schema_is_the_declared_one() -> None:
+    from specsim import report
+
+    assert list(report.table("pair_accept").columns) == list(COLUMNS)
+    assert report.undocumented("pair_accept", COLUMNS) == []
