@@ -6,9 +6,10 @@ new tokens are tested against the law plain sampling with the same settings has,
 p_w(x1 | h) p_w(x2 | h x1), where p_w is the target's next-token distribution after the same
 warpers (:func:`warp`, numpy, transformers' semantics: temperature, then top-k keeping ties,
 then top-p keeping the smallest top set of mass > top_p). The outcomes are binned (the most
-likely pairs, the rest merged: :func:`pair_bins`) and G-tested (:func:`specsim.stats.gof_test`);
-each verdict sits beside the total variation the test detects with probability 0.9 at its trial
-count and significance (:func:`tv_detectable`, checked by simulation: :func:`simulated_power`).
+likely pairs, the rest merged: :func:`pair_bins`) and G-tested
+(:func:`specsim.pairs.lossless.gtest_columns`); each verdict sits beside the total variation
+the test detects with probability 0.9 at its trial count and significance
+(:func:`tv_detectable`, checked by simulation: :func:`simulated_power`).
 
 Two new tokens from a prompt of length L: transformers drafts min(γ, L + 2 - L - 1) = 1 token in
 the first round, so the first token comes from Alg. 1's first position (accept, or resample from
@@ -42,6 +43,7 @@ from specsim.llm.assisted import hf_generate, policy_name, set_policy, torch_see
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
 from specsim.llm.loading import FloatArray
+from specsim.pairs.lossless import gtest_columns
 from specsim.precision import covers
 from specsim.seeds import seed_for
 
@@ -284,10 +286,10 @@ def audit_table(lab: Lab, significance: float = 1e-3,
         outcomes = [(run.tokens[0], run.tokens[1] if len(run.tokens) > 1 else -1)
                     for run in trials]
         counts = bins.counts(outcomes)
-        g = stats.gof_test(counts, law)
+        test = gtest_columns(counts, law, significance)
         rng = np.random.default_rng(seed_for(s.seed, "llm-audit-power", name))
         tv_obs, tv_lo, tv_hi = tv_interval(counts, law, rng)
-        detect = tv_detectable(n, g.df, significance) if g.df else float("nan")
+        detect = tv_detectable(n, test["df"], significance) if test["df"] else float("nan")
         try:
             power, pw_lo, pw_hi = simulated_power(law, worst_alternative(law, detect), n,
                                                   significance, s.audit_power_draws, rng)
@@ -299,11 +301,10 @@ def audit_table(lab: Lab, significance: float = 1e-3,
         rows.append({
             "setting": name, "warpers": describe(w), "prompt": s.audit_prompt,
             "draft": s.audit_draft, "policy": policy_name(policy), "trials": n,
-            "bins": g.cells, "mass_named_bins": float(law[:-1].sum()),
-            "g_statistic": g.statistic, "df": g.df, "p_value": g.p_value,
-            "verdict": stats.verdict(g.p_value, significance),
+            "bins": test["cells_pooled"], "mass_named_bins": float(law[:-1].sum()),
+            **{k: test[k] for k in ("g_statistic", "df", "p_value", "verdict")},
             "tv_observed": tv_obs, "tv_ci_low": tv_lo, "tv_ci_high": tv_hi,
-            "tv_floor": stats.tv_floor(law, n),
+            "tv_floor": test["tv_floor"],
             "tv_detectable_at_power_0.9": detect, "power_simulated": power,
             "power_ci_low": pw_lo, "power_ci_high": pw_hi,
             "tv_implemented": exact.tv(impl, p1), "tv_mismatch": exact.tv(bug, p1),

@@ -13,12 +13,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from specsim import exact, stats, timing
+from specsim import timing
 from specsim.llm.assisted import hf_generate, policy_name, set_policy, torch_seed
 from specsim.llm.drafts import ModelDraft, NGramDraft
 from specsim.llm.generation import cache_consistency, speculative_generate
 from specsim.llm.lab import IntArray, Lab
 from specsim.llm.loading import FloatArray, softmax
+from specsim.pairs.lossless import gtest_columns
 from specsim.sampling import StackedRowSampler
 from specsim.seeds import seed_for
 from specsim.verify import accept, rejection_distribution, rule_spec
@@ -67,6 +68,15 @@ def assisted_counts(lab: Lab, assistant: Any, h: list[int], max_new: int, trials
         else:
             two[slot[t1] * v + run.tokens[1]] += 1
     return first, two
+
+
+def _row(loop: str, rule: str, what: str, prompt: str, draft: str, gamma: int,
+         test: dict[str, Any], mass: float) -> dict[str, Any]:
+    """One G-test row of :func:`lossless_table`: the loop and what was tested, then the test's
+    columns (:func:`specsim.pairs.lossless.gtest_columns`)."""
+    return {"loop": loop, "rule": rule, "test": what, "prompt": prompt, "draft": draft,
+            "gamma": gamma, "trials": test.pop("trials"), "cells_pooled": test.pop("cells_pooled"),
+            "mass_tested": float(mass) if "two" in what else 1.0, **test}
 
 
 def lossless_table(lab: Lab, trials: int | None = None,
@@ -131,17 +141,10 @@ def lossless_table(lab: Lab, trials: int | None = None,
             counts[-1] += n - known.size
         for what, obs, exp_ in (("first token, all V", first_counts, p1),
                                 (f"first two, top-{m} first tokens + other", counts, law)):
-            g = stats.gof_test(obs, exp_)
-            if exp_.size not in floors:  # the same law and n for both rules
-                floors[exp_.size] = stats.tv_floor(exp_, int(obs.sum()))
-            rows.append({"loop": loop, "rule": rule, "test": what, "prompt": s.lossless_prompt,
-                         "draft": s.lossless_draft, "gamma": s.lossless_gamma,
-                         "trials": int(obs.sum()), "cells_pooled": g.cells,
-                         "mass_tested": float(p1[top].sum()) if "two" in what else 1.0,
-                         "tv_mc": exact.tv(obs / obs.sum(), exp_),
-                         "tv_floor": floors[exp_.size],
-                         "g_statistic": g.statistic, "df": g.df, "p_value": g.p_value,
-                         "verdict": stats.verdict(g.p_value, significance)})
+            test = gtest_columns(obs, exp_, significance, floors.get(exp_.size))
+            floors[exp_.size] = test["tv_floor"]  # the same law and n for both rules
+            rows.append(_row(loop, rule, what, s.lossless_prompt, s.lossless_draft,
+                             s.lossless_gamma, test, p1[top].sum()))
     n_hf = s.lossless_assisted_trials
     assistant = lab.draft(s.lossless_assisted_draft)
     assert isinstance(assistant, ModelDraft)
@@ -151,16 +154,9 @@ def lossless_table(lab: Lab, trials: int | None = None,
                                                n_hf, slot, ("llm-lossless-assisted", which))
         for what, obs, exp_ in (("first token, all V", first_counts, p1),
                                 (f"first two, top-{m} first tokens + other", counts, law)):
-            g = stats.gof_test(obs, exp_)
-            rows.append({"loop": f"{which} ({policy_name(policy)})", "rule": "correct",
-                         "test": what, "prompt": s.lossless_prompt,
-                         "draft": s.lossless_assisted_draft, "gamma": s.lossless_gamma,
-                         "trials": int(obs.sum()), "cells_pooled": g.cells,
-                         "mass_tested": float(p1[top].sum()) if "two" in what else 1.0,
-                         "tv_mc": exact.tv(obs / obs.sum(), exp_),
-                         "tv_floor": stats.tv_floor(exp_, int(obs.sum())),
-                         "g_statistic": g.statistic, "df": g.df, "p_value": g.p_value,
-                         "verdict": stats.verdict(g.p_value, significance)})
+            rows.append(_row(f"{which} ({policy_name(policy)})", "correct", what,
+                             s.lossless_prompt, s.lossless_assisted_draft, s.lossless_gamma,
+                             gtest_columns(obs, exp_, significance), p1[top].sum()))
     # the KV-cached generator verifies against the distributions of a cache-free pass
     gen = speculative_generate(lab.target, draft, h, 4, 24,
                                np.random.default_rng(seed_for(s.seed, "llm-cache")), record=True)

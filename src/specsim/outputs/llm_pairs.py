@@ -7,7 +7,8 @@ Kept free of pandas and matplotlib: Snakemake imports it to plan the DAG.
 
 from __future__ import annotations
 
-from specsim.declare import EQ1, Figure, Table
+from specsim.declare import Figure, Table
+from specsim.outputs.realtext import PAIR_ACCEPT
 
 TABLES = (
     Table(
@@ -18,32 +19,7 @@ TABLES = (
               "bootstrap CI over its documents) beside speculative generation with the same "
               "models from the same prompts (bootstrap CI over prompts), and their paired "
               "difference. ``covered``: the difference's 95% CI contains 0.",
-        columns={
-            "pair": "the pair's draft (its trace: results/llm/traces/<pair>.parquet)",
-            "engine": "specsim (its loop, Alg. 1 with KV caches) or transformers (assisted "
-                      "generation at a fixed γ; model drafts only)",
-            "gamma": "draft length γ",
-            "prompts": "prompts measured = documents of the trace",
-            "tokens_per_document": "tokens per document: what each measured generation emits "
-                                   "(the mean when they differ)",
-            "alpha_mean": "mean α = Σ min(p, q) over the trace's positions",
-            "tokens_eq1_mean_alpha": f"{EQ1} at alpha_mean (ignores how α varies and documents "
-                                     "end)",
-            "tokens_predicted": "Σ document lengths / Σ expected target calls to traverse "
-                                "them (positional model, backward DP): exact on the trace",
-            "tokens_predicted_ci_low": "lower end of its 95% bootstrap CI over documents",
-            "tokens_predicted_ci_high": "upper end of that interval",
-            "tokens_measured": "Σ document lengths / Σ target calls the measured generations "
-                               "took to emit them",
-            "tokens_measured_ci_low": "lower end of its 95% bootstrap CI over prompts",
-            "tokens_measured_ci_high": "upper end of that interval",
-            "difference": "tokens_predicted - tokens_measured",
-            "difference_ci_low": "lower end of its 95% paired bootstrap CI over prompts (one "
-                                 "resample of the prompts draws both ratios)",
-            "difference_ci_high": "upper end of that interval",
-            "covered": "the difference's 95% CI contains 0: prediction and measurement agree",
-        },
-        csv="results/llm/pair_accept.csv",
+        columns=PAIR_ACCEPT,
         step="llm:pairs"),
     Table(
         "llm_speedup_explained",

