@@ -13,6 +13,10 @@ cost models -- ``forward_times`` (the latency profile) and ``calibrated`` -- pre
 - ``speedup_mae`` / ``speedup_max_error``: |predicted - measured| speedup over the
   out-of-sample K' (1..max, not among ``calibration_gammas``), the same cells for both models.
 
+Runs too noisy for the fit (a loaded machine: a round of K timed faster than one plain step,
+:class:`specsim.acceptance.calibrate.CalibrationError`) leave the calibrated model out; its
+summary row says so (``calibrated (refused: ...)``), and the profile's rows stand.
+
 The summary (:data:`SUMMARY_COLUMNS`): per model, the batches agreeing, mean and worst regret,
 the break-even batch predicted and measured (the smallest batch size from which on the best
 K' is 0 at every larger one; empty when speculation pays at the largest), and the MAE over
@@ -21,6 +25,7 @@ every out-of-sample cell.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from specsim import timing
-from specsim.acceptance.calibrate import CalibratedCost
+from specsim.acceptance.calibrate import CalibratedCost, CalibrationError
 from specsim.acceptance.cost import CostModel
 from specsim.acceptance.counts import AcceptanceCounts
 from specsim.acceptance.runs import Run
@@ -79,13 +84,21 @@ def calibration_tables(counts: AcceptanceCounts, profile: CostModel, measured: p
                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per model and batch, per model) tables of the module docstring."""
     batches = sorted(set(int(b) for b in measured["batch"]))
-    calibrated = CalibratedCost.fit(counts, _runs(measured, calibration_gammas), max_gamma)
+    models: list[tuple[str, CostModel]] = [("forward_times", profile)]
+    refused = ""
+    try:
+        models.append(("calibrated", CalibratedCost.fit(counts, _runs(measured,
+                                                                       calibration_gammas),
+                                                         max_gamma)))
+    except CalibrationError as err:  # timing noise the fit cannot use: said, not hidden
+        refused = str(err)
+        print(f"engine calibration refused: {refused}", file=sys.stderr)
     meas = measured.set_index(["batch", "gamma"])["speedup_measured"]
     held_out = [g for g in range(1, max_gamma + 1) if g not in calibration_gammas]
     rows, summary = [], []
     best_meas = {b: int(first_max(np.array([meas[(b, g)] for g in range(max_gamma + 1)])))
                  for b in batches}
-    for name, cost in (("forward_times", profile), ("calibrated", calibrated)):
+    for name, cost in models:
         table = schedule(counts, cost, batches, max_gamma).table.set_index(["batch", "gamma"])
         best = {b: int(table.loc[b].index[table.loc[b]["best"].to_numpy()][0]) for b in batches}
         errors_all = []
@@ -110,5 +123,9 @@ def calibration_tables(counts: AcceptanceCounts, profile: CostModel, measured: p
                         "speedup_max_error": (float(np.max(errors_all)) if errors_all
                                               else float("nan")),
                         "cells": len(errors_all)})
+    if refused:  # the calibrated model's summary row says why it has no numbers
+        summary.append({"model": f"calibrated (refused: {refused})",
+                        "calibration_gammas": " ".join(str(g) for g in calibration_gammas),
+                        "batches": len(batches), "cells": 0})
     return (pd.DataFrame(rows).loc[:, list(COLUMNS)],
-            pd.DataFrame(summary).loc[:, list(SUMMARY_COLUMNS)])
+            pd.DataFrame(summary).reindex(columns=list(SUMMARY_COLUMNS)))

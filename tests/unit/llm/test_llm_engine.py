@@ -139,3 +139,28 @@ def test_engine_check_writes_a_consistent_table(lab, tmp_path: Path  # type: ign
     counts = read_json_verified(tmp_path / "counts.json")
     assert counts["gamma"] == 2 and len(counts["accepted"]) == 2
     assert counts["rounds"] == sum(counts["histogram"])
+
+
+def test_calibration_refused_by_noisy_runs_is_said_in_the_summary(tmp_path: Path) -> None:
+    """Runs that contradict the counters (timing noise on a loaded machine: a round of K
+    faster than one plain step) leave the calibrated model out, and its summary row says why;
+    the forward-time profile's rows are still written."""
+    from specsim.llm.engine_calibration import SUMMARY_COLUMNS, calibration_tables, measured_frame
+
+    counts = AcceptanceCounts.from_histogram([30, 30, 40])  # K = 2
+    lines = ["role,batch,tokens,seconds,seconds_low,seconds_high"]
+    for b in (1, 4):
+        lines += [f"target,{b},{k},{0.01 * b * (1 + 0.1 * k)},," for k in range(1, 5)]
+        lines.append(f"draft,{b},1,{0.002 * b},,")
+    (tmp_path / "lat.csv").write_text("\n".join(lines) + "\n")
+    profile = LatencyProfile.read(tmp_path / "lat.csv")
+    # at K' = 2 each sequence gets 12 tokens in 1/100 of the plain runs' time
+    runs = {(b, g): [BatchGeneration([[0] * (10 + g)] * b, (0.01 if g == 2 else 1.0) / (1 + r),
+                                     g, rounds=5) for r in range(3)]
+            for b in (1, 4) for g in range(4)}
+    per_batch, summary = calibration_tables(counts, profile, measured_frame(runs), (0, 2), 3)
+    assert list(summary.columns) == list(SUMMARY_COLUMNS)
+    assert set(per_batch["model"]) == {"forward_times"} and len(per_batch) == 2
+    refused = summary[summary["model"].str.startswith("calibrated (refused: ")]
+    assert len(refused) == 1 and refused["speedup_mae"].isna().all()
+    assert summary.loc[summary["model"] == "forward_times", "cells"].iloc[0] == 2 * 2
