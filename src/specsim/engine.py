@@ -305,6 +305,18 @@ def first_tokens_markov(
     return counts.reshape(vocab, vocab)
 
 
+def verify_round(p: FloatArray, q: FloatArray, x: IntArray, rule: Rule, u: FloatArray
+                 ) -> RoundResult:
+    """Accept/reject γ drafts ``x`` (γ, n) given target rows p (γ+1, n, V) and draft rows
+    q (γ, n, V), position-major (as the real-model tiers build them):
+    :func:`specsim.verify.verify_uniforms` on the chain-major views, with the engine's uniforms
+    u[γ:2γ] for acceptance and u[2γ] for the final token."""
+    gamma = x.shape[0]
+    res = verify_uniforms(np.moveaxis(p, 0, 1), np.moveaxis(q, 0, 1), x.T, rule,
+                          u[gamma : 2 * gamma].T, u[2 * gamma])
+    return RoundResult(x, res.accepted, res.final)
+
+
 def iid_round(
     p: FloatArray, q: FloatArray, gamma: int, rule: Rule, u: FloatArray
 ) -> RoundResult:

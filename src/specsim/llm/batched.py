@@ -18,7 +18,7 @@ sequence's tokens:
 
 Prompts are of one length (held-out windows of ``prompt_tokens``): all but the last token are
 prefilled; the last is the first round's pending token. The accept / first-rejection /
-residual-or-bonus code is :func:`specsim.realtext.rounds.verify`, vectorised over the batch's
+residual-or-bonus code is :func:`specsim.engine.verify_round`, vectorised over the batch's
 chains, with the uniforms laid out as :func:`.generation.speculative_generate` lays them (u[i]
 drafts token i, u[K+i] tests it, u[2K] draws the final token), one column a sequence. K = 0 is
 plain batched sampling from the target. The wall time is the decoding loop's (after prefill).
@@ -34,8 +34,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from specsim import timing
+from specsim.engine import verify_round
 from specsim.llm.loading import FloatArray, softmax
-from specsim.realtext.rounds import verify
 from specsim.sampling import sample_rows
 
 IntArray = NDArray[np.int64]
@@ -169,7 +169,7 @@ def batched_generate(target: BatchLM, draft: BatchLM | None, prompts: Sequence[S
         q = np.stack(qs)  # (γ, b, V)
         tokens = np.concatenate([pending[:, None], x.T], axis=1)  # (b, γ+1)
         p = np.moveaxis(softmax(target.forward(tokens)), 1, 0)  # (γ+1, b, V)
-        res = verify(p, q, x, "correct", u)
+        res = verify_round(p, q, x, "correct", u)
         n_acc = np.asarray(res.n_accepted, dtype=np.int64)
         target.keep(gamma + 1, n_acc + 1)
         draft.keep(gamma, np.minimum(n_acc, gamma - 1) + 1)  # pending, x_1..x_{γ-1} fed

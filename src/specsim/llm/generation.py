@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from specsim import timing
+from specsim.engine import verify_round
 from specsim.llm.drafts import CachedLM, Draft, sample
 from specsim.llm.loading import VOCAB, FloatArray, softmax
-from specsim.realtext.rounds import verify
 
 
 @dataclass
@@ -60,7 +60,7 @@ def chain_round(target: CachedLM, draft: Draft, seq: list[int], gamma: int, rule
     """[L] Alg. 1 for one sequence ``seq`` (the prompt and what is emitted so far, its last
     token not yet in the target's cache): γ draft steps, ONE target call verifying γ+1
     positions (the pending token plus the γ drafts) with the KV cache, then
-    :func:`specsim.realtext.rounds.verify` -- the same accept / first-rejection /
+    :func:`specsim.engine.verify_round` -- the same accept / first-rejection /
     residual-or-bonus code as tier 1, for one chain. Both caches are cropped back to the
     accepted prefix; ``seq`` itself is left as it is. Uniforms ``u`` (2γ+1, 1): u[i] drafts
     token i, u[γ+i] tests it, u[2γ] draws the final token, as in the engine.
@@ -74,7 +74,7 @@ def chain_round(target: CachedLM, draft: Draft, seq: list[int], gamma: int, rule
     t1 = timing.clock()
     p = softmax(target.next_logits(seq + x[:, 0].tolist(), gamma + 1))[:, None, :]
     t2 = timing.clock()
-    res = verify(p, q, x, rule, u)
+    res = verify_round(p, q, x, rule, u)
     n_acc = int(res.n_accepted[0])
     target.keep(len(seq) + n_acc)
     draft.keep(len(seq) + n_acc)

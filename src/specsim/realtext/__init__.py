@@ -19,9 +19,9 @@ experiment is a step of ``specsim realtext`` (one Snakemake rule each, workflow/
 
 One round (:mod:`.rounds`) uses the shared pieces: drafts are drawn one position at a time with
 the inverse-CDF sampler of :mod:`specsim.sampling`, the target is called once on all γ+1
-contexts, and :func:`.rounds.verify` hands acceptance, first rejection and the residual (or
-bonus) token to the verification core :func:`specsim.verify.verify_uniforms`, the same code
-:func:`specsim.engine.iid_round` runs -- the tests check they agree draw for draw.
+contexts, and :func:`specsim.engine.verify_round` hands acceptance, first rejection and the
+residual (or bonus) token to the verification core :func:`specsim.verify.verify_uniforms`, the
+same code :func:`specsim.engine.iid_round` runs -- the tests check they agree draw for draw.
 
 :mod:`specsim.realtext_settings` (the ``realtext:`` config section, and the tables, figures and
 steps the workflow lists) imports nothing heavy: Snakemake reads it every time it parses the

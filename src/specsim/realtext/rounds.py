@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsim.engine import RoundResult
+from specsim.engine import RoundResult, verify_round
 from specsim.ngram import (
     Corpus,
     FloatArray,
@@ -18,7 +18,6 @@ from specsim.ngram import (
 )
 from specsim.realtext_settings import RULES
 from specsim.sampling import sample_rows
-from specsim.verify import verify_uniforms
 
 
 @dataclass(frozen=True)
@@ -56,16 +55,6 @@ class Round:
         return np.minimum(self.p[:-1], self.q).sum(axis=-1)
 
 
-def verify(p: FloatArray, q: FloatArray, x: IntArray, rule: str, u: FloatArray) -> RoundResult:
-    """Accept/reject γ drafts ``x`` (γ, n) given target rows p (γ+1, n, V) and draft rows
-    q (γ, n, V), position-major: :func:`specsim.verify.verify_uniforms` on the chain-major
-    views, with the engine's uniforms u[γ:2γ] for acceptance and u[2γ] for the final token."""
-    gamma = x.shape[0]
-    res = verify_uniforms(np.moveaxis(p, 0, 1), np.moveaxis(q, 0, 1), x.T, rule,
-                          u[gamma : 2 * gamma].T, u[2 * gamma])
-    return RoundResult(x, res.accepted, res.final)
-
-
 def spec_round(pair: NGramPair, ctx: IntArray, gamma: int, rule: str, u: FloatArray) -> Round:
     """[L] Alg. 1 for n chains at contexts ``ctx``: γ draft steps, ONE target call on γ+1 contexts.
 
@@ -83,7 +72,7 @@ def spec_round(pair: NGramPair, ctx: IntArray, gamma: int, rule: str, u: FloatAr
         x[i] = sample_rows(q[i], u[i])
         ctxs[i + 1] = append(ctxs[i], x[i], pair.length)
     p = pair.target(ctxs)  # (γ+1, n, V): the single target call verifying γ+1 positions
-    res = verify(p, q, x, rule, u)
+    res = verify_round(p, q, x, rule, u)
     stop = ctxs[res.n_accepted, np.arange(n)]
     return Round(res, ctxs, p, q, append(stop, res.final, pair.length))
 

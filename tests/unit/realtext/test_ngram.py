@@ -183,7 +183,7 @@ def test_verify_equals_engine_iid_round(rule: str) -> None:
     q = rng.dirichlet(np.full(V, 0.3), (gamma, n))
     u = rng.random((2 * gamma + 1, n))
     x = np.stack([sample_rows(q[i], u[i]) for i in range(gamma)])
-    ours = rounds.verify(p, q, x, rule, u)
+    ours = engine.verify_round(p, q, x, rule, u)
     padded = np.concatenate([q, q[-1:]]).transpose(1, 0, 2)
     ref = engine.iid_round(p.transpose(1, 0, 2), padded, gamma, rule, u)
     for field in ("x", "n_accepted", "final"):
