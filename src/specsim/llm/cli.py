@@ -90,9 +90,20 @@ def run(args: argparse.Namespace) -> int:
         write_json_verified,
         write_table,
     )
-    from specsim.llm.settings import Settings
+    from specsim.llm.settings import STEPS, Settings, int8_problem
 
-    s = Settings.from_dict(json.loads(args.settings), step=args.step)
+    try:
+        s = Settings.from_dict(json.loads(args.settings), step=args.step)
+    except ValueError as err:
+        return _refuse(args.step, f"--settings: {err}")
+    if "device" in STEPS[args.step]:  # before any model loads
+        from specsim.llm.loading import placement_problem
+
+        problem = placement_problem(s.device, s.dtype, "llm.device", "llm.dtype")
+        if problem or getattr(args, "pair", None) == "int8":
+            problem = problem or int8_problem(s.device, s.dtype)
+        if problem:
+            return _refuse(args.step, problem)
     record: dict[str, Any] = {"loadavg_1min_before": os.getloadavg()[0]}
     t0 = timing.clock()
     if args.step == "corpus":
@@ -130,6 +141,11 @@ def run(args: argparse.Namespace) -> int:
     record["loadavg_1min_after"] = os.getloadavg()[0]
     print(json.dumps(record), file=sys.stderr)
     return 0
+
+
+def _refuse(step: str, problem: str) -> int:
+    print(f"specsim llm {step}: error: {problem}", file=sys.stderr)
+    return 2
 
 
 def _corpus(s: Any, out: str, cache: str | None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from specsim import timing
 from specsim.llm.drafts import CachedLM, Draft, sample
-from specsim.llm.loading import VOCAB, FloatArray, softmax
+from specsim.llm.loading import VOCAB, FloatArray, softmax, token_tensor
 from specsim.realtext.rounds import verify
 
 
@@ -94,7 +94,7 @@ def cache_consistency(model: Any, prompt: Sequence[int], gen: Generation) -> flo
 
     seq = [*prompt, *gen.tokens]
     with torch.inference_mode():
-        full = softmax(model(torch.tensor([seq])).logits[0])
+        full = softmax(model(token_tensor([seq], model)).logits[0])
     worst, pos = 0.0, len(prompt) - 1  # row pos predicts token pos + 1
     for rows in gen.verified:
         worst = max(worst, float(np.abs(full[pos : pos + len(rows)] - rows).max()))
