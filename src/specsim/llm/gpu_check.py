@@ -109,13 +109,16 @@ def compare(ref: Trace, got: Trace) -> Comparison:
 
 def _record(target: Path, draft: Path, out: Path, device: str, dtype: str, batch: int,
             args: argparse.Namespace) -> None:
-    from specsim import cli
+    """``specsim record hf`` as a user runs it (its own process: its memory goes with it)."""
+    import subprocess
 
-    code = cli.main(["record", "hf", "--target", str(target), "--draft", str(draft),
-                     "--out", str(out), "--device", device, "--dtype", dtype,
-                     "--batch", str(batch), "--documents", str(args.documents),
-                     "--prompt-tokens", str(args.prompt_tokens), "--length", str(args.length),
-                     "--top-k", str(args.top_k), "--seed", str(args.seed)])
+    code = subprocess.run(
+        [sys.executable, "-c", "import sys; from specsim import cli; "
+         "sys.exit(cli.main(sys.argv[1:]))", "record", "hf", "--target", str(target),
+         "--draft", str(draft), "--out", str(out), "--device", device, "--dtype", dtype,
+         "--batch", str(batch), "--documents", str(args.documents),
+         "--prompt-tokens", str(args.prompt_tokens), "--length", str(args.length),
+         "--top-k", str(args.top_k), "--seed", str(args.seed)], check=False).returncode
     if code:
         raise SystemExit(code)
 
