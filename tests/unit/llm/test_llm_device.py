@@ -104,13 +104,9 @@ def test_gpu_check_without_the_device_says_so_and_does_not_pass(
 @pytest.fixture(scope="module")
 def pair_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The converted SmolLM2-135M (the tier's cache) and a 4-layer copy saved beside it."""
-    from specsim.llm.loading import cache_dir, load_target, skip_copy
+    from hf_pair import saved_pair
 
-    model, tok = load_target(threads=1)
-    where = tmp_path_factory.mktemp("skip4")
-    skip_copy(model, 4).save_pretrained(where)
-    tok.save_pretrained(where)
-    return cache_dir(), where
+    return saved_pair(tmp_path_factory.mktemp("skip4"), 4)
 
 
 def _record(pair_dirs: tuple[Path, Path], out: Path, *flags: str) -> int:

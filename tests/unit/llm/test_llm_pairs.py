@@ -241,13 +241,9 @@ def test_record_hf_help() -> None:
 @pytest.fixture(scope="module")
 def saved_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The converted SmolLM2-135M (the tier's cache) and a 6-layer copy saved beside it."""
-    from specsim.llm.loading import cache_dir, load_target, skip_copy
+    from hf_pair import saved_pair
 
-    model, tok = load_target(threads=1)
-    where = tmp_path_factory.mktemp("skip6")
-    skip_copy(model, 6).save_pretrained(where)
-    tok.save_pretrained(where)
-    return cache_dir(), where
+    return saved_pair(tmp_path_factory.mktemp("skip6"), 6)
 
 
 @needs_llm
