@@ -53,8 +53,8 @@ from specsim.traces.format import (
     write_trace,
 )
 
-__all__ = ["ForwardRows", "Rows", "StepRows", "document_trace", "record", "record_pair",
-           "sample_documents", "temper"]
+__all__ = ["ForwardRows", "Rows", "StepRows", "document_trace", "document_traces", "record",
+           "record_pair", "sample_documents", "temper"]
 
 
 class Rows(Protocol):
