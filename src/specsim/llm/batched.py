@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from specsim import timing
 from specsim.engine import verify_round
-from specsim.llm.loading import FloatArray, softmax
+from specsim.llm.loading import FloatArray, softmax, token_tensor
 from specsim.sampling import sample_rows
 
 IntArray = NDArray[np.int64]
@@ -74,9 +74,9 @@ class BatchLM:
         pos = self.pos[:, None] + np.cumsum(valid, axis=1) - valid
         mask = np.concatenate([self.mask, valid], axis=1)
         with torch.inference_mode():
-            out = self.model(input_ids=torch.from_numpy(tokens),
-                             attention_mask=torch.from_numpy(mask.astype(np.int64)),
-                             position_ids=torch.from_numpy(pos), cache=self.cache,
+            out = self.model(input_ids=token_tensor(tokens, self.model),
+                             attention_mask=token_tensor(mask, self.model),
+                             position_ids=token_tensor(pos, self.model), cache=self.cache,
                              use_cache=True)
         self.cache, self.mask = out.cache, mask
         self.pos = self.pos + valid.sum(axis=1)
@@ -196,7 +196,7 @@ def batch_cache_consistency(model: Any, prompts: Sequence[Sequence[int]],
     for prompt, new, verified in zip(prompts, gen.tokens, gen.verified, strict=True):
         seq = [*prompt, *new]
         with torch.inference_mode():
-            full = softmax(model(torch.tensor([seq])).logits[0])
+            full = softmax(model(token_tensor([seq], model)).logits[0])
         pos = len(prompt) - 1  # row pos predicts token pos + 1
         for rows in verified:
             worst = max(worst, float(np.abs(full[pos : pos + len(rows)] - rows).max()))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from specsim.llm.loading import FloatArray, softmax
+from specsim.llm.loading import FloatArray, softmax, token_tensor
 from specsim.ngram import NGramModel
 from specsim.sampling import sample_rows
 
@@ -36,7 +36,7 @@ class CachedLM:
         if len(new) < k:
             raise ValueError("asked for logits of positions already in the cache")
         with torch.inference_mode():
-            out = self.model(torch.tensor([new]), cache=self.cache, use_cache=True,
+            out = self.model(token_tensor([new], self.model), cache=self.cache, use_cache=True,
                              logits_to_keep=k)
         self.cache, self.n = out.cache, len(seq)
         return out.logits[0]

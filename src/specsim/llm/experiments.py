@@ -13,7 +13,7 @@ from specsim import exact, stats, timing
 from specsim.llm.drafts import CachedLM, ModelDraft, NGramDraft, sample
 from specsim.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.llm.lab import IntArray, Lab
-from specsim.llm.loading import VOCAB
+from specsim.llm.loading import VOCAB, token_tensor
 from specsim.ngram import context_ids
 from specsim.seeds import seed_for
 
@@ -27,7 +27,7 @@ def _stepwise_probs(model: Any, win: IntArray, skip: int) -> Any:
     for row in win:
         lm = CachedLM(model)
         steps = [lm.next_logits(row[: i + 1].tolist(), 1)[0] for i in range(skip, row.size - 1)]
-        out.append(torch.softmax(torch.stack(steps).double(), dim=-1))
+        out.append(torch.softmax(torch.stack(steps).cpu().double(), dim=-1))
     return torch.stack(out)
 
 
@@ -45,11 +45,11 @@ def alpha_table(lab: Lab) -> pd.DataFrame:
 
     s = lab.s
     win = lab.windows(s.heldout_windows, s.heldout_window_tokens)
-    ids = torch.tensor(win)
+    ids = token_tensor(win, lab.model)
     with torch.inference_mode():
         p_logits = lab.model(ids).logits  # (B, W, V): row j predicts token j+1
     skip = 2  # positions with a full order-3 context
-    p = torch.softmax(p_logits[:, skip:-1].double(), dim=-1)
+    p = torch.softmax(p_logits[:, skip:-1].cpu().double(), dim=-1)
     nxt = torch.tensor(win[:, skip + 1 :])
     nll_target = -torch.log(p.gather(-1, nxt[..., None])).mean().item()
     rows = [{"draft": "target", "kind": "target", "positions": int(nxt.numel()),
@@ -73,7 +73,7 @@ def alpha_table(lab: Lab) -> pd.DataFrame:
                 ctx = np.stack([context_ids(w, skip, VOCAB)[1:] for w in win])
                 q = torch.from_numpy(d.model.probs(ctx, d.order))
             else:
-                q = torch.softmax(d.lm.model(ids).logits[:, skip:-1].double(), dim=-1)
+                q = torch.softmax(d.lm.model(ids).logits[:, skip:-1].cpu().double(), dim=-1)
             if name == "int8":
                 rows.append(row("int8 (batched pass)", q, len(win)))
                 b = min(s.int8_windows, len(win))

@@ -11,7 +11,7 @@ import numpy as np
 from specsim import timing
 from specsim.engine import verify_round
 from specsim.llm.drafts import CachedLM, Draft, sample
-from specsim.llm.loading import VOCAB, FloatArray, softmax
+from specsim.llm.loading import VOCAB, FloatArray, softmax, token_tensor
 
 
 @dataclass
@@ -117,7 +117,7 @@ def cache_consistency(model: Any, prompt: Sequence[int], gen: Generation) -> flo
 
     seq = [*prompt, *gen.tokens]
     with torch.inference_mode():
-        full = softmax(model(torch.tensor([seq])).logits[0])
+        full = softmax(model(token_tensor([seq], model)).logits[0])
     worst, pos = 0.0, len(prompt) - 1  # row pos predicts token pos + 1
     for rows in gen.verified:
         worst = max(worst, float(np.abs(full[pos : pos + len(rows)] - rows).max()))

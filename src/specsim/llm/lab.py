@@ -62,7 +62,9 @@ def heldout_windows(heldout: IntArray, n: int, length: int) -> IntArray:
 
 
 class Lab:
-    """The loaded target, its tokenizer, the token corpus and the drafts (built lazily).
+    """The loaded target (on the settings' ``device`` in their ``dtype``; a transformer draft
+    is a copy of it, so it runs there too, an n-gram draft stays numpy on the host), its
+    tokenizer, the token corpus and the drafts (built lazily).
 
     ``corpus``: the tokenised corpus (``specsim llm corpus`` saves it); None tokenises it here.
     """
@@ -74,7 +76,7 @@ class Lab:
         self.s = s
         torch.set_num_threads(s.threads)
         t0 = timing.clock()
-        self.model, self.tok = load_target(root, s.threads)
+        self.model, self.tok = load_target(root, s.threads, s.device, s.dtype)
         self.load_seconds = timing.clock() - t0
         t0 = timing.clock()
         self.corpus = corpus if corpus is not None else token_corpus(self.tok, s.holdout_every)

@@ -1,6 +1,12 @@
-"""The target model: where its GGUF file is, its shape, loading it offline, and cheaper copies.
+"""The target model: where its GGUF file is, its shape, loading it offline onto a device in a
+dtype, and cheaper copies.
 
-torch and transformers are imported inside the functions: importing this module needs neither.
+Devices are ``cpu``, ``cuda`` and ``mps``; dtypes ``float32``, ``bfloat16`` and ``float16``
+(:data:`DEVICES`, :data:`DTYPES`). Whatever the device and dtype, rows leave a model as float64
+numpy on the host: :func:`softmax` upcasts the logits to float64 and takes the softmax there, so
+a bfloat16 / float16 model's rows are its logits' exact softmax, not a softmax in the low
+precision. torch and transformers are imported inside the functions: importing this module
+needs neither.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from specsim.intensity import TransformerShape
-from specsim.llm.settings import N_LAYERS
+from specsim.llm.settings import DEVICES, DTYPES, N_LAYERS
 from specsim.models.maths import softmax as softmax_table
 
 FloatArray = NDArray[np.float64]
@@ -67,11 +73,55 @@ def quiet() -> Iterator[None]:
         yield
 
 
-def load_target(root: str | Path | None = None, threads: int | None = None) -> tuple[Any, Any]:
-    """(model, tokenizer) of SmolLM2-135M-Instruct in float32, eval mode, offline.
+def available_devices() -> list[str]:
+    """The :data:`DEVICES` torch can use on this machine (cpu always)."""
+    import torch
+
+    out = ["cpu"]
+    if torch.cuda.is_available():
+        out.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        out.append("mps")
+    return out
+
+
+def placement_problem(device: str, dtype: str, device_flag: str = "--device",
+                      dtype_flag: str = "--dtype") -> str | None:
+    """Why models cannot be placed on ``device`` in ``dtype`` here (one line naming the flag or
+    key and what is available), or None. Asked before any model loads."""
+    if device not in DEVICES:
+        return f"{device_flag} {device}: not a device; choose one of {', '.join(DEVICES)}"
+    if dtype not in DTYPES:
+        return f"{dtype_flag} {dtype}: not a dtype; choose one of {', '.join(DTYPES)}"
+    here = available_devices()
+    if device not in here:
+        return (f"{device_flag} {device}: not available on this machine; available: "
+                f"{', '.join(here)}")
+    return None
+
+
+def place(model: Any, device: str = "cpu", dtype: str = "float32") -> Any:
+    """``model`` moved to ``device`` and cast to ``dtype`` (in place), in eval mode."""
+    import torch
+
+    return model.to(device=torch.device(device), dtype=getattr(torch, dtype)).eval()
+
+
+def token_tensor(ids: Any, model: Any) -> Any:
+    """Token ids (a nested list or an int array) as an int64 tensor on ``model``'s device."""
+    import torch
+
+    return torch.as_tensor(np.asarray(ids, dtype=np.int64), device=model.device)
+
+
+def load_target(root: str | Path | None = None, threads: int | None = None,
+                device: str = "cpu", dtype: str = "float32") -> tuple[Any, Any]:
+    """(model, tokenizer) of SmolLM2-135M-Instruct on ``device`` in ``dtype``, eval mode,
+    offline.
 
     The first call converts the GGUF file (``from_pretrained(dir, gguf_file=...)``) and saves
-    the result as safetensors under :func:`cache_dir`; later calls load that in ~1 s.
+    the result (float32) as safetensors under :func:`cache_dir`; later calls load that in ~1 s.
     """
     import torch
 
@@ -100,14 +150,18 @@ def load_target(root: str | Path | None = None, threads: int | None = None) -> t
                 tmp.replace(where)
         model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32)
         tok = AutoTokenizer.from_pretrained(where)
-    model.eval()
-    return model, tok
+    return place(model, device, dtype), tok
 
 
 def int8_copy(model: Any) -> Any:
-    """The target with every nn.Linear (lm_head included) dynamically quantised to int8."""
+    """The target with every nn.Linear (lm_head included) dynamically quantised to int8
+    (torch's dynamic quantisation runs on the CPU only, from float32 weights: the tier's
+    settings refuse ``int8`` with another ``device`` or ``dtype``)."""
     import torch
 
+    if str(model.device) != "cpu" or model.dtype != torch.float32:
+        raise ValueError(f"the int8 draft needs the target on cpu in float32, not "
+                         f"{model.device} {str(model.dtype).removeprefix('torch.')}")
     with quiet():
         return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear},
                                                       dtype=torch.qint8)
@@ -126,7 +180,9 @@ def skip_copy(model: Any, keep: int) -> Any:
 
 
 def softmax(logits: Any) -> FloatArray:
-    """Rows of a logits tensor (..., V) as float64 probabilities (temperature 1)."""
-    return softmax_table(logits.detach().double().numpy())
+    """Rows of a logits tensor (..., V) as float64 probabilities on the host (temperature 1):
+    the logits are copied to the host and upcast to float64, then normalised (module
+    docstring; mps has no float64)."""
+    return softmax_table(logits.detach().cpu().double().numpy())
 
 

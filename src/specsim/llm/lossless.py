@@ -18,7 +18,7 @@ from specsim.llm.assisted import hf_generate, policy_name, set_policy, torch_see
 from specsim.llm.drafts import ModelDraft, NGramDraft
 from specsim.llm.generation import cache_consistency, speculative_generate
 from specsim.llm.lab import IntArray, Lab
-from specsim.llm.loading import FloatArray, softmax
+from specsim.llm.loading import FloatArray, softmax, token_tensor
 from specsim.pairs.lossless import gtest_columns
 from specsim.sampling import StackedRowSampler
 from specsim.seeds import seed_for
@@ -108,9 +108,9 @@ def lossless_table(lab: Lab, trials: int | None = None,
     assert isinstance(draft, NGramDraft)
     h = lab.tok(s.lossless_prompt, add_special_tokens=False)["input_ids"]
     with torch.inference_mode():
-        p1 = softmax(lab.model(torch.tensor([h])).logits[0, -1])
+        p1 = softmax(lab.model(token_tensor([h], lab.model)).logits[0, -1])
     top = np.argsort(-p1, kind="stable")[: s.lossless_top]
-    batch = torch.tensor([[*h, int(t)] for t in top])
+    batch = token_tensor([[*h, int(t)] for t in top], lab.model)
     with torch.inference_mode():
         p2 = softmax(lab.model(batch).logits[:, -1])  # (m, V): p(. | h t) for t in top
     q1 = draft.probs(h)

@@ -61,7 +61,8 @@ def record_tier_pair(lab: Lab, name: str, out: str | Path) -> Trace:
                        seed=s.seed, meta={"pair": f"smollm2-135m/{name}", "vocab": VOCAB,
                                           "target": GGUF_FILE, "draft": name,
                                           "text": "target continuations of held-out prompts",
-                                          "source": "specsim llm trace"})
+                                          "source": "specsim llm trace", "device": s.device,
+                                          "dtype": s.dtype}, batch=s.trace_batch)
 
 
 def measure_runs(lab: Lab, name: str) -> pd.DataFrame:

@@ -6,8 +6,11 @@ file (``--prompts``), or windows of the tier-1 corpus' held-out text (the standa
 documentation, :func:`specsim.ngram.build_corpus`) in the target's tokens. Each document is the
 target's continuation of one prompt, ``--length`` tokens at ``--temperature``; at each position
 the target's and the draft's full next-token distributions, kept as the top-k support of
-p ∪ q (:mod:`specsim.llm.record`). Progress goes to stderr; a run killed halfway resumes from
-the documents it finished (``<out>.parts/``). Needs torch and transformers (``make llm``).
+p ∪ q (:mod:`specsim.llm.record`). Both models run on ``--device`` in ``--dtype``; rows are
+float64 on the host whatever the dtype (the logits are upcast before the softmax), and
+``--batch`` documents share each forward pass. Progress goes to stderr; a run killed halfway
+resumes from the documents it finished (``<out>.parts/``). Needs torch and transformers
+(``make llm``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,14 @@ def add_parser(kinds: Any) -> argparse.ArgumentParser:
                    help="sampling temperature of both models (default 1)")
     p.add_argument("--seed", type=int, default=20221117)
     p.add_argument("--threads", type=_positive, default=None, help="torch threads")
+    p.add_argument("--device", default="cpu", metavar="DEVICE",
+                   help="where both models run: cpu, cuda or mps (default cpu)")
+    p.add_argument("--dtype", default="float32", metavar="DTYPE",
+                   help="the models' floating-point type: float32, bfloat16 or float16 "
+                        "(default float32)")
+    p.add_argument("--batch", type=_positive, default=1,
+                   help="documents per forward pass (default 1); the trace is the same up to "
+                        "floating-point rounding")
     p.add_argument("--pair", default=None, help="the pair's name in the file (default: "
                                                   "TARGET/DRAFT)")
     p.set_defaults(run=run)
@@ -120,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.temperature > 0:
         print(f"{prog}: error: --temperature must be > 0", file=sys.stderr)
         return 2
+    from specsim.llm.loading import placement_problem
+
+    problem = placement_problem(args.device, args.dtype)
+    if problem:
+        print(f"{prog}: error: {problem}", file=sys.stderr)
+        return 2
     for flag, name in (("--target", args.target), ("--draft", args.draft)):
         why = unreachable(flag, name)
         if why:
@@ -127,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
     t0 = time.perf_counter()
     try:
-        target, draft, tok = _load(args.target, args.draft, args.threads)
+        target, draft, tok = _load(args.target, args.draft, args.threads, args.device,
+                                   args.dtype)
         prompts = _prompts(args, tok)
     except (OSError, ValueError) as err:
         reason = " ".join(str(err).split())
@@ -142,19 +160,23 @@ def run(args: argparse.Namespace) -> int:
                               "vocab": vocab, "target": args.target, "draft": args.draft,
                               "text": "target continuations of "
                                       + (args.prompts or "held-out tier-1 prompts"),
-                              "source": "specsim record hf"})
+                              "source": "specsim record hf", "device": args.device,
+                              "dtype": args.dtype}, batch=args.batch)
     print(f"done: record hf, {trace.n_docs} documents, {trace.n_positions} positions, mean "
           f"alpha {trace.alpha.mean():.4f} -> {args.out} in {time.perf_counter() - t0:.1f} s",
           file=sys.stderr)
     return 0
 
 
-def _load(target: str, draft: str, threads: int | None) -> tuple[Any, Any, Any]:
-    """Both models in float32 on the CPU, eval mode; the target's tokenizer, checked to be the
-    draft's (when the draft has one)."""
+def _load(target: str, draft: str, threads: int | None, device: str, dtype: str
+          ) -> tuple[Any, Any, Any]:
+    """Both models on ``device`` in ``dtype``, eval mode; the target's tokenizer, checked to be
+    the draft's (when the draft has one)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
+
+    from specsim.llm.loading import place
 
     if threads:
         torch.set_num_threads(threads)
@@ -169,8 +191,8 @@ def _load(target: str, draft: str, threads: int | None) -> tuple[Any, Any, Any]:
         if tok_d is not None and tok_d.get_vocab() != tok.get_vocab():
             raise ValueError(f"--draft {draft}: its tokenizer is not the target's (a trace "
                              f"compares both distributions over one vocabulary)")
-        models = [AutoModelForCausalLM.from_pretrained(m, dtype=torch.float32).eval()
-                  for m in (target, draft)]
+        models = [place(AutoModelForCausalLM.from_pretrained(m, dtype=getattr(torch, dtype)),
+                        device, dtype) for m in (target, draft)]
     return models[0], models[1], tok
 
 

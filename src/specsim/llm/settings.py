@@ -16,6 +16,11 @@ from typing import Any, ClassVar
 from specsim.stage_settings import StageSettings
 
 N_LAYERS = 30  # SmolLM2-135M's decoder layers: a skip-k draft keeps the first k
+#: Where the models run and in what floating-point type (keys ``device`` / ``dtype``).
+DEVICES = ("cpu", "cuda", "mps")
+DTYPES = ("float32", "bfloat16", "float16")
+#: The keys that decide where the models run (every step that loads one reads them).
+PLACE_KEYS = ("device", "dtype")
 #: The keys that decide which drafts exist (:meth:`Settings.draft_names`).
 DRAFT_KEYS = ("ngram_orders", "int8", "skip_layers")
 
@@ -29,6 +34,8 @@ class Settings(StageSettings):
     NAME: ClassVar[str] = "llm"
 
     threads: int = 2
+    device: str = "cpu"
+    dtype: str = "float32"
     seed: int = 20221117
     holdout_every: int = 10
     ngram_orders: tuple[int, ...] = (1, 2, 3)
@@ -65,6 +72,7 @@ class Settings(StageSettings):
     trace_documents: int = 10
     trace_tokens: int = 16
     trace_top_k: int = 64
+    trace_batch: int = 1  # documents per forward pass (the trace is the same up to rounding)
     # the batched engine check (:mod:`.engine_check`)
     engine_draft: str = "int8"
     engine_batches: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -111,6 +119,20 @@ class Settings(StageSettings):
         if self.engine_draft.startswith("ngram-"):
             raise ValueError("engine_draft must be a model draft (int8 or skip-k): the batched "
                              "loop keeps a KV cache per model")
+        if about("device") and self.device not in DEVICES:
+            raise ValueError(f"device {self.device!r}: choose one of {', '.join(DEVICES)}")
+        if about("dtype") and self.dtype not in DTYPES:
+            raise ValueError(f"dtype {self.dtype!r}: choose one of {', '.join(DTYPES)}")
+        if about(*PLACE_KEYS):
+            uses = [key for key, names in (
+                ("int8", ("int8",) * self.int8), ("drafts", self.drafts),
+                ("assisted_drafts", self.assisted_drafts), ("trace_pairs", self.trace_pairs),
+                ("lossless_assisted_draft", (self.lossless_assisted_draft,)),
+                ("audit_draft", (self.audit_draft,)), ("engine_draft", (self.engine_draft,)))
+                if about(key) and "int8" in names]
+            problem = int8_problem(self.device, self.dtype)
+            if uses and problem:
+                raise ValueError(f"{uses[0]}: {problem}")
         if any(not 1 <= k <= 3 for k in self.ngram_orders):
             raise ValueError("n-gram orders must lie in 1..3")
         if any(not 1 <= k < N_LAYERS for k in self.skip_layers):
@@ -121,34 +143,44 @@ class Settings(StageSettings):
             raise ValueError("engine_max_gamma must be >= engine_gamma (the counters' K)")
 
 
+def int8_problem(device: str, dtype: str) -> str | None:
+    """Why the int8 draft cannot run on ``device`` in ``dtype`` (torch's dynamic quantisation
+    runs on the CPU, from float32 weights), or None."""
+    if (device, dtype) == ("cpu", "float32"):
+        return None
+    return (f"the int8 draft needs device cpu and dtype float32, not {device} {dtype} (torch's "
+            f"dynamic quantisation runs on the CPU): drop it, or set int8: false")
+
+
 #: Step (one Snakemake rule, one ``specsim llm`` sub-command) -> the settings it reads: a rule is
 #: passed only those, so only a change to them re-runs it. ``machine`` records them all.
 STEPS: dict[str, tuple[str, ...]] = {
     "corpus": ("holdout_every",),
     "device": ("threads", "matmul_size", "copy_mib", "cost_repeats"),
-    "alpha": ("threads", *DRAFT_KEYS, "heldout_windows", "heldout_window_tokens",
+    "alpha": ("threads", *PLACE_KEYS, *DRAFT_KEYS, "heldout_windows", "heldout_window_tokens",
               "int8_windows"),
-    "costs": ("threads", *DRAFT_KEYS, "cost_context_tokens", "cost_max_positions",
+    "costs": ("threads", *PLACE_KEYS, *DRAFT_KEYS, "cost_context_tokens", "cost_max_positions",
               "cost_repeats"),
     "intensity": ("cost_context_tokens",),
-    "speculative": ("threads", "seed", *DRAFT_KEYS, "drafts", "gamma", "prompts",
+    "speculative": ("threads", *PLACE_KEYS, "seed", *DRAFT_KEYS, "drafts", "gamma", "prompts",
                     "prompt_tokens", "new_tokens"),
-    "assisted": ("threads", "seed", *DRAFT_KEYS, "assisted_drafts", "gamma", "prompts",
-                 "prompt_tokens", "new_tokens"),
-    "lossless": ("threads", "seed", "lossless_prompt", "lossless_draft", "lossless_gamma",
-                 "lossless_top", "lossless_trials", "lossless_assisted_draft",
+    "assisted": ("threads", *PLACE_KEYS, "seed", *DRAFT_KEYS, "assisted_drafts", "gamma",
+                 "prompts", "prompt_tokens", "new_tokens"),
+    "lossless": ("threads", *PLACE_KEYS, "seed", "lossless_prompt", "lossless_draft",
+                 "lossless_gamma", "lossless_top", "lossless_trials", "lossless_assisted_draft",
                  "lossless_assisted_trials"),
-    "audit": ("threads", "seed", "audit_prompt", "audit_draft", "audit_trials", "audit_bins",
-              "audit_power_draws"),
+    "audit": ("threads", *PLACE_KEYS, "seed", "audit_prompt", "audit_draft", "audit_trials",
+              "audit_bins", "audit_power_draws"),
     "figures": (),
     # one job per pair (the pair is the job's wildcard, not a setting): trace, then its runs
-    "trace": ("threads", "seed", "prompt_tokens", "trace_documents", "trace_tokens",
-              "trace_top_k"),
-    "pair": ("threads", "seed", "gamma", "prompt_tokens", "trace_documents", "trace_tokens"),
+    "trace": ("threads", *PLACE_KEYS, "seed", "prompt_tokens", "trace_documents",
+              "trace_tokens", "trace_top_k", "trace_batch"),
+    "pair": ("threads", *PLACE_KEYS, "seed", "gamma", "prompt_tokens", "trace_documents",
+             "trace_tokens"),
     "pairs": ("seed", "trace_pairs"),
-    "engine": ("threads", "seed", *DRAFT_KEYS, "prompt_tokens", "engine_draft", "engine_batches",
-               "engine_gamma", "engine_max_gamma", "engine_record_tokens", "engine_new_tokens",
-               "engine_repeats", "engine_latency_repeats"),
+    "engine": ("threads", *PLACE_KEYS, "seed", *DRAFT_KEYS, "prompt_tokens", "engine_draft",
+               "engine_batches", "engine_gamma", "engine_max_gamma", "engine_record_tokens",
+               "engine_new_tokens", "engine_repeats", "engine_latency_repeats"),
     "machine": Settings.field_names(),
 }
 

@@ -28,6 +28,20 @@ _COSTS = Arg("costs", "costs table .csv (the costs step)")
 _PAIR = ((("--pair",), {"required": True, "help": "the draft (a built draft's name)"}),)
 
 
+def preflight(s: Any, args: argparse.Namespace) -> str | None:
+    """Before a step that loads a model: a device or dtype this machine cannot run, or the
+    int8 draft asked for off cpu/float32 (one line naming the key)."""
+    from specsim.llm.loading import placement_problem
+    from specsim.llm.settings import STEPS, int8_problem
+
+    if "device" not in STEPS[args.step]:
+        return None
+    problem = placement_problem(s.device, s.dtype, "llm.device", "llm.dtype")
+    if problem is None and getattr(args, "pair", None) == "int8":
+        problem = int8_problem(s.device, s.dtype)
+    return problem
+
+
 def corpus(s: Any, args: argparse.Namespace) -> Tables:
     """Load the target (converting the GGUF file the first time: the later steps find it in the
     cache), tokenise the tier-1 corpus and save it; the record of both."""
@@ -253,6 +267,7 @@ STAGE = Stage(
               Arg("corpus_meta", "corpus .json"), Arg("device", "device .json"),
               writes=(Arg("out", "machine .json"),)),
     ),
+    preflight="specsim.llm.steps:preflight",
     options=((("--cache-dir",), {"default": None,
                                  "help": "converted-model cache (default: $SPECSIM_LLM_CACHE "
                                          "or ~/.cache/specsim)"}),),

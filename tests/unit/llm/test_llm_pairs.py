@@ -12,6 +12,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,12 @@ def _doc(d: int, rng: np.random.Generator, length: int = 9) -> Trace:
                  rng.integers(0, V, length), *arrays)
 
 
+def _each(make: Callable[[int, np.random.Generator], Trace]
+          ) -> Callable[[list[int], list[np.random.Generator]], list[Trace]]:
+    """A one-document maker as :func:`specsim.llm.record.record` asks for a batch's."""
+    return lambda ds, rngs: [make(d, rng) for d, rng in zip(ds, rngs, strict=True)]
+
+
 # --- always: no torch needed ------------------------------------------------------------------
 def test_record_resumes_from_its_parts_and_writes_what_a_whole_run_writes(tmp_path: Path
                                                                          ) -> None:
@@ -54,12 +61,12 @@ def test_record_resumes_from_its_parts_and_writes_what_a_whole_run_writes(tmp_pa
 
     whole = tmp_path / "whole.parquet"
     crash = False
-    record.record(whole, make, 5, meta, seed=1, settings={"k": 1}, progress=None)
+    record.record(whole, _each(make), 5, meta, seed=1, settings={"k": 1}, progress=None)
     out = tmp_path / "t.parquet"
     made.clear()
     crash = True
     with pytest.raises(KeyboardInterrupt):
-        record.record(out, make, 5, meta, seed=1, settings={"k": 1}, progress=None)
+        record.record(out, _each(make), 5, meta, seed=1, settings={"k": 1}, progress=None)
     assert made == [0, 1, 2, 3] and not out.exists()
     assert sorted(p.name for p in Path(f"{out}.parts").glob("*.parquet")) == [
         "doc-00000.parquet", "doc-00001.parquet", "doc-00002.parquet"]
@@ -74,7 +81,7 @@ def test_record_resumes_from_its_parts_and_writes_what_a_whole_run_writes(tmp_pa
         def flush(self) -> None:
             pass
 
-    got = record.record(out, make, 5, meta, seed=1, settings={"k": 1}, progress=Lines())
+    got = record.record(out, _each(make), 5, meta, seed=1, settings={"k": 1}, progress=Lines())
     assert made == [3, 4]  # the finished documents were not recomputed
     assert not Path(f"{out}.parts").exists()
     assert "record: 5/5 documents (3 resumed)" in "".join(log)
@@ -97,7 +104,7 @@ def test_record_discards_parts_of_other_settings(tmp_path: Path) -> None:
         made.append(d)
         return _doc(d, rng)
 
-    record.record(out, make, 2, meta, seed=1, settings={"k": 2}, progress=None)
+    record.record(out, _each(make), 2, meta, seed=1, settings={"k": 2}, progress=None)
     assert made == [0, 1] and read_trace(out).n_docs == 2
 
 
@@ -234,13 +241,9 @@ def test_record_hf_help() -> None:
 @pytest.fixture(scope="module")
 def saved_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The converted SmolLM2-135M (the tier's cache) and a 6-layer copy saved beside it."""
-    from specsim.llm.loading import cache_dir, load_target, skip_copy
+    from hf_pair import saved_pair
 
-    model, tok = load_target(threads=1)
-    where = tmp_path_factory.mktemp("skip6")
-    skip_copy(model, 6).save_pretrained(where)
-    tok.save_pretrained(where)
-    return cache_dir(), where
+    return saved_pair(tmp_path_factory.mktemp("skip6"), 6)
 
 
 @needs_llm
