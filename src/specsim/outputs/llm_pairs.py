@@ -20,6 +20,7 @@ TABLES = (
               "models from the same prompts (bootstrap CI over prompts), and their paired "
               "difference. ``covered``: the difference's 95% CI contains 0.",
         columns=PAIR_ACCEPT,
+        csv="results/llm/pair_accept.csv",
         step="llm:pairs"),
     Table(
         "llm_speedup_explained",

@@ -337,3 +337,20 @@ def test_assisted_table_columns_are_documented(lab: Lab) -> None:
     assert np.allclose(table.loc[2:, "c"], 0.25)
     assert report.undocumented("llm_assisted", table.columns) == []
     assert set(outputs.table("llm_assisted").columns) == set(table.columns)
+
+
+@pytest.mark.skipif(not (REPO / "results/llm/machine.json").is_file(),
+                    reason="no LLM tier run here (make llm writes results/llm/)")
+def test_every_table_of_the_tier_run_is_declared_column_for_column() -> None:
+    """After `make llm` (which runs this file): each table the tier wrote has exactly the
+    columns its declaration describes (specsim.outputs.llm, .llm_pairs), and each declared
+    figure was drawn."""
+    for t in outputs.stage_tables("llm"):
+        import pandas as pd
+
+        columns = list(pd.read_csv(REPO / t.path, nrows=0).columns)
+        assert report.undocumented(t.name, columns) == [], t.name
+        described = {t.describe(c) for c in columns}
+        assert set(t.columns.values()) <= described, t.name
+    for f in outputs.stage_figures("llm"):
+        assert (REPO / "results/figures" / f"{f.name}.png").is_file(), f.name
