@@ -22,15 +22,16 @@ import matplotlib.pyplot as plt
 
 from specsim.figures.style import STYLE, save
 from specsim.grid import Grid
-from specsim.outputs import FIGURES, declared_path, stage_figures
+from specsim.outputs import FIGURE_NEEDS, FIGURES, declared_path, stage_figures
 
 README_FIGURES = ("accept_curve", "equivalence", "optimal_k_heatmap", "roofline", "jensen",
                   "schemes_frontier", "schemes_policies", "optimal_gamma_batch", "engine_schedule")
 
 
 def make_figure(grid: Grid, tables_dir: str, name: str, out: str) -> None:
-    if name not in FIGURES:
-        raise ValueError(f"unknown figure {name!r}; known: {sorted(FIGURES)}")
+    """Draw the grid's figure ``name`` (a stage's figures: :func:`draw_stage_figures`)."""
+    if name not in FIGURE_NEEDS:
+        raise ValueError(f"unknown figure {name!r}; known: {sorted(FIGURE_NEEDS)}")
     with plt.rc_context(STYLE):
         fig = FIGURES[name].build()(grid, tables_dir)
         save(fig, out)

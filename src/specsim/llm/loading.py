@@ -94,6 +94,8 @@ def placement_problem(device: str, dtype: str, device_flag: str = "--device",
         return f"{device_flag} {device}: not a device; choose one of {', '.join(DEVICES)}"
     if dtype not in DTYPES:
         return f"{dtype_flag} {dtype}: not a dtype; choose one of {', '.join(DTYPES)}"
+    if device == "cpu":  # always there: torch is imported only to look for an accelerator
+        return None
     here = available_devices()
     if device not in here:
         return (f"{device_flag} {device}: not available on this machine; available: "

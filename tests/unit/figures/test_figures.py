@@ -22,8 +22,7 @@ from specsim.figures.roofline import roofline_spread
 from specsim.figures.style import MIN_FONTSIZE, RULE_ORDER, STYLE
 from specsim.grid import Grid
 from specsim.io import write_checksum
-from specsim.llm import figures as llm_figures
-from specsim.outputs import FIGURE_NEEDS, FIGURES, available_figures
+from specsim.outputs import FIGURE_NEEDS, FIGURES, available_figures, stage_figures, table
 from specsim.verify import CLASSIC_RULES, RULES
 
 REPO = Path(__file__).resolve().parents[3]
@@ -276,7 +275,10 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-@pytest.mark.parametrize("name", sorted(FIGURES))
+GRID_FIGURES = sorted(FIGURE_NEEDS)  # the grid's (a stage's figures are drawn by its step)
+
+
+@pytest.mark.parametrize("name", GRID_FIGURES)
 def test_figure_from_synthetic_tables(name: str, synthetic: Path, tmp_path: Path) -> None:
     out = tmp_path / f"{name}.pdf"
     make_figure(_grid(CONFIG), str(synthetic), name, str(out))
@@ -284,7 +286,7 @@ def test_figure_from_synthetic_tables(name: str, synthetic: Path, tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(FIGURES))
+@pytest.mark.parametrize("name", GRID_FIGURES)
 def test_figure_from_real_tables(name: str, tmp_path: Path) -> None:
     tables, grid_json = REPO / "results" / "tables", REPO / "results" / "grid.json"
     if not grid_json.exists():
@@ -310,8 +312,8 @@ def test_available_figures_drops_absent_analyses() -> None:
     only_eq = {**CONFIG, "studies": {"equivalence": CONFIG["studies"]["equivalence"]}}
     names = available_figures(_grid(only_eq))
     assert names == ["equivalence", "optimal_k_heatmap", "roofline"]
-    assert set(available_figures(_grid(CONFIG))) == set(FIGURES)
-    assert set(FIGURE_NEEDS) == set(FIGURES)
+    assert set(available_figures(_grid(CONFIG))) == set(FIGURE_NEEDS)
+    assert set(FIGURE_NEEDS) == {n for n, f in FIGURES.items() if not f.step}
 
 
 def test_unknown_figure_is_refused(synthetic: Path, tmp_path: Path) -> None:
@@ -334,7 +336,7 @@ def test_copy_readme_figures(tmp_path: Path) -> None:
 
 
 # --- first-hour readability: fonts, rule names, the roofline's overlapping lines ----------------
-ALL_FIGURES = [*sorted(FIGURES), *(f"llm:{n}" for n in llm_figures.FIGURES)]
+ALL_FIGURES = [*GRID_FIGURES, *(f"llm:{f.name}" for f in stage_figures("llm", "figures"))]
 
 
 @pytest.fixture(scope="module")
@@ -347,8 +349,9 @@ def llm_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _drawn(name: str, synthetic: Path, llm_tables: Path) -> plt.Figure:
     """The figure laid out and drawn exactly as ``save`` writes it (same style, size, layout)."""
     with plt.rc_context(STYLE):
-        if name.startswith("llm:"):
-            fig = llm_figures.FIGURES[name[4:]](llm_tables)
+        if name.startswith("llm:"):  # a stage figure reads its declared tables by name
+            fig = FIGURES[name[4:]].build()(
+                lambda t: pd.read_csv(llm_tables / Path(table(t).path).name))
         else:
             fig = FIGURES[name].build()(_grid(CONFIG), str(synthetic))
         if fig.get_layout_engine() is None:
