@@ -46,16 +46,22 @@ def check_structure(table: pd.DataFrame, batches: list[int], max_gamma: int, k: 
             assert int(rows[best].iloc[0]) == int(rows.loc[rows[col] == top, "gamma"].min())
 
 
-def test_check_table_puts_the_schedule_beside_the_runs(tmp_path: Path) -> None:
-    """Synthetic counters, profile and runs: the predicted column is the schedule's formula,
-    the measured one the per-repeat throughput ratio to plain decoding."""
-    counts = AcceptanceCounts.from_histogram([30, 30, 40])  # K = 2: T(1) = 1.7, T(2) = 2.1
+def _counts_and_profile(tmp_path: Path) -> tuple[AcceptanceCounts, LatencyProfile]:
+    """Synthetic counters at K = 2 and a latency profile at batch sizes 1 and 4 (read from its
+    CSV, as a user's would be)."""
     lines = ["role,batch,tokens,seconds,seconds_low,seconds_high"]
     for b in (1, 4):
         lines += [f"target,{b},{k},{0.01 * b * (1 + 0.1 * k)},," for k in range(1, 5)]
         lines.append(f"draft,{b},1,{0.002 * b},,")
     (tmp_path / "lat.csv").write_text("\n".join(lines) + "\n")
-    profile = LatencyProfile.read(tmp_path / "lat.csv")
+    return (AcceptanceCounts.from_histogram([30, 30, 40]),
+            LatencyProfile.read(tmp_path / "lat.csv"))
+
+
+def test_check_table_puts_the_schedule_beside_the_runs(tmp_path: Path) -> None:
+    """Synthetic counters, profile and runs: the predicted column is the schedule's formula,
+    the measured one the per-repeat throughput ratio to plain decoding."""
+    counts, profile = _counts_and_profile(tmp_path)  # K = 2: T(1) = 1.7, T(2) = 2.1
     runs = {(b, g): [BatchGeneration([[0] * (10 + g)] * b, 1.0 / (1 + r), g, rounds=5)
                      for r in range(3)] for b in (1, 4) for g in range(4)}
     tm = timing.Timings({}, timing.Load(0.5, 0.7, 2))
@@ -147,13 +153,7 @@ def test_calibration_refused_by_noisy_runs_is_said_in_the_summary(tmp_path: Path
     the forward-time profile's rows are still written."""
     from specsim.llm.engine_calibration import SUMMARY_COLUMNS, calibration_tables, measured_frame
 
-    counts = AcceptanceCounts.from_histogram([30, 30, 40])  # K = 2
-    lines = ["role,batch,tokens,seconds,seconds_low,seconds_high"]
-    for b in (1, 4):
-        lines += [f"target,{b},{k},{0.01 * b * (1 + 0.1 * k)},," for k in range(1, 5)]
-        lines.append(f"draft,{b},1,{0.002 * b},,")
-    (tmp_path / "lat.csv").write_text("\n".join(lines) + "\n")
-    profile = LatencyProfile.read(tmp_path / "lat.csv")
+    counts, profile = _counts_and_profile(tmp_path)  # K = 2
     # at K' = 2 each sequence gets 12 tokens in 1/100 of the plain runs' time
     runs = {(b, g): [BatchGeneration([[0] * (10 + g)] * b, (0.01 if g == 2 else 1.0) / (1 + r),
                                      g, rounds=5) for r in range(3)]
