@@ -71,6 +71,11 @@ class Table:
         return self.csv or f"results/tables/{self.name}.csv"
 
     @property
+    def markdown(self) -> str:
+        """Where its Markdown twin lives (beside the CSV)."""
+        return self.path.removesuffix(".csv") + ".md"
+
+    @property
     def stage(self) -> str:
         """The stage whose step writes it (``realtext``, ``llm``), or ``""``."""
         return self.step.partition(":")[0] if ":" in self.step else ""

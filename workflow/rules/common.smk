@@ -333,7 +333,7 @@ def report_figures(stage, step, ext, category):
 
 def declared(name, ext=".csv"):
     """Where the declared table ``name`` lives (specsim.outputs), ``.csv`` or its ``.md``."""
-    return table(name).path.removesuffix(".csv") + ext
+    return table(name).markdown if ext == ".md" else table(name).path
 
 
 def declared_inputs(stage, step):

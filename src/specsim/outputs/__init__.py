@@ -71,7 +71,7 @@ def step_files(stage: str, step: str | None = None, figures: bool = True) -> lis
     (``figures``) figures, ``results/figures/<name>.pdf`` and ``.png``: what its rules list as
     outputs."""
     return [*(p for t in stage_tables(stage, step)
-              for p in (t.path, t.path.removesuffix(".csv") + ".md")),
+              for p in (t.path, t.markdown)),
             *(f"results/figures/{f.name}.{ext}" for f in stage_figures(stage, step)
               if figures for ext in ("pdf", "png"))]
 
