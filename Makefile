@@ -97,10 +97,10 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 
 # On a machine with a GPU: record a small trace of the tier's pair on cuda in float32, bfloat16
 # and float16 (4 documents per forward pass) and compare its rows with the CPU's float32 ones,
-# each within its dtype's tolerance (src/specsim/llm/gpu_check.py); one line per comparison.
+# each within its dtype's tolerance (src/specsim/pairs/llm/gpu_check.py); one line per comparison.
 # Exit 0: all within; 1: one is not; 3: no cuda device here (nothing was compared).
 gpu-check: $(LLM_STAMP)  ## opt-in: the transformers backend on cuda records the CPU's rows (needs a GPU; exit 3 without one)
-	$(PY) -m specsim.llm.gpu_check --device cuda
+	$(PY) -m specsim.pairs.llm.gpu_check --device cuda
 
 # The LLM tier's Snakemake rules (workflow/rules/llm.smk), switched on by the `llm:` section of
 # $(LLM_CONFIG) on top of config.yaml, and only they (the `llm` target, named first:
@@ -109,7 +109,7 @@ gpu-check: $(LLM_STAMP)  ## opt-in: the transformers backend on cuda records the
 LLM_CONFIG ?= workflow/llm.yaml
 llm: $(LLM_STAMP)  ## opt-in: SmolLM2-135M on this CPU -> results/llm/ (~1.2 GB of packages, tens of minutes: the audit and the pair runs are real generations)
 	$(SNAKEMAKE) llm --cores $(CORES) --configfile config.yaml $(LLM_CONFIG)
-	$(PY) -m pytest tests/unit/llm/test_llm.py tests/unit/llm/test_llm_engine.py
+	$(PY) -m pytest tests/unit/pairs/test_llm.py tests/unit/pairs/test_llm_engine.py
 
 DOCS_STAMP := $(VENV)/.specsim-docs-installed
 

@@ -9,7 +9,7 @@ from pathlib import Path
 def saved_pair(where: Path, keep: int) -> tuple[Path, Path]:
     """(target directory, draft directory): the draft keeps the target's first ``keep`` layers
     and is saved, with the tokenizer, in ``where``."""
-    from specsim.llm.loading import cache_dir, load_target, skip_copy
+    from specsim.pairs.llm.loading import cache_dir, load_target, skip_copy
 
     model, tok = load_target(threads=1)
     skip_copy(model, keep).save_pretrained(where)

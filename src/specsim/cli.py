@@ -225,9 +225,9 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     from specsim.acceptance import cli as advise
     from specsim.configcheck import add_parser as add_check_config_parser
     from specsim.integrity import add_parser as add_verify_parser
-    from specsim.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
-    from specsim.llm.steps import STAGE as LLM
-    from specsim.realtext.steps import STAGE as REALTEXT
+    from specsim.pairs.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
+    from specsim.pairs.llm.steps import STAGE as LLM
+    from specsim.pairs.realtext.steps import STAGE as REALTEXT
     from specsim.record_cli import add_parser as add_record_parser
     from specsim.stage_cli import add_stage_parser
 

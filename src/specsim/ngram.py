@@ -24,7 +24,7 @@ appending a character is ``(id * V + x) % V**L``. Distributions for a batch of c
 computed without a Python loop over contexts.
 
 The model is not tied to characters: ``vocab`` (default the 96 characters) sets the size of
-the alphabet, and the LLM tier (:mod:`specsim.llm`) fits the same model to a tokenizer's
+the alphabet, and the LLM tier (:mod:`specsim.pairs.llm`) fits the same model to a tokenizer's
 token ids (V = 49,152, orders up to 3: every key must stay below 2^63).
 """
 

@@ -34,7 +34,7 @@ STEPS: dict[str, tuple[str, ...]] = {
     "engine": ("model", "trace", "engine"),
     "figures": (),
 }
-#: Where the engine route (:mod:`specsim.realtext.serving_engine`; its tables and figure are
+#: Where the engine route (:mod:`specsim.pairs.realtext.serving_engine`; its tables and figure are
 #: declared in :mod:`specsim.outputs.realtext`) writes its counters, in vLLM's Prometheus
 #: format, and the engines' snippets.
 ENGINE_COUNTERS = "results/engine/{pair}.prom"

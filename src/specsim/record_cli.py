@@ -20,7 +20,7 @@ def add_parser(sub: Any, kinds: Any = ()) -> argparse.ArgumentParser:
     ``kinds``: functions adding more sub-commands to it (``hf``, from the LLM tier, sets its own
     ``run``)."""
     from specsim import argtypes
-    from specsim.realtext.steps import RECORD
+    from specsim.pairs.realtext.steps import RECORD
     from specsim.stage_cli import add_step_arguments
 
     parser = sub.add_parser("record", help="write traces of a pair; check trace files",
@@ -54,7 +54,7 @@ def summary(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.record == "ngram":
-        from specsim.realtext.steps import record
+        from specsim.pairs.realtext.steps import record
         from specsim.realtext_settings import Settings
 
         try:

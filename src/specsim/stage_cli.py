@@ -1,11 +1,12 @@
 """``specsim realtext STEP`` and ``specsim llm STEP``: a stage's steps as commands, one style.
 
-Each stage declares its steps once (:class:`specsim.declare.Stage`: :mod:`specsim.realtext.steps`,
-:mod:`specsim.llm.steps`); this module turns a declaration into its command: the stage's
-options, a sub-command per step with the files it reads (checked to exist) and writes, and one
-run that checks the step's settings, calls the step's function, writes the declared tables it
-returns to their declared paths under ``--results-dir`` (:mod:`specsim.outputs`), draws the
-figures the step declares, and ends the log with one JSON line of its seconds and the load.
+Each stage declares its steps once (:class:`specsim.declare.Stage`:
+:mod:`specsim.pairs.realtext.steps`, :mod:`specsim.pairs.llm.steps`); this module turns a
+declaration into its command: the stage's options, a sub-command per step with the files it
+reads (checked to exist) and writes, and one run that checks the step's settings, calls the
+step's function, writes the declared tables it returns to their declared paths under
+``--results-dir`` (:mod:`specsim.outputs`), draws the figures the step declares, and ends the
+log with one JSON line of its seconds and the load.
 A table the step declares but neither returns nor writes itself is an error, named.
 """
 

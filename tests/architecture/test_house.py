@@ -139,10 +139,10 @@ def test_no_private_name_imported_from_another_module() -> None:
 # longest prefix naming it. Every import runs to the same floor or one below. A package sits on
 # one floor (its own entry); only its command-line modules sit above it, on the cli floor.
 LAYERS = [
-    ("cli", ["specsim.cli", "specsim.__main__", "specsim.stage_cli", "specsim.llm.record_cli",
+    ("cli", ["specsim.cli", "specsim.__main__", "specsim.stage_cli", "specsim.pairs.llm.record_cli",
              "specsim.record_cli", "specsim.configcheck",
              "specsim.configdoc", "specsim.acceptance.cli", "specsim.runfiles"]),
-    ("tiers", ["specsim.realtext", "specsim.llm", "specsim.pairs"]),
+    ("tiers", ["specsim.pairs"]),
     ("checks", ["specsim.checks"]),
     ("integrity", ["specsim.integrity", "specsim.resume", "specsim.tablediff"]),
     ("analyses", ["specsim.tables", "specsim.figures", "specsim.report", "specsim.declare",
@@ -244,8 +244,8 @@ def test_package_checks_can_fail() -> None:
         ["specsim.schemes", "specsim.tables"]]
     assert [(a, b) for a, t in packages.items() for b in t if _floor(b) < _floor(a)] == [
         ("specsim.schemes", "specsim.tables")]
-    tiers_with_ground = [(n, [*p, "specsim.realtext.settings"] if n == "ground" else p)
+    tiers_with_ground = [(n, [*p, "specsim.pairs.realtext.settings"] if n == "ground" else p)
                          for n, p in LAYERS]
-    assert _off_floor(["specsim.realtext.settings", "specsim.realtext.cli",
-                       "specsim.realtext.pairs"], tiers_with_ground) == [
-        "specsim.realtext.settings (ground) in specsim.realtext (tiers)"]
+    assert _off_floor(["specsim.pairs.realtext.settings", "specsim.pairs.realtext.cli",
+                       "specsim.pairs.realtext.pairs"], tiers_with_ground) == [
+        "specsim.pairs.realtext.settings (ground) in specsim.pairs (tiers)"]

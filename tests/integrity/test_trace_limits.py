@@ -15,7 +15,7 @@ import pytest
 from conftest import SCHEMA
 
 from specsim import trace_limits as limits
-from specsim.realtext import record
+from specsim.pairs.realtext import record
 from specsim.realtext_settings import Settings
 from specsim.traces.format import META_KEY, TraceFileError, read_trace, write_trace
 from specsim.traces.trace import Trace, from_full_rows, trace_meta

@@ -1,11 +1,11 @@
 """The LLM tier's rules as Snakemake schedules them (dry runs): one trace and one runs job per
-pair, and CI's small config scheduling every rule (tests/unit/llm/: the tier's code)."""
+pair, and CI's small config scheduling every rule (tests/unit/pairs/: the tier's code)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from specsim.llm.settings import Settings
+from specsim.pairs.llm.settings import Settings
 
 
 def test_one_trace_job_and_one_runs_job_per_pair(tmp_path: Path) -> None:

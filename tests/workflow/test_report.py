@@ -445,8 +445,8 @@ def test_no_machine_path_in_the_report(built: Path, seen: dict[str, Any]) -> Non
              if any(m in v["params"] for m in machine)}
     if leaks and all(rule.startswith("realtext_") for rule, _ in leaks):
         pytest.xfail(f"realtext.smk passes sys.executable in params.rt: {sorted(leaks)}; it "
-                     f"should call `python -m specsim.realtext` (common.smk's put_on_path puts "
-                     f"the venv's python first on PATH) or a `specsim realtext` subcommand")
+                     f"should call `python -m specsim.pairs.realtext` (common.smk's put_on_path "
+                     f"puts the venv's python first on PATH) or a `specsim realtext` subcommand")
     assert not leaks
     html = (built / "results" / "report.html").read_text(encoding="utf-8", errors="replace")
     found = {m for m in machine if m in html}

@@ -3,15 +3,15 @@
 # (specsim's loop beside transformers' assisted generation); lossless (both loops);
 # device -> intensity; figures; machine.json (the run's record). Included when the config has
 # an `llm:` section -- config.yaml has none; `make llm` adds workflow/llm.yaml and installs the
-# `llm` extra. Which settings each step reads: specsim.llm.settings (imports nothing heavy:
+# `llm` extra. Which settings each step reads: specsim.pairs.llm.settings (imports nothing heavy:
 # Snakemake reads it at every parse); the tables and figures each step writes: their
 # declarations (specsim.outputs.llm, .llm_pairs); each step: `specsim llm STEP`, built from its
-# Step entry (specsim.llm.steps), writing its declared tables under results/.
+# Step entry (specsim.pairs.llm.steps), writing its declared tables under results/.
 # Every step times something or loads the 135M model: the timing steps ask for every core so
 # that nothing runs beside them; the others for the torch threads they use.
 import sys
 
-from specsim.llm import settings as llm_settings
+from specsim.pairs.llm import settings as llm_settings
 
 LLM_CONFIG = config["llm"]
 # The schema checks each key; the cross-field checks (drafts among the drafts built) run here.
@@ -229,7 +229,7 @@ rule llm_lossless:
 
 # transformers' assisted generation with sampling warpers (its defaults, top-k / top-p,
 # temperature) against the exact law of the first two tokens, each verdict beside the TV it
-# detects at power 0.9 (specsim.llm.audit).
+# detects at power 0.9 (specsim.pairs.llm.audit).
 rule llm_audit:
     input:
         corpus=rules.llm_corpus.output.corpus,
@@ -354,9 +354,9 @@ rule llm_pairs:
 
 
 # The engine-metrics schedule checked on this CPU. The batched loop
-# (specsim.llm.batched) records acceptance counters at one K and a latency profile, the schedule
+# (specsim.pairs.llm.batched) records acceptance counters at one K and a latency profile, the schedule
 # predicts the best K' per batch size, and the loop's throughput is measured at every K' and
-# batch size (configurations interleaved within each repeat): specsim.llm.engine_check. The
+# batch size (configurations interleaved within each repeat): specsim.pairs.llm.engine_check. The
 # same runs at K' = 0 and K calibrate the cost, tested on the other K' (engine_calibration).
 # Timed throughout: it asks for every core.
 rule llm_engine:

@@ -4,7 +4,7 @@
 # documented in the schema). Which settings each step reads: specsim.realtext_settings (imports
 # nothing heavy: Snakemake reads it at every parse); the tables and figures each step writes:
 # their declarations (specsim.outputs.realtext); each step: `specsim realtext STEP`, built from
-# its Step entry (specsim.realtext.steps), writing its declared tables under results/.
+# its Step entry (specsim.pairs.realtext.steps), writing its declared tables under results/.
 import sys
 
 from specsim import realtext_settings
@@ -176,7 +176,7 @@ rule realtext_record:
 
 
 # The pairs' traces at another sampling temperature: both models' rows tempered, the text
-# sampled from the tempered target (specsim.realtext.record). Resumable as realtext_record.
+# sampled from the tempered target (specsim.pairs.realtext.record). Resumable as realtext_record.
 rule realtext_record_tempered:
     input:
         corpus=rules.realtext_corpus.output.corpus,

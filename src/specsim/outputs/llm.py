@@ -343,7 +343,7 @@ FIGURES = (
     Figure(
         "llm_costs", needs=None, step="llm:figures",
         reads=("llm_intensity", "llm_speculative"),
-        builder="specsim.llm.figures:figure_costs",
+        builder="specsim.pairs.llm.figures:figure_costs",
         caption=(
             "SmolLM2-135M-Instruct (float32) on this CPU, measured (wall time, best of repeats; "
             "not deterministic). Left: the arithmetic intensity of one KV-cached pass over k new "
@@ -359,7 +359,7 @@ FIGURES = (
     Figure(
         "llm_alpha", needs=None, step="llm:figures",
         reads=("llm_alpha", "llm_speculative"),
-        builder="specsim.llm.figures:figure_alpha",
+        builder="specsim.pairs.llm.figures:figure_alpha",
         caption=(
             "SmolLM2-135M-Instruct as the target: the per-position acceptance α = Σ min(p, q) of "
             "each draft over held-out token windows of the tier-1 corpus (bars: mean; whiskers: "
@@ -372,7 +372,7 @@ FIGURES = (
     Figure(
         "llm_assisted", needs=None, step="llm:figures",
         reads=("llm_assisted",),
-        builder="specsim.llm.figures:figure_assisted",
+        builder="specsim.pairs.llm.figures:figure_assisted",
         caption=(
             "SmolLM2-135M-Instruct on this CPU, the same target / draft pair (the int8 copy of "
             "the target by default) through specsim's speculative loop (Leviathan Alg. 1 with KV "

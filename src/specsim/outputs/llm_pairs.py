@@ -187,7 +187,7 @@ FIGURES = (
     Figure(
         "llm_pair_accept", needs=None, step="llm:pairs",
         reads=("llm_pair_accept",),
-        builder="specsim.llm.figures:figure_pair_accept",
+        builder="specsim.pairs.llm.figures:figure_pair_accept",
         caption=(
             "Your model pair, predicted then measured: for each SmolLM2-135M pair the tier traces "
             "(the target with its int8, skip-layer and n-gram drafts), tokens per target call "
@@ -201,7 +201,7 @@ FIGURES = (
     Figure(
         "llm_speedup_explained", needs=None, step="llm:pairs",
         reads=("llm_speedup_explained",),
-        builder="specsim.llm.figures:figure_speedup_explained",
+        builder="specsim.pairs.llm.figures:figure_speedup_explained",
         caption=(
             "Why the speedup is what it is: for each SmolLM2-135M pair and γ, the measured "
             "wall-clock speedup (median over prompts) written as the product (γ+1) · f_α · "

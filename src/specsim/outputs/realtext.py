@@ -311,7 +311,7 @@ FIGURES = (
     Figure(
         "realtext_beta", needs=None, step="realtext:figures",
         reads=("realtext_beta", "realtext_models"),
-        builder="specsim.realtext.figures:figure_beta",
+        builder="specsim.pairs.realtext.figures:figure_beta",
         caption=(
             "Real models, real text: the per-context acceptance probability β(h) = Σ\\ :sub:`x` "
             "min(p(x|h), q(x|h)) (Leviathan Def. 3.1) of the order-5 interpolated Witten-Bell "
@@ -323,7 +323,7 @@ FIGURES = (
     Figure(
         "realtext_tokens", needs=None, step="realtext:figures",
         reads=("realtext_speculative",),
-        builder="specsim.realtext.figures:figure_tokens",
+        builder="specsim.pairs.realtext.figures:figure_tokens",
         caption=(
             "Speculative sampling with the real pair over real held-out prompts (1024 chains × 16 "
             "rounds per point by default). Left: characters emitted per target call, observed "
@@ -335,7 +335,7 @@ FIGURES = (
     Figure(
         "realtext_costs", needs=None, step="realtext:figures",
         reads=("realtext_costs",),
-        builder="specsim.realtext.figures:figure_costs",
+        builder="specsim.pairs.realtext.figures:figure_costs",
         caption=(
             "Measured costs on this CPU (wall time; not deterministic): each point is the median "
             "over interleaved repeats, its bars the quartiles, and a hollow marker flags a timing "
@@ -352,7 +352,7 @@ FIGURES = (
     Figure(
         "pair_accept", needs=None, step="realtext:figures",
         reads=("pair_accept",),
-        builder="specsim.realtext.figures:figure_pair_accept",
+        builder="specsim.pairs.realtext.figures:figure_pair_accept",
         caption=(
             "Your model pair, predicted vs measured: for each character n-gram pair (order-5 "
             "target, draft of order k), characters per target call against the draft length γ. "
@@ -366,7 +366,7 @@ FIGURES = (
     Figure(
         "engine_schedule", needs=None, step="realtext:engine",
         reads=("engine_schedule",),
-        builder="specsim.realtext.figures:figure_engine_schedule",
+        builder="specsim.pairs.realtext.figures:figure_engine_schedule",
         caption=(
             "Your engine's route on the real-text pairs: each pair's measured speculative runs "
             "record an engine's acceptance counters at K = 4 (written in vLLM's Prometheus format "

@@ -289,7 +289,7 @@ def test_out_of_sample_tables_score_both_models_against_the_runs(tmp_path: Path)
     """Runs generated from the o = 0 model at every K' = 0..6; calibrated on K' = 0 and 4
     only it predicts the rest exactly (regret 0, MAE 0); a profile without the draft's cost
     inside the engine is scored on the same cells."""
-    from specsim.llm.engine_calibration import calibration_tables
+    from specsim.pairs.llm.engine_calibration import calibration_tables
 
     rows = []
     for b in BATCHES:

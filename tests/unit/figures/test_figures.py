@@ -221,7 +221,7 @@ def write_scheme_tables(d: Path) -> None:
 
 
 def write_llm_tables(d: Path) -> None:
-    """The three CSVs specsim.llm's figures read, with the real run's draft names."""
+    """The three CSVs specsim.pairs.llm's figures read, with the real run's draft names."""
     d.mkdir(parents=True, exist_ok=True)
     k = np.array([1, 2, 3, 4, 5, 8, 16])
     pd.DataFrame({"positions": k, "macs_per_byte": 0.25 * k, "ridge_macs_per_byte": 6.0,

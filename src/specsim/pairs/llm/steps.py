@@ -1,0 +1,275 @@
+"""The LLM tier's steps: one registry entry each (one Snakemake rule of workflow/rules/llm.smk,
+one ``specsim llm STEP``; ``make llm`` runs them), and the functions they run.
+
+Each function takes the step's settings (:class:`specsim.pairs.llm.settings.Settings`, from the keys
+:data:`specsim.pairs.llm.settings.STEPS` names) and the parsed arguments, and returns the declared
+tables it computed (:mod:`specsim.outputs.llm`); the command (:mod:`specsim.stage_cli`) writes
+them and draws the step's figures. Steps that need the model load it once (from the
+converted-model cache, :func:`.loading.cache_dir`) and the token corpus the ``corpus`` step
+saved. torch, transformers, pandas and matplotlib are imported only when a step runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from specsim import timing
+from specsim.declare import Arg, Stage, Step
+from specsim.pairs import llm
+
+Tables = dict[str, Any]  # declared table name -> DataFrame
+
+_CORPUS = Arg("corpus", "token corpus .npz (the corpus step)")
+_COSTS = Arg("costs", "costs table .csv (the costs step)")
+_PAIR = ((("--pair",), {"required": True, "help": "the draft (a built draft's name)"}),)
+
+
+def preflight(s: Any, args: argparse.Namespace) -> str | None:
+    """Before a step that loads a model: a device or dtype this machine cannot run, or the
+    int8 draft asked for off cpu/float32 (one line naming the key)."""
+    from specsim.pairs.llm.loading import placement_problem
+    from specsim.pairs.llm.settings import STEPS, int8_problem
+
+    if "device" not in STEPS[args.step]:
+        return None
+    problem = placement_problem(s.device, s.dtype, "llm.device", "llm.dtype")
+    if problem is None and getattr(args, "pair", None) == "int8":
+        problem = int8_problem(s.device, s.dtype)
+    return problem
+
+
+def corpus(s: Any, args: argparse.Namespace) -> Tables:
+    """Load the target (converting the GGUF file the first time: the later steps find it in the
+    cache), tokenise the tier-1 corpus and save it; the record of both."""
+    from specsim.io import write_json_verified
+    from specsim.pairs.llm.lab import save_token_corpus, token_corpus
+    from specsim.pairs.llm.loading import GGUF_FILE, gguf_path, load_target
+
+    t0 = timing.clock()
+    model, tok = load_target(args.cache_dir, s.threads)
+    loaded = timing.clock()
+    built = token_corpus(tok, s.holdout_every)
+    save_token_corpus(built, args.out)
+    write_json_verified(args.meta, {
+        "gguf_file": GGUF_FILE, "gguf_bytes": gguf_path().stat().st_size,
+        "params": int(sum(p.numel() for p in model.parameters())),
+        "corpus_sha256": built.sha256, "corpus_chars": built.chars,
+        "holdout_every": s.holdout_every, "train_tokens": int(built.train.size),
+        "heldout_tokens": int(built.heldout.size), "load_seconds": round(loaded - t0, 3),
+        "tokenise_seconds": round(timing.clock() - loaded, 3)})
+    return {}
+
+
+def device(s: Any, args: argparse.Namespace) -> Tables:
+    """This CPU's peak matmul rate and copy bandwidth (the record), and single-matmul timings."""
+    import torch
+
+    from specsim.io import write_json_verified
+    from specsim.pairs.llm.roofline import device_record, kernel_table, measure_device
+
+    torch.set_num_threads(s.threads)
+    measured, tm = measure_device(s)
+    kernels = kernel_table(s)
+    # timings are only as good as the machine was quiet: 1-minute load averages, CPUs
+    write_json_verified(args.out, {
+        **device_record(measured, tm), "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "loadavg_1min_before": tm.load.before, "loadavg_1min_after": tm.load.after})
+    return {"llm_kernels": kernels}
+
+
+def intensity(s: Any, args: argparse.Namespace) -> Tables:
+    from specsim.io import read_json_verified, read_table
+    from specsim.pairs.llm.roofline import device_from_record, intensity_table
+
+    measured = device_from_record(read_json_verified(args.device))
+    return {"llm_intensity": intensity_table(measured, read_table(args.costs),
+                                             s.cost_context_tokens)}
+
+
+def _lab(s: Any, args: argparse.Namespace) -> Any:
+    """The model, its tokenizer, the token corpus and the drafts (the steps that need them)."""
+    from specsim.pairs.llm.lab import Lab, load_token_corpus
+
+    lab = Lab(s, load_token_corpus(args.corpus), args.cache_dir)
+    print(json.dumps({"load_model_seconds": round(lab.load_seconds, 3),
+                      "draft_build_seconds": lab.build_seconds}), file=sys.stderr)
+    return lab
+
+
+def alpha(s: Any, args: argparse.Namespace) -> Tables:
+    from specsim.pairs.llm import experiments
+
+    return {"llm_alpha": experiments.alpha_table(_lab(s, args))}
+
+
+def costs(s: Any, args: argparse.Namespace) -> Tables:
+    from specsim.pairs.llm import experiments
+
+    return {"llm_costs": experiments.verify_cost_table(_lab(s, args))}
+
+
+def speculative(s: Any, args: argparse.Namespace) -> Tables:
+    from specsim.io import read_table
+    from specsim.pairs.llm import experiments
+
+    return {"llm_speculative": experiments.speculative_table(
+        _lab(s, args), read_table(args.costs), read_table(args.alpha))}
+
+
+def assisted(s: Any, args: argparse.Namespace) -> Tables:
+    """The table, and its HTML rendering for the report (``--html``)."""
+    from specsim.io import read_table
+    from specsim.pairs.llm.assisted import assisted_table
+    from specsim.precision import printable
+    from specsim.report import write_html
+
+    table = assisted_table(_lab(s, args), read_table(args.costs))
+    write_html(printable(table), "llm_assisted", args.html)
+    return {"llm_assisted": table}
+
+
+def lossless(s: Any, args: argparse.Namespace) -> Tables:
+    from specsim.pairs.llm.lossless import lossless_table
+
+    return {"llm_lossless": lossless_table(_lab(s, args), significance=args.significance)}
+
+
+def audit(s: Any, args: argparse.Namespace) -> Tables:
+    from specsim.pairs.llm.audit import audit_table
+
+    return {"llm_lossless_audit": audit_table(_lab(s, args), significance=args.significance)}
+
+
+def trace(s: Any, args: argparse.Namespace) -> Tables:
+    from specsim.pairs.llm.lab import Lab, load_token_corpus
+    from specsim.pairs.llm.pairs import record_tier_pair
+
+    record_tier_pair(Lab(s, load_token_corpus(args.corpus), args.cache_dir), args.pair,
+                     args.out)
+    return {}
+
+
+def pair(s: Any, args: argparse.Namespace) -> Tables:
+    """One pair's runs (``--out``, one row per run: an input of the pairs step, not a result)."""
+    from specsim.io import write_table
+    from specsim.pairs.llm.pairs import measure_runs
+
+    write_table(measure_runs(_lab(s, args), args.pair), args.out)
+    return {}
+
+
+def pairs(s: Any, args: argparse.Namespace) -> Tables:
+    """The two pair tables from the traces, the runs and the costs (their figures: the step's)."""
+    import pandas as pd
+
+    from specsim.io import read_table
+    from specsim.pairs.llm.pairs import pair_tables
+    from specsim.traces.format import read_trace
+
+    traces = {p: read_trace(Path(args.traces_dir) / f"{p}.parquet") for p in s.trace_pairs}
+    runs = pd.concat([read_table(Path(args.runs_dir) / f"{p}.csv") for p in s.trace_pairs])
+    accept, speedup = pair_tables(s.trace_pairs, traces, runs, read_table(args.costs), s.seed)
+    return {"llm_pair_accept": accept, "llm_speedup_explained": speedup}
+
+
+def engine(s: Any, args: argparse.Namespace) -> Tables:
+    """The batched engine check; it writes its latency profile and calibration itself (the
+    profile is read back as a user's would be)."""
+    from specsim.outputs import declared_path
+    from specsim.pairs.llm.engine_check import engine_check
+
+    paths = {n: str(declared_path(args.results_dir, n))
+             for n in ("llm_engine_latency", "llm_engine_calibration")}
+    return {"llm_engine_schedule_check": engine_check(
+        _lab(s, args), paths["llm_engine_latency"], args.counts,
+        paths["llm_engine_calibration"])}
+
+
+def figures(s: Any, args: argparse.Namespace) -> Tables:
+    return {}  # the step's declared figures are drawn from the tables by the command
+
+
+def machine(s: Any, args: argparse.Namespace) -> Tables:
+    """The run's record: every setting, package versions, the CPU, the model and corpus (from
+    the corpus step) and this CPU's measured rates (from the device step)."""
+    import importlib.metadata
+    import platform
+
+    from specsim.io import read_json_verified, write_json
+
+    def version(dist: str) -> str:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    corpus_meta = read_json_verified(args.corpus_meta)
+    rates = read_json_verified(args.device)
+    write_json(args.out, {
+        "settings": s.to_dict(), "torch": version("torch"),
+        "transformers": version("transformers"), "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+        **{k: corpus_meta[k] for k in ("gguf_file", "gguf_bytes", "params", "corpus_sha256",
+                                       "corpus_chars", "train_tokens", "heldout_tokens")},
+        "peak_matmul_flops": rates["peak_flops"],
+        "copy_bandwidth_bytes_per_s": rates["mem_bw"],
+        **{k: rates[k] for k in ("ridge_macs_per_byte", "torch_threads",
+                                 "torch_interop_threads", "loadavg_1min_before",
+                                 "loadavg_1min_after")},
+    })
+    return {}
+
+
+def _step(name: str, helptext: str, *reads: Arg, writes: tuple[Arg, ...] = (),
+          options: Any = ()) -> Step:
+    return Step(name, helptext, f"specsim.pairs.llm.steps:{name}", reads=reads, writes=writes,
+                options=options)
+
+
+STAGE = Stage(
+    "llm", "opt-in LLM tier: SmolLM2-135M on this CPU (one step)", llm.__doc__ or "",
+    "specsim.pairs.llm.settings:Settings",
+    steps=(
+        _step("corpus", "load (first: convert) the model; the tier-1 corpus in its tokens",
+              writes=(Arg("out", "token corpus .npz"),
+                      Arg("meta", "corpus and model record .json"))),
+        _step("device", "this CPU's peak matmul rate and copy bandwidth; single-matmul timings",
+              writes=(Arg("out", "device .json"),)),
+        _step("alpha", "α and cross-entropy of every draft on held-out text", _CORPUS),
+        _step("costs", "T(k) of KV-cached calls and the draft steps", _CORPUS),
+        _step("intensity", "MACs/byte and the roofline's T(k)/T(1) beside the measured",
+              Arg("device", "device .json"), _COSTS),
+        _step("speculative", "plain vs speculative generation per (draft, γ)", _CORPUS, _COSTS,
+              Arg("alpha", "alpha table .csv")),
+        _step("assisted", "specsim's loop beside transformers' assisted generation (same pair)",
+              _CORPUS, _COSTS, writes=(Arg("html", "assisted table .html (for the report)"),)),
+        _step("lossless", "exact law vs Monte Carlo of the first two tokens (Alg. 1 simulated, "
+              "transformers' assisted generation); KV-cache check", _CORPUS),
+        _step("audit", "transformers' assisted generation with sampling warpers against the "
+              "exact law of the first two tokens, with the TV detectable at power 0.9", _CORPUS),
+        _step("trace", "a trace of one pair (the target and --pair, a built draft)", _CORPUS,
+              writes=(Arg("out", "trace .parquet"),), options=_PAIR),
+        _step("pair", "one pair's runs: target calls and seconds per (engine, γ, prompt)",
+              _CORPUS, writes=(Arg("out", "runs .csv"),), options=_PAIR),
+        _step("pairs", "predicted vs measured tokens per call, and the speedup explained",
+              Arg("traces_dir", "directory of <pair>.parquet", directory=True),
+              Arg("runs_dir", "directory of <pair>.csv", directory=True), _COSTS),
+        _step("engine", "the batched loop at every batch size: counters at one K and a latency "
+              "profile -> the predicted best K' per batch, beside the measured throughput",
+              _CORPUS, writes=(Arg("counts", "acceptance counters .json"),)),
+        _step("figures", "the LLM figures (PDF + PNG) from the tables"),
+        _step("machine", "the run's record: settings, versions, CPU, model, corpus, device",
+              Arg("corpus_meta", "corpus .json"), Arg("device", "device .json"),
+              writes=(Arg("out", "machine .json"),)),
+    ),
+    preflight="specsim.pairs.llm.steps:preflight",
+    options=((("--cache-dir",), {"default": None,
+                                 "help": "converted-model cache (default: $SPECSIM_LLM_CACHE "
+                                         "or ~/.cache/specsim)"}),),
+)
