@@ -102,7 +102,7 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 gpu-check: $(LLM_STAMP)  ## opt-in: the transformers backend on cuda records the CPU's rows (needs a GPU; exit 3 without one)
 	$(PY) -m specsim.pairs.llm.gpu_check --device cuda
 
-# The LLM tier's Snakemake rules (workflow/rules/llm.smk), switched on by the `llm:` section of
+# The LLM tier's Snakemake rules (workflow/rules/stages.smk), switched on by the `llm:` section of
 # $(LLM_CONFIG) on top of config.yaml, and only they (the `llm` target, named first:
 # --configfile takes every word after it); then its tests. CI passes
 # LLM_CONFIG=workflow/llm-ci.yaml: every rule on small sizes (minutes, not tens of minutes).

@@ -27,18 +27,9 @@ include: "workflow/rules/simulate.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/checks.smk"
-
-
 # The stages beside the grid, each when the config has its section (config.yaml has
 # `realtext:`; `make llm` adds workflow/llm.yaml's `llm:`): each adds its files to STAGE_TARGETS.
-if "realtext" in config:
-
-    include: "workflow/rules/realtext.smk"
-
-
-if "llm" in config:
-
-    include: "workflow/rules/llm.smk"
+include: "workflow/rules/stages.smk"
 
 
 # The default target, and a job of every run: it has no output, so Snakemake runs it each time,

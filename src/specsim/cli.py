@@ -226,12 +226,11 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     from specsim.configcheck import add_parser as add_check_config_parser
     from specsim.integrity import add_parser as add_verify_parser
     from specsim.pairs.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
-    from specsim.pairs.llm.steps import STAGE as LLM
-    from specsim.pairs.realtext.steps import STAGE as REALTEXT
+    from specsim.pairs.stages import STAGES
     from specsim.record_cli import add_parser as add_record_parser
     from specsim.stage_cli import add_stage_parser
 
-    for stage in (REALTEXT, LLM):
+    for stage in STAGES:
         add_stage_parser(sub, stage)
     for add in (add_verify_parser, add_check_config_parser, advise.add_parser):
         add(sub)

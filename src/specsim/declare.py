@@ -30,6 +30,7 @@ __all__ = [
     "TOKENS",
     "C",
     "Figure",
+    "Rule",
     "Table",
     "load_builder",
 ]
@@ -190,6 +191,34 @@ class Arg:
     help: str
     nargs: str | None = None
     directory: bool = False  # a directory (read: it exists; written: it can be made)
+    #: what the DAG passes (:mod:`specsim.stage_rules`): a path (``{wildcards}`` allowed),
+    #: ``"=name"`` the declared table's CSV, or ``"@group"`` the stage's files of that name;
+    #: for a directory, the files in it the rule reads or writes (the command gets their folder)
+    files: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How the DAG runs a step: one Snakemake rule ``<stage>_<step>[_<suffix>]`` built by
+    :mod:`specsim.stage_rules` (workflow/rules/stages.smk). Its files are the step's
+    :class:`Arg` files (``files`` replaces some for this rule), its declared tables and figures;
+    ``"@name"`` values are the stage's named files or numbers (:attr:`Stage.dag`)."""
+
+    suffix: str = ""
+    threads: int | str = 1  # "all": every core of the run (timed steps); "settings": .threads
+    mem_mb: int | str = 1000
+    runtime: int = 10  # minutes
+    priority: int = 0
+    env: str = ""  # before the command, e.g. "OMP_NUM_THREADS=1"
+    passes: tuple[str, ...] = ()  # root config keys given as stage options: seed, significance
+    wildcards: Mapping[str, str] = field(default_factory=dict)  # wildcard -> "@group" of values
+    options: str = ""  # the rest of the command, e.g. "--pair {wildcards.pair:q}"
+    files: Mapping[str, str] = field(default_factory=dict)  # Arg flag -> files, for this rule
+    after: tuple[str, ...] = ()  # files it waits for besides those it reads
+    more: Mapping[str, str] = field(default_factory=dict)  # outputs its Args do not name
+    html: str = ""  # the declared table whose HTML page its ``html`` Arg writes (the report's)
+    category: str = ""  # the report's category of its figures (default: the stage's)
+    local: bool = False  # runs on the host, never on a cluster node
 
 
 @dataclass(frozen=True)
@@ -209,6 +238,7 @@ class Step:
     reads: tuple[Arg, ...] = ()
     writes: tuple[Arg, ...] = ()
     options: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
+    rules: tuple[Rule, ...] = (Rule(),)  # how the DAG runs it (none: a command only)
 
 
 @dataclass(frozen=True)
@@ -228,6 +258,11 @@ class Stage:
     #: ``"module:function"`` ``(settings, args) -> str | None``: why the step cannot run here
     #: (a device this machine lacks), asked after its settings and before it starts.
     preflight: str = ""
+    #: ``"module:function"`` ``(config) -> StageDag``: the stage's config section checked (a
+    #: ValueError names the key), each step's ``--settings`` JSON and the named files and
+    #: numbers its rules use (:mod:`specsim.stage_rules`).
+    dag: str = ""
+    category: str = ""  # the report's category of its figures
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)

@@ -1,7 +1,7 @@
 """The ``realtext:`` section of config.yaml, and what the workflow needs to list the stage.
 
 Snakemake imports this module every time it parses the workflow (on a cluster, once per job),
-so it imports nothing beyond the standard library: workflow/rules/realtext.smk takes its
+so it imports nothing beyond the standard library: workflow/rules/stages.smk takes its
 per-step settings from here (its tables and figures from their declarations,
 :mod:`specsim.outputs.realtext`), and keeps no list of its own.
 """

@@ -233,10 +233,10 @@ def test_no_conda_directive_left() -> None:
     """Rules run the `specsim` installed beside Snakemake's python; a conda: directive would
     name an environment no rule uses and `--sdm conda` was never tested. workflow/envs/ stays
     exactly as long as a rule file still names it (Snakemake records the file in each job's
-    metadata and fails when it is missing): today only realtext.smk does."""
+    metadata and fails when it is missing): today none does."""
     rules = sorted((REPO / "workflow/rules").glob("*.smk"))
     with_conda = [p.name for p in rules if re.search(r"^\s+conda:", p.read_text(), re.M)]
-    assert set(with_conda) <= {"realtext.smk"}, with_conda
+    assert not with_conda, with_conda
     assert (REPO / "workflow/envs").exists() == bool(with_conda)
     assert "conda:" not in (REPO / "Snakefile").read_text()
     page = (REPO / "docs/reference/deployment.md").read_text()

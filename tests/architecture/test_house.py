@@ -146,6 +146,7 @@ LAYERS = [
     ("checks", ["specsim.checks"]),
     ("integrity", ["specsim.integrity", "specsim.resume", "specsim.tablediff"]),
     ("analyses", ["specsim.tables", "specsim.figures", "specsim.report", "specsim.declare",
+                  "specsim.stage_rules",
                   "specsim.outputs", "specsim.acceptance"]),
     ("collect", ["specsim.collect"]),
     ("config", ["specsim.config"]),

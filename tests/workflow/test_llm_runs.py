@@ -31,11 +31,9 @@ def test_one_trace_job_and_one_runs_job_per_pair(tmp_path: Path) -> None:
 
 def test_ci_llm_config_runs_every_rule_and_both_engines(tmp_path: Path) -> None:
     """CI's small LLM config (.ci/run: make llm LLM_CONFIG=workflow/llm-ci.yaml) is valid and
-    schedules every rule of workflow/rules/llm.smk; its pairs are an n-gram and a model draft
-    (so specsim's loop and transformers' assisted generation both run), every kind of draft
-    is built."""
-    import re
-
+    schedules every rule of the LLM stage (one per declared step); its pairs are an n-gram and
+    a model draft (so specsim's loop and transformers' assisted generation both run), every
+    kind of draft is built."""
     import yaml
     from conftest import ROOT, snakemake
 
@@ -49,7 +47,10 @@ def test_ci_llm_config_runs_every_rule_and_both_engines(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = snakemake(tmp_path, path, "-n", "--cores", "1", "llm").stdout
-    rules = re.findall(r"^rule (\w+):", (ROOT / "workflow/rules/llm.smk").read_text(), re.M)
+    from specsim.pairs.llm.steps import STAGE
+
+    rules = [f"llm_{step.name}{'_' + r.suffix if r.suffix else ''}" for step in STAGE.steps
+             for r in step.rules]
     assert len(rules) >= 12
     missing = [r for r in rules if f"rule {r}:" not in out]
     assert not missing, missing

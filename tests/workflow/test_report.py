@@ -444,7 +444,7 @@ def test_no_machine_path_in_the_report(built: Path, seen: dict[str, Any]) -> Non
     leaks = {(v["rule"], v["params"]) for v in seen["views"].values()
              if any(m in v["params"] for m in machine)}
     if leaks and all(rule.startswith("realtext_") for rule, _ in leaks):
-        pytest.xfail(f"realtext.smk passes sys.executable in params.rt: {sorted(leaks)}; it "
+        pytest.xfail(f"stages.smk passes sys.executable in params.rt: {sorted(leaks)}; it "
                      f"should call `python -m specsim.pairs.realtext` (common.smk's put_on_path "
                      f"puts the venv's python first on PATH) or a `specsim realtext` subcommand")
     assert not leaks

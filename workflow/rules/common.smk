@@ -110,7 +110,7 @@ localrules:
     gate,
 
 
-# Every file the stages beside the grid build (workflow/rules/realtext.smk, llm.smk: each,
+# Every file the stages beside the grid build (workflow/rules/stages.smk: each stage,
 # included when the config enables it, adds its own).
 STAGE_TARGETS = []
 
@@ -182,11 +182,6 @@ def checked_stage_tables(wildcards=None):
     """Tables of the real-text stage whose claims the checks re-test (predicted vs measured
     tokens per call of each n-gram pair), when the config has that stage."""
     return ["results/tables/pair_accept.csv"] if "realtext" in config else []
-
-
-def trace_dir(wildcards, output):
-    """The directory the real-text record step writes <pair>.parquet into (its outputs')."""
-    return os.path.dirname(output.traces[0])
 
 
 def refuse_stale_results():

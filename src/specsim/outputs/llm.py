@@ -1,4 +1,4 @@
-"""The LLM tier's tables and figures (workflow/rules/llm.smk, opt-in), each declared once.
+"""The LLM tier's tables and figures (workflow/rules/stages.smk, opt-in), each declared once.
 
 Its tables live in ``results/llm/`` (most hold wall-clock timings: not deterministic), each
 with a Markdown twin; a table's ``step`` is the tier step writing it (``llm:<step>``, one rule

@@ -1,4 +1,4 @@
-"""The LLM tier's pair and engine-check tables (workflow/rules/llm.smk, steps ``pairs`` and
+"""The LLM tier's pair and engine-check tables (workflow/rules/stages.smk, steps ``pairs`` and
 ``engine``), each declared once; the tier's other tables and its figures are in
 :mod:`specsim.outputs.llm`. Gathered by :mod:`specsim.outputs`.
 

@@ -1,4 +1,4 @@
-"""The real-text stage's tables and figures (workflow/rules/realtext.smk), each declared once.
+"""The real-text stage's tables and figures (workflow/rules/stages.smk), each declared once.
 
 A table's ``step`` is the stage step writing it (``realtext:<step>``, one rule and one
 ``specsim realtext`` sub-command each); the rule lists its outputs from these declarations, and

@@ -384,7 +384,7 @@ def test_advise_refuses_in_one_line_and_writes_nothing(tmp_path: Path, capsys, m
 
 
 def test_the_config_check_refuses_a_profile_its_jobs_would(tmp_path: Path) -> None:
-    """realtext.engine's profile is checked when the workflow is parsed (realtext.smk), by
+    """realtext.engine's profile is checked when the workflow is parsed (the stage's dag), by
     the function its jobs read the profile with."""
     from specsim.acceptance.latency import profile_of
 

@@ -18,7 +18,7 @@ Drafts share the target's tokenizer (:mod:`.drafts`):
 * ``skip-k`` -- a copy that keeps the first k of the 30 decoder layers, then the final norm and
   the lm_head (early exit, no training).
 
-Measured (``make llm``: the Snakemake rules of workflow/rules/llm.smk, one ``specsim llm`` step
+Measured (``make llm``: the Snakemake rules of workflow/rules/stages.smk, one ``specsim llm`` step
 each, opt-in by the config's ``llm:`` section): α per draft (per-position Σ min(p, q) on held-out
 text and the acceptance rate of actual speculative sampling), tokens per target call, T(k)/T(1)
 of a KV-cached target call verifying k = 1..17 positions, the draft cost c, and the wall-clock

@@ -1,5 +1,5 @@
 """The ``llm:`` section of the config (opt-in), and the settings each step of
-workflow/rules/llm.smk reads (its tables and figures: their declarations,
+workflow/rules/stages.smk reads (its tables and figures: their declarations,
 :mod:`specsim.outputs.llm`).
 
 Snakemake imports this module every time it parses the workflow, so it imports nothing beyond

@@ -1,5 +1,5 @@
-"""The LLM tier's steps: one registry entry each (one Snakemake rule of workflow/rules/llm.smk,
-one ``specsim llm STEP``; ``make llm`` runs them), and the functions they run.
+"""The LLM tier's steps: one registry entry each (one ``specsim llm STEP`` and its Snakemake
+rule, built by :mod:`specsim.stage_rules`; ``make llm`` runs them), and the functions they run.
 
 Each function takes the step's settings (:class:`specsim.pairs.llm.settings.Settings`, from the keys
 :data:`specsim.pairs.llm.settings.STEPS` names) and the parsed arguments, and returns the declared
@@ -15,17 +15,24 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from specsim import timing
-from specsim.declare import Arg, Stage, Step
+from specsim.declare import Arg, Rule, Stage, Step
 from specsim.pairs import llm
 
 Tables = dict[str, Any]  # declared table name -> DataFrame
 
-_CORPUS = Arg("corpus", "token corpus .npz (the corpus step)")
-_COSTS = Arg("costs", "costs table .csv (the costs step)")
+_CORPUS = Arg("corpus", "token corpus .npz (the corpus step)", files="results/llm/corpus.npz")
+_COSTS = Arg("costs", "costs table .csv (the costs step)", files="=llm_costs")
+_DEVICE = Arg("device", "device .json", files="results/llm/device.json")
+# How the DAG runs a step: every step times something or loads the 135M model; the timed ones
+# ask for every core so that nothing runs beside them, the others for the torch threads they use.
+_TORCH = Rule(threads="settings", mem_mb=4000, runtime=20)
+_TIMED = Rule(threads="all", mem_mb=4000, runtime=30)
+_PER_PAIR = {"pair": "@pairs"}  # one job per pair: adding a pair runs only its jobs
 _PAIR = ((("--pair",), {"required": True, "help": "the draft (a built draft's name)"}),)
 
 
@@ -226,50 +233,83 @@ def machine(s: Any, args: argparse.Namespace) -> Tables:
     return {}
 
 
+def dag(config: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """The ``llm:`` section checked (drafts among the drafts built), each step's ``--settings``
+    (with the root seed) and the files and numbers its rules name (:mod:`specsim.stage_rules`)."""
+    from specsim.pairs.llm import settings
+
+    s = settings.Settings.from_dict({**config["llm"], "seed": config["seed"]})
+    return settings.step_settings(config["llm"], config["seed"]), {
+        "pairs": list(s.trace_pairs), "threads": s.threads,
+        "traces": [f"results/llm/traces/{p}.parquet" for p in s.trace_pairs],
+        "runs": [f"results/llm/pairs/{p}.csv" for p in s.trace_pairs]}
+
+
 def _step(name: str, helptext: str, *reads: Arg, writes: tuple[Arg, ...] = (),
-          options: Any = ()) -> Step:
+          options: Any = (), rule: Rule = _TORCH) -> Step:
     return Step(name, helptext, f"specsim.pairs.llm.steps:{name}", reads=reads, writes=writes,
-                options=options)
+                options=options, rules=(rule,))
 
 
 STAGE = Stage(
     "llm", "opt-in LLM tier: SmolLM2-135M on this CPU (one step)", llm.__doc__ or "",
     "specsim.pairs.llm.settings:Settings",
     steps=(
+        # loads the model, converting the GGUF file into the cache the first time
+        # ($SPECSIM_LLM_CACHE, default ~/.cache/specsim), so no later step converts it
         _step("corpus", "load (first: convert) the model; the tier-1 corpus in its tokens",
-              writes=(Arg("out", "token corpus .npz"),
-                      Arg("meta", "corpus and model record .json"))),
+              writes=(replace(_CORPUS, flag="out", help="token corpus .npz"),
+                      Arg("meta", "corpus and model record .json",
+                          files="results/llm/corpus.json")),
+              rule=replace(_TORCH, mem_mb=3000, runtime=10)),
         _step("device", "this CPU's peak matmul rate and copy bandwidth; single-matmul timings",
-              writes=(Arg("out", "device .json"),)),
+              writes=(replace(_DEVICE, flag="out"),),
+              rule=replace(_TIMED, mem_mb=3000, runtime=5)),
         _step("alpha", "α and cross-entropy of every draft on held-out text", _CORPUS),
-        _step("costs", "T(k) of KV-cached calls and the draft steps", _CORPUS),
+        _step("costs", "T(k) of KV-cached calls and the draft steps", _CORPUS,
+              rule=replace(_TIMED, runtime=20)),
         _step("intensity", "MACs/byte and the roofline's T(k)/T(1) beside the measured",
-              Arg("device", "device .json"), _COSTS),
+              _DEVICE, _COSTS, rule=Rule(runtime=5)),
         _step("speculative", "plain vs speculative generation per (draft, γ)", _CORPUS, _COSTS,
-              Arg("alpha", "alpha table .csv")),
+              Arg("alpha", "alpha table .csv", files="=llm_alpha"), rule=_TIMED),
         _step("assisted", "specsim's loop beside transformers' assisted generation (same pair)",
-              _CORPUS, _COSTS, writes=(Arg("html", "assisted table .html (for the report)"),)),
+              _CORPUS, _COSTS, writes=(Arg("html", "assisted table .html (for the report)",
+                                           files="results/llm/assisted.html"),),
+              rule=replace(_TIMED, html="llm_assisted")),
         _step("lossless", "exact law vs Monte Carlo of the first two tokens (Alg. 1 simulated, "
-              "transformers' assisted generation); KV-cache check", _CORPUS),
+              "transformers' assisted generation); KV-cache check", _CORPUS,
+              rule=replace(_TORCH, passes=("significance",))),
         _step("audit", "transformers' assisted generation with sampling warpers against the "
-              "exact law of the first two tokens, with the TV detectable at power 0.9", _CORPUS),
+              "exact law of the first two tokens, with the TV detectable at power 0.9", _CORPUS,
+              rule=replace(_TORCH, runtime=30, passes=("significance",))),
         _step("trace", "a trace of one pair (the target and --pair, a built draft)", _CORPUS,
-              writes=(Arg("out", "trace .parquet"),), options=_PAIR),
+              writes=(Arg("out", "trace .parquet", files="results/llm/traces/{pair}.parquet"),),
+              options=_PAIR, rule=replace(_TORCH, wildcards=_PER_PAIR,
+                                          options="--pair {wildcards.pair:q}")),
         _step("pair", "one pair's runs: target calls and seconds per (engine, γ, prompt)",
-              _CORPUS, writes=(Arg("out", "runs .csv"),), options=_PAIR),
+              _CORPUS, writes=(Arg("out", "runs .csv", files="results/llm/pairs/{pair}.csv"),),
+              options=_PAIR, rule=replace(_TIMED, wildcards=_PER_PAIR,
+                                          options="--pair {wildcards.pair:q}",
+                                          more={"md": "results/llm/pairs/{pair}.md"})),
         _step("pairs", "predicted vs measured tokens per call, and the speedup explained",
-              Arg("traces_dir", "directory of <pair>.parquet", directory=True),
-              Arg("runs_dir", "directory of <pair>.csv", directory=True), _COSTS),
+              Arg("traces_dir", "directory of <pair>.parquet", directory=True,
+                  files="@traces"),
+              Arg("runs_dir", "directory of <pair>.csv", directory=True, files="@runs"), _COSTS,
+              rule=Rule(mem_mb=3000)),
         _step("engine", "the batched loop at every batch size: counters at one K and a latency "
               "profile -> the predicted best K' per batch, beside the measured throughput",
-              _CORPUS, writes=(Arg("counts", "acceptance counters .json"),)),
-        _step("figures", "the LLM figures (PDF + PNG) from the tables"),
+              _CORPUS, writes=(Arg("counts", "acceptance counters .json",
+                                   files="results/llm/engine_counts.json"),), rule=_TIMED),
+        _step("figures", "the LLM figures (PDF + PNG) from the tables", rule=Rule()),
+        # the run's record, written last: it waits for every table of the stage
         _step("machine", "the run's record: settings, versions, CPU, model, corpus, device",
-              Arg("corpus_meta", "corpus .json"), Arg("device", "device .json"),
-              writes=(Arg("out", "machine .json"),)),
+              Arg("corpus_meta", "corpus .json", files="results/llm/corpus.json"), _DEVICE,
+              writes=(Arg("out", "machine .json", files="results/llm/machine.json"),),
+              rule=Rule(after=("@stage_tables",), local=True)),
     ),
     preflight="specsim.pairs.llm.steps:preflight",
     options=((("--cache-dir",), {"default": None,
                                  "help": "converted-model cache (default: $SPECSIM_LLM_CACHE "
                                          "or ~/.cache/specsim)"}),),
+    dag="specsim.pairs.llm.steps:dag", category="LLM on this CPU",
 )

@@ -2,7 +2,7 @@
 
 The target is the order-5 interpolated Witten-Bell model of :mod:`specsim.ngram`, the drafts are
 the same family at orders 1-4, all trained on the standard library's own English text. Each
-experiment is a step of ``specsim realtext`` (one Snakemake rule each, workflow/rules/realtext.smk):
+experiment is a step of ``specsim realtext`` (one Snakemake rule each, workflow/rules/stages.smk):
 
 * ``model`` -- held-out perplexity per order and the per-context beta = sum min(p, q) over
   held-out text (:mod:`.experiments`);

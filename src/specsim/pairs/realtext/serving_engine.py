@@ -1,6 +1,6 @@
 """The engine route on the n-gram pairs: counters written as vLLM's, read back, scheduled.
 
-Two steps (two rules of workflow/rules/realtext.smk), exactly the path a user of
+Two steps (two rules of workflow/rules/stages.smk), exactly the path a user of
 ``specsim advise`` takes with their engine:
 
 * ``engine_counters``: each pair's *measured* speculative runs

@@ -1,5 +1,5 @@
-"""The real-text stage's steps: one registry entry each (one Snakemake rule of
-workflow/rules/realtext.smk, one ``specsim realtext STEP``), and the functions they run.
+"""The real-text stage's steps: one registry entry each (one ``specsim realtext STEP`` and
+its Snakemake rule, built by :mod:`specsim.stage_rules`), and the functions they run.
 
 Each function takes the step's settings (:class:`specsim.realtext_settings.Settings`, from the
 config sections :data:`specsim.realtext_settings.STEPS` names) and the parsed arguments, and
@@ -13,19 +13,21 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from specsim import argtypes
-from specsim.declare import Arg, Stage, Step
+from specsim.declare import Arg, Rule, Stage, Step
 from specsim.pairs import realtext
 
 MAX_TEMPERATURE = 100.0  # the schema's bound on realtext.trace.temperatures
 Tables = dict[str, Any]  # declared table name -> DataFrame
 
-_CORPUS = Arg("corpus", "corpus .npz (the corpus step)")
-_MODEL = Arg("model", "model .npz (the model step)")
-_TRACES = Arg("traces", "the pairs' trace files, in the order of model.draft_orders", "+")
+_CORPUS = Arg("corpus", "corpus .npz (the corpus step)", files="results/realtext/corpus.npz")
+_MODEL = Arg("model", "model .npz (the model step)", files="results/realtext/model.npz")
+_TRACES = Arg("traces", "the pairs' trace files, in the order of model.draft_orders", "+",
+              files="@traces")
 
 
 def _temperature(text: str) -> float:
@@ -45,11 +47,17 @@ RECORD = Step(
     "specsim.pairs.realtext.steps:record",
     reads=(_CORPUS, _MODEL),
     writes=(Arg("out_dir", "directory of the traces, <pair>.parquet (results/traces)",
-                directory=True),),
+                directory=True, files="@traces"),),
     options=((("--temperature",), {
         "type": _temperature, "default": 1.0,
         "help": "sampling temperature of both models and of the text (default 1: "
-                "<pair>.parquet; another: <pair>_T<temperature>.parquet)"}),))
+                "<pair>.parquet; another: <pair>_T<temperature>.parquet)"}),),
+    # resumable: a killed job leaves finished blocks of documents in <trace>.parts/; the
+    # tempered rule records the pairs at one other temperature of trace.temperatures each
+    rules=(Rule(priority=1, mem_mb="@record_mb", passes=("seed",)),
+           Rule("tempered", priority=1, mem_mb="@record_mb", passes=("seed",),
+                wildcards={"temperature": "@temperatures"}, files={"out_dir": "@tempered"},
+                options="--temperature {wildcards.temperature}")))
 
 
 def corpus(s: Any, args: argparse.Namespace) -> Tables:
@@ -185,48 +193,89 @@ def figures(s: Any, args: argparse.Namespace) -> Tables:
     return {}  # the step's declared figures are drawn from the tables by the command
 
 
+def dag(config: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """The stage's section checked (with the engine route's latency profile: a file or the
+    roofline, covering its batch sizes and draft lengths), each step's ``--settings`` and the
+    files and numbers its rules name (:mod:`specsim.stage_rules`)."""
+    from specsim import realtext_settings as rs
+    from specsim.acceptance.latency import profile_of
+
+    section = config["realtext"]
+    s = rs.Settings.from_dict(section)
+    try:
+        profile_of(s.engine_latency, s.engine_roofline, s.engine_batch, s.engine_max_gamma)
+    except ValueError as err:
+        raise ValueError(f"engine: {err}") from None
+    pairs = rs.trace_pairs(section)
+    temperatures = [repr(t) for t in map(float, rs.trace_temperatures(section)) if t != 1.0]
+    return rs.step_settings(section), {
+        "traces": [rs.TRACE_PATH.format(pair=p) for p in pairs],
+        "tempered": [rs.TEMPERED_TRACE_PATH.format(pair=p, temperature="{temperature}")
+                     for p in pairs],
+        "temperatures": temperatures,
+        "tempered_traces": [rs.tempered_trace_path(p, t) for t in rs.trace_temperatures(section)
+                            for p in pairs],
+        "counters": [rs.ENGINE_COUNTERS.format(pair=p) for p in pairs],
+        "latency": [s.engine_latency] if s.engine_latency else [],
+        "record_mb": rs.record_memory_mb(section)}
+
+
+_STEP = "specsim.pairs.realtext.steps:"
 STAGE = Stage(
     "realtext", "real-text stage: character n-grams on real English", realtext.__doc__ or "",
     "specsim.realtext_settings:Settings",
     steps=(
-        Step("corpus", "extract the corpus from this interpreter's stdlib",
-             "specsim.pairs.realtext.steps:corpus",
-             writes=(Arg("out", "corpus .npz"),
-                     Arg("meta", "corpus .json (sha256, sizes, sources)"))),
-        Step("model", "train the model; perplexity and beta tables",
-             "specsim.pairs.realtext.steps:model", reads=(_CORPUS,),
-             writes=(Arg("out", "model .npz (counts of every order)"),)),
-        Step("speculative", "speculative sampling over held-out prompts",
-             "specsim.pairs.realtext.steps:speculative",
-             reads=(_CORPUS, _MODEL, Arg("models_table", "realtext_models.csv"))),
+        Step("corpus", "extract the corpus from this interpreter's stdlib", _STEP + "corpus",
+             writes=(replace(_CORPUS, flag="out", help="corpus .npz"),
+                     Arg("meta", "corpus .json (sha256, sizes, sources)",
+                         files="results/realtext/corpus.json")),
+             rules=(Rule(priority=1, mem_mb=1500, runtime=5),)),
+        Step("model", "train the model; perplexity and beta tables", _STEP + "model",
+             reads=(_CORPUS,),
+             writes=(replace(_MODEL, flag="out", help="model .npz (counts of every order)"),),
+             rules=(Rule(priority=1, mem_mb=1500, runtime=5),)),
+        Step("speculative", "speculative sampling over held-out prompts", _STEP + "speculative",
+             reads=(_CORPUS, _MODEL, Arg("models_table", "realtext_models.csv",
+                                         files="=realtext_models")),
+             rules=(Rule(priority=1, mem_mb=1500, passes=("seed",)),)),
         Step("lossless", "the exact law of two characters against Monte Carlo counts",
-             "specsim.pairs.realtext.steps:lossless", reads=(_CORPUS, _MODEL)),
-        Step("costs", "wall-clock costs and speedups (not deterministic)",
-             "specsim.pairs.realtext.steps:costs",
+             _STEP + "lossless", reads=(_CORPUS, _MODEL),
+             rules=(Rule(priority=1, mem_mb=2000, passes=("seed", "significance")),)),
+        Step("costs", "wall-clock costs and speedups (not deterministic)", _STEP + "costs",
              reads=(_CORPUS, _MODEL, Arg("speculative_table", "realtext_speculative.csv "
-                                                              "(tokens per round and α)"))),
+                                         "(tokens per round and α)",
+                                         files="=realtext_speculative")),
+             # timings: every core, so that nothing runs beside them; their table lives in
+             # results/realtext/, outside results/tables/ (byte-identical across runs)
+             rules=(Rule(threads="all", env="OMP_NUM_THREADS=1", priority=1, mem_mb=1500,
+                         passes=("seed",)),)),
         RECORD,
         Step("pair_accept", "predicted (trace) vs measured tokens per call",
-             "specsim.pairs.realtext.steps:pair_accept", reads=(_MODEL, _TRACES)),
+             _STEP + "pair_accept", reads=(_MODEL, _TRACES),
+             rules=(Rule(priority=1, mem_mb=1500, passes=("seed",)),)),
         Step("pair_optimal", "optimal γ and break-even c from the traces over the c grid",
-             "specsim.pairs.realtext.steps:pair_optimal", reads=(_TRACES,)),
+             _STEP + "pair_optimal", reads=(_TRACES,)),
         Step("pair_costs", "the pairs' speedups at the measured c and T(γ+1)/T(1)",
-             "specsim.pairs.realtext.steps:pair_costs",
-             reads=(_TRACES, Arg("costs", "the measured costs table (realtext costs step)"))),
+             _STEP + "pair_costs",
+             reads=(_TRACES, Arg("costs", "the measured costs table (realtext costs step)",
+                                 files="=realtext_costs"))),
         Step("engine_counters", "the pairs' measured runs' acceptance counters in vLLM's "
-                                "Prometheus format", "specsim.pairs.realtext.steps:engine_counters",
-             reads=(_MODEL, _TRACES),
-             writes=(Arg("out", "one .prom file per pair, in order", "+"),)),
+             "Prometheus format", _STEP + "engine_counters", reads=(_MODEL, _TRACES),
+             writes=(Arg("out", "one .prom file per pair, in order", "+", files="@counters"),),
+             rules=(Rule(passes=("seed",)),)),
         Step("engine", "the counters + a latency profile -> the schedule, snippets, figure; "
-                       "the counters' shortcut on the traces",
-             "specsim.pairs.realtext.steps:engine",
-             reads=(Arg("counters", "the pairs' .prom files", "+"), _TRACES,
+             "the counters' shortcut on the traces", _STEP + "engine",
+             reads=(Arg("counters", "the pairs' .prom files", "+", files="@counters"), _TRACES,
                     Arg("more_traces", "the pairs' traces at other temperatures "
-                                       "(<pair>_T<t>.parquet): the shortcut table only", "*")),
-             writes=(Arg("config_md", "the engines' snippets (.md)"),)),
-        Step("figures", "realtext figures (PDF + PNG) from the tables",
-             "specsim.pairs.realtext.steps:figures"),
+                                       "(<pair>_T<t>.parquet): the shortcut table only", "*",
+                        files="@tempered_traces")),
+             writes=(Arg("config_md", "the engines' snippets (.md)",
+                         files="results/engine/engine_config.md"),),
+             rules=(Rule(passes=("seed",), after=("@latency",), category="Your engine"),)),
+        Step("figures", "realtext figures (PDF + PNG) from the tables", _STEP + "figures",
+             rules=(Rule(priority=1),)),
     ),
     options=((("--seed",), {"type": argtypes.seed, "default": 20221117,
                             "help": "the root seed"}),),
+    dag=_STEP + "dag", category="Real text",
 )
