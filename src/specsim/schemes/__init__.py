@@ -279,7 +279,7 @@ class Scheme:
         return self.verifier.start(context, gamma, size, self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # held arrays: compared by identity
 class SchemeOnTables:
     """A scheme on one (P, Q) with a token-wise rule's tables on them (None for a whole-draft
     rule), built once by :meth:`Scheme.on`: its law, rounds and refusal read these tables."""
