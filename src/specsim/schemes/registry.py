@@ -91,7 +91,8 @@ _SCHEDULE: Schedule = _HeuristicSchedule()
 
 @dataclass(frozen=True)
 class PolicySpec:
-    """A draft-length policy: how many tokens each round drafts, and how it plays."""
+    """A draft-length policy: how many tokens each round drafts, and how it plays; ``legend``
+    its short label at a start γ with its knobs (default ``<name> γ=<γ>``, :meth:`label`)."""
 
     name: str
     meaning: str
@@ -99,6 +100,20 @@ class PolicySpec:
     knobs: tuple[KnobSpec, ...] = ()
     source: str = ""
     study_c: str | None = None  # a knob that takes the study's c values unless knobs list it
+    legend: Callable[[int, Knobs], str] | None = None
+
+    def label(self, gamma: int, knobs: Knobs) -> str:
+        """A legend label: ``fixed γ=20``, ``confidence 0.4, γ≤20``, ``heuristic from γ=5``
+        (its cap when not the default), ``optimal, γ≤8``."""
+        return f"{self.name} γ={gamma}" if self.legend is None else self.legend(gamma, knobs)
+
+
+_CAP = KnobSpec("cap", "largest draft length the schedule reaches", 1, 256, 64, integer=True)
+
+
+def _heuristic_legend(gamma: int, knobs: Knobs) -> str:
+    cap = int(knobs["cap"])
+    return f"heuristic from γ={gamma}" + ("" if cap == int(_CAP.default) else f", cap {cap}")
 
 
 POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
@@ -110,14 +125,14 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
                                                           stop=confidence.stop),
         (KnobSpec("threshold", "stop when q(x) of the drafted x falls below it", 0.0, 1.0, 0.4,
                   neutral=0.0),),
-        "Hugging Face transformers, assistant_confidence_threshold (ConfidenceCriteria)"),
+        "Hugging Face transformers, assistant_confidence_threshold (ConfidenceCriteria)",
+        legend=lambda gamma, knobs: f"confidence {knobs['threshold']:g}, γ≤{gamma}"),
     "heuristic": PolicySpec(
         "heuristic", "start at gamma; +2 after a round accepting every draft, -1 otherwise, "
         "never below 1 nor above cap", DraftLength(heuristic, start=_heuristic_start,
                                                     schedule=_SCHEDULE),
-        (KnobSpec("cap", "largest draft length the schedule reaches", 1, 256, 64,
-                  integer=True),),
-        "Hugging Face transformers, num_assistant_tokens_schedule='heuristic'"),
+        (_CAP,), "Hugging Face transformers, num_assistant_tokens_schedule='heuristic'",
+        legend=_heuristic_legend),
     "optimal": PolicySpec(
         "optimal", "the exact optimal stopping rule of drafting for draft cost c (at most "
         "gamma drafts): draft on while the probability that every draft so far is accepted "
@@ -126,7 +141,7 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
         (KnobSpec("c", "the draft cost the policy is optimal for (default: each c of the "
                   "study)", 0.0, 10.0, 0.05, low_open=True),),
         "SpecDec++ (arXiv 2405.19715): draft length as an MDP, solved exactly on tables",
-        study_c="c"),
+        study_c="c", legend=lambda gamma, knobs: f"optimal, γ≤{gamma}"),  # one row per c
 })
 
 

@@ -1,12 +1,13 @@
-"""A token-wise rule's accept table on rows of any shape (``accepts``, what a trace's
-per-position rows use) is its tables' accept table, bit for bit, where both run."""
+"""Capabilities callers read instead of a name: a token-wise rule's accept table on rows of
+any shape (``accepts``, what a trace's per-position rows use) is its tables' accept table, bit
+for bit, where both run; a policy's legend label is its own."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from specsim.schemes import SCHEME_RULES, Scheme
+from specsim.schemes import POLICIES, SCHEME_RULES, Scheme
 from specsim.verify import acceptance_probability
 
 
@@ -33,3 +34,14 @@ def test_correct_accepts_rows_its_square_tables_refuse() -> None:
     assert accepts is not None
     assert accepts.tobytes() == acceptance_probability(p, q).tobytes()
     assert Scheme.build("block").accepts(p, q) is None
+
+
+@pytest.mark.parametrize("policy,knobs,gamma,want", [
+    ("fixed", {}, 20, "fixed γ=20"),
+    ("confidence", {"threshold": 0.4}, 20, "confidence 0.4, γ≤20"),
+    ("heuristic", {}, 5, "heuristic from γ=5"),
+    ("heuristic", {"cap": 8}, 5, "heuristic from γ=5, cap 8"),
+    ("optimal", {"c": 0.05}, 8, "optimal, γ≤8")])
+def test_each_policy_labels_itself(policy: str, knobs: dict, gamma: int, want: str) -> None:
+    scheme = Scheme.build("correct", {}, policy, knobs)
+    assert POLICIES[policy].label(gamma, dict(scheme.policy_knobs)) == want
