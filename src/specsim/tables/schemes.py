@@ -326,7 +326,8 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     if not cfg["models"]:
         return pd.DataFrame(columns=COST_COLUMNS)
     df = _points(grid, points)
-    df = df[(df["policy"] == "fixed") & df["alpha"].isna() & (df["temperature"] == 1.0)]
+    fixed = np.asarray([POLICIES[p].plays.fixed for p in df["policy"]], dtype=bool)
+    df = df[fixed & df["alpha"].isna() & (df["temperature"] == 1.0)]
     df = df.loc[np.asarray([_width(r) > 1 and pd.notna(r["tokens_stationary"])
                             for _, r in df.iterrows()], dtype=bool)]
     shaped = np.asarray([_is_shape(r) for _, r in df.iterrows()], dtype=bool)
