@@ -229,7 +229,7 @@ class Family(ABC):
     def check_scheme(self, scheme: Any, spec: ModelSpec, gamma: int, key: str) -> None:
         """Refuse (ConfigError naming ``key.policy``) a draft-length policy this model cannot
         run: a model without a stationary long run plays one round, so fixed γ only."""
-        if scheme.policy != "fixed" and not self.stationary_schemes:
+        if not scheme.drafting.fixed and not self.stationary_schemes:
             raise ConfigError(f"{key}.policy: {scheme.policy!r} runs on table models only; "
                               f"{spec.name!r} is a {spec.family!r} model (one frozen round)")
 

@@ -381,8 +381,7 @@ class TraceFamily(Family):
         assert point.scheme is not None
         n, w = trace_size(point.spec)
         chains, rounds = int(budget["chains"]), int(budget["rounds"])
-        cap = int(dict(point.scheme.policy_knobs).get("cap", 0))  # as schedule_laws reads it
-        lengths = range(1, cap + 1) if cap else (point.gamma,)
+        lengths = point.scheme.draft_lengths(point.gamma)  # as schedule_laws reads them
         laws = Footprint(3.0 * n * (w + 1) + sum(n * (g + 3.0) for g in lengths),
                          20.0 * n * (w + 1) * len(lengths), chains * rounds,
                          what=f"per-start laws ({n} positions)")
@@ -394,6 +393,6 @@ class TraceFamily(Family):
             laws = laws.then(Footprint(
                 rows + point.scheme.window_cells(chunk, w + 1, point.gamma),
                 seconds * FLOPS_PER_CORE_SECOND, what=f"window laws ({n} starts)"))
-        elif point.scheme.policy == "optimal":
+        elif point.scheme.optimal_cost is not None:
             laws = laws.then(trace_optimal.footprint(n, w + 1, point.gamma))
         return self.model_footprint(point).plus(laws)

@@ -75,8 +75,7 @@ SCHEME_EXACT = PointSchema("scheme_exact", pa.schema([
 def width(point: Point) -> int:
     """Columns of the tokens-per-round histogram: 0 .. the most tokens a round can emit."""
     assert point.scheme is not None
-    cap = dict(point.scheme.policy_knobs).get("cap")
-    return (int(cap) if cap is not None else point.gamma) + 2
+    return max(point.scheme.draft_lengths(point.gamma)) + 2
 
 
 def _lossless_point(point: Point, budget: Mapping[str, Any]) -> Point:
@@ -107,11 +106,12 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     w = width(point)
     seed = point.seed(root_seed)
     first = scheme.start(start, check.gamma, p.shape[0])
+    on = scheme.on(p, q)  # the rule's tables, once for every round below
 
     def play(state: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray, IntArray]:
         # the frozen i.i.d. pairs play every round from the start
         from_state = state if stationary else np.full_like(state, first)
-        res = scheme.play(p, q, from_state, point.gamma, rng)
+        res = on.play(from_state, point.gamma, rng)
         return res.n_emitted, res.next_state, res.drafted
 
     def starts(n: int) -> IntArray:
@@ -125,11 +125,11 @@ def _simulate(point: Point, budget: Mapping[str, Any], root_seed: int) -> dict[s
     vocab = point.spec.vocab
     counts = np.zeros(vocab * vocab, dtype=np.int64)
     for n, rng in chunks(trials, seed):  # the seed's next children, after the chains'
-        one = scheme.play(p, q, starts(n), check.gamma, rng)
+        one = on.play(starts(n), check.gamma, rng)
         a, b2 = one.tokens[:, 0].copy(), one.tokens[:, 1].copy()
         short = one.n_emitted < 2
         if short.any():
-            again = scheme.play(p, q, one.next_state[short], check.gamma, rng)
+            again = on.play(one.next_state[short], check.gamma, rng)
             b2[short] = again.tokens[:, 0]
         counts += np.bincount(token_of[a] * vocab + token_of[b2], minlength=counts.size)
     return run_record(point, seed, chains=chains, rounds=rounds, burn_in=burn_in,

@@ -30,18 +30,23 @@ from typing import Any
 import numpy as np
 
 from specsim.exact import RoundLaw
-from specsim.schemes.base import Tables, VerificationScheme, WindowLaw
+from specsim.schemes.base import DraftLength, Tables, VerificationScheme, WindowLaw
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 from specsim.schemes.registry import POLICIES, SCHEME_RULES, SCHEMES, PolicySpec
 from specsim.verify import RULES, KnobSpec, rule_spec
 
-__all__ = ["POLICIES", "SCHEMES", "SCHEME_RULES", "PolicySpec", "Scheme", "VerificationScheme",
-           "schemes_of_study"]
+__all__ = ["POLICIES", "SCHEMES", "SCHEME_RULES", "PolicySpec", "Scheme", "SchemeOnTables",
+           "VerificationScheme", "schemes_of_study"]
 
 
 def _tokenwise(rule: str) -> bool:
     scheme = rule_spec(rule).scheme if rule in RULES else None
     return scheme is not None and SCHEMES[scheme].tokenwise
+
+
+def _fixed(policy: str) -> bool:
+    """Whether ``policy`` drafts γ every round (:attr:`DraftLength.fixed`)."""
+    return policy in POLICIES and POLICIES[policy].plays.fixed
 
 
 def _checked(specs: tuple[KnobSpec, ...], given: Mapping[str, Any], owner: str,
@@ -75,7 +80,7 @@ class Scheme:
         if policy not in POLICIES:
             raise ValueError(f"{where}.policy: {policy!r} is not a policy; choose one of "
                              f"{list(POLICIES)}")
-        if policy != "fixed" and not _tokenwise(rule):
+        if not _fixed(policy) and not _tokenwise(rule):
             raise ValueError(f"{where}.policy: {policy!r} needs a token-wise rule "
                              f"({list(filter(_tokenwise, SCHEME_RULES))}); {rule!r} verifies "
                              f"whole drafts of fixed length")
@@ -123,7 +128,7 @@ class Scheme:
         if cap is not None and gamma > cap:
             raise ValueError(f"{where}: gamma={gamma} exceeds the heuristic policy's cap="
                              f"{int(cap)}; raise knobs.cap or lower gamma")
-        if size is not None and self.policy != "fixed":
+        if size is not None and not self.drafting.fixed:
             try:
                 self.footprint(size, size, gamma, 1)
             except ValueError as err:
@@ -163,8 +168,20 @@ class Scheme:
         verifying whole drafts at a fixed γ."""
         return self.verifier.tokenwise
 
+    @property
+    def drafting(self) -> DraftLength:
+        """How the policy plays (:class:`~specsim.schemes.base.DraftLength`)."""
+        return POLICIES[self.policy].plays
+
+    def on(self, P: FloatArray, Q: FloatArray) -> SchemeOnTables:
+        """The scheme on one (P, Q), a token-wise rule's tables built now, once, for every
+        :meth:`~SchemeOnTables.law`, :meth:`~SchemeOnTables.play` and
+        :meth:`~SchemeOnTables.refusal` on them (P and Q must not change meanwhile)."""
+        return SchemeOnTables(self, P, Q, self.tables(P, Q))
+
     def law(self, P: FloatArray, Q: FloatArray, gamma: int) -> RoundLaw:
-        """Exact law of one round from every scheme state."""
+        """Exact law of one round from every scheme state (:meth:`on` for several calls on
+        the same tables)."""
         return self.verifier.law(P, Q, gamma, self)
 
     def play(self, P: FloatArray, Q: FloatArray, state: IntArray, gamma: int,
@@ -192,6 +209,31 @@ class Scheme:
         """A token-wise rule's (accept, reject) tables on (P, Q); None for a whole-draft
         rule."""
         return self.verifier.tables(P, Q, dict(self.rule_knobs))
+
+    # ------------------------------------------------------------------ other models' rows
+    def accepts(self, p: FloatArray, q: FloatArray) -> FloatArray | None:
+        """A token-wise rule's accept table on rows p, q (..., V) of any shape; None for a
+        whole-draft rule."""
+        return self.verifier.accepts(p, q, dict(self.rule_knobs))
+
+    def stop_table(self, q: FloatArray) -> FloatArray | None:
+        """The policy's stop after drafting x from the row q (..., V), where its stop reads
+        the drafted token alone (``confidence``); None: no such stop."""
+        return self.drafting.stop_table(q, dict(self.policy_knobs))
+
+    def draft_lengths(self, gamma: int) -> tuple[int, ...]:
+        """The draft lengths the policy can be at from a start at γ (1..cap for
+        ``heuristic``, (γ,) otherwise)."""
+        return self.drafting.lengths(gamma, dict(self.policy_knobs))
+
+    def next_length(self, g: IntArray, all_accepted: IntArray) -> IntArray:
+        """The draft length after a round at ``g`` that did (not) accept every draft."""
+        return self.drafting.next_length(g, all_accepted, dict(self.policy_knobs))
+
+    @property
+    def optimal_cost(self) -> float | None:
+        """The draft cost c the policy's stop on π is optimal for (``optimal``), or None."""
+        return self.drafting.optimal_cost(dict(self.policy_knobs))
 
     @property
     def has_window_law(self) -> bool:
@@ -237,6 +279,31 @@ class Scheme:
         return self.verifier.start(context, gamma, size, self)
 
 
+@dataclass(frozen=True, eq=False)  # held arrays: compared by identity
+class SchemeOnTables:
+    """A scheme on one (P, Q) with a token-wise rule's tables on them (None for a whole-draft
+    rule), built once by :meth:`Scheme.on`: its law, rounds and refusal read these tables."""
+
+    scheme: Scheme
+    P: FloatArray
+    Q: FloatArray
+    tables: Tables | None
+
+    def law(self, gamma: int) -> RoundLaw:
+        """:meth:`Scheme.law` on these tables."""
+        return self.scheme.verifier.law(self.P, self.Q, gamma, self.scheme, tables=self.tables)
+
+    def play(self, state: IntArray, gamma: int, rng: np.random.Generator) -> RoundSample:
+        """:meth:`Scheme.play` on these tables."""
+        return self.scheme.verifier.play(self.P, self.Q, state, gamma, self.scheme, rng,
+                                         tables=self.tables)
+
+    def refusal(self, gamma: int) -> str | None:
+        """:meth:`Scheme.refusal` on these tables."""
+        return self.scheme.verifier.refusal(self.P, self.Q, gamma, self.scheme,
+                                            tables=self.tables)
+
+
 def _combos(specs: tuple[KnobSpec, ...], values: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{}]
     for k in specs:
@@ -263,7 +330,7 @@ def schemes_of_study(rules: list[str], policies: list[str], knobs: Mapping[str, 
     out: list[Scheme] = []
     for rule in rules:
         for policy in policies:
-            if policy != "fixed" and not _tokenwise(rule):
+            if not _fixed(policy) and not _tokenwise(rule):
                 continue  # block / multi_draft verify whole drafts of fixed length
             for rk in _combos(rule_spec(rule).knobs if rule in RULES else (), knobs):
                 spec = POLICIES.get(policy)

@@ -38,7 +38,17 @@ attributes or methods with a default, never probed: :attr:`VerificationScheme.wi
 ``tables`` (a token-wise rule's, None otherwise), ``limit`` (a vocabulary limit), ``refusal``
 and ``refuses`` (why the tables stop law and play before they run: a policy's declared
 :attr:`DraftLength.refusal`), ``start`` (the first round's scheme state: a policy's declared
-:attr:`DraftLength.start`) and ``first_two_gamma`` (:attr:`DraftLength.local`).
+:attr:`DraftLength.start`), ``first_two_gamma`` (:attr:`DraftLength.local`) and ``accepts``
+(a token-wise rule's accept table on rows of any shape, e.g. a trace's per-position rows).
+What a policy does on a trace's positional model is declared too, never read off its name:
+:meth:`DraftLength.stop_table` (a stop that reads the drafted token alone), its
+:class:`Schedule` (a policy whose state carries its draft length) and
+:meth:`DraftLength.optimal_cost` (a stop on the round's acceptance product, optimal for a draft
+cost: a DP on the model at hand finds it).
+
+A caller that plays many rounds on one (P, Q) builds a token-wise rule's tables once and passes
+them (``tables=``; :meth:`specsim.schemes.Scheme.on` holds P, Q and their tables together);
+nothing keeps tables between calls.
 
 ``window.window_law(p, q, gamma, knobs, at) -> (FloatArray, FloatArray)``
     the law of the tokens one round emits from each of n starts of *position-indexed* rows:
@@ -76,10 +86,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw
-from specsim.schemes.law import FloatArray, LawSize, RoundSample
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
 
-__all__ = ["DraftLength", "DraftModule", "Knobs", "Setting", "Tables", "VerificationScheme",
-           "WindowLaw"]
+__all__ = ["DraftLength", "DraftModule", "Knobs", "Schedule", "Setting", "Tables",
+           "VerificationScheme", "WindowLaw"]
 
 Knobs = Mapping[str, Any]
 Tables = tuple[FloatArray, FloatArray]  # a token-wise rule's (accept[c, x], reject[c, :])
@@ -130,22 +140,69 @@ class PolicyModule(Protocol):
                   chains: int) -> LawSize: ...
 
 
+class Schedule(Protocol):
+    """A policy whose state carries its draft length: the lengths it can be at, and the next
+    one after a round that did (not) accept every draft."""
+
+    def lengths(self, gamma: int, knobs: Knobs, /) -> tuple[int, ...]: ...
+    def next_length(self, g: ArrayLike, all_accepted: ArrayLike, knobs: Knobs, /
+                    ) -> IntArray: ...
+
+
 class DraftLength:
     """A draft-length policy as played: its module's three methods on a token-wise rule's
     tables, and its optional capabilities, declared: ``refusal`` (why law and play would stop
     on these tables, before they run), ``start`` (the scheme state of a generation's first
     round from a context, when it is not the context), ``local`` (a draft's stop reads its own
     position alone, so drafts past the second change neither of a generation's first two
-    tokens)."""
+    tokens); and what a model other than tables (a trace's positional model) needs to play
+    it: ``stop`` (the table of stopping after drafting x from the draft's row q(x), when the
+    stop reads the drafted token alone), ``schedule`` (a policy whose state carries its draft
+    length, :class:`Schedule`), ``cost`` (the draft cost c of valid knobs, for a policy whose
+    stop reads the product π of the accept probabilities of the round's drafts so far and is
+    the optimal stop for that cost). Without any of the three it drafts γ every round."""
 
     def __init__(self, module: PolicyModule, *, local: bool = False,
                  refusal: Callable[[ArrayLike, ArrayLike, ArrayLike, ArrayLike, int,
                                     Knobs | None], str | None] | None = None,
-                 start: Callable[[int, int, int], int] | None = None) -> None:
+                 start: Callable[[int, int, int], int] | None = None,
+                 stop: Callable[[ArrayLike, Knobs], FloatArray] | None = None,
+                 schedule: Schedule | None = None,
+                 cost: Callable[[Knobs], float] | None = None) -> None:
         self.module = module
         self.local = local
         self.refusal = refusal
         self.start = start
+        self.stop = stop
+        self.schedule = schedule
+        self.cost = cost
+
+    @property
+    def fixed(self) -> bool:
+        """Whether it drafts γ every round (no stop, no schedule): the one policy a rule
+        verifying whole drafts, or a model playing one frozen round, runs under."""
+        return self.stop is None and self.schedule is None and self.cost is None
+
+    def stop_table(self, q: ArrayLike, knobs: Knobs) -> FloatArray | None:
+        """stop[..., x]: the probability drafting stops right after x was drafted from the row
+        q (..., V), for a stop that reads the drafted token alone; None without one."""
+        return None if self.stop is None else self.stop(q, knobs)
+
+    def lengths(self, gamma: int, knobs: Knobs) -> tuple[int, ...]:
+        """The draft lengths the policy can be at when a generation starts at γ: (γ,) unless
+        its state carries its draft length."""
+        return (gamma,) if self.schedule is None else self.schedule.lengths(gamma, knobs)
+
+    def next_length(self, g: ArrayLike, all_accepted: ArrayLike, knobs: Knobs) -> IntArray:
+        """The draft length after a round at ``g`` that did (not) accept every draft."""
+        if self.schedule is None:
+            return np.asarray(g, dtype=np.intp)
+        return self.schedule.next_length(g, all_accepted, knobs)
+
+    def optimal_cost(self, knobs: Knobs) -> float | None:
+        """The draft cost c whose expected cost its stop minimises on π (a DP on the model at
+        hand finds the thresholds), or None for a stop that reads the drafted token alone."""
+        return None if self.cost is None else self.cost(knobs)
 
 
 class VerificationScheme(ABC):
@@ -161,13 +218,16 @@ class VerificationScheme(ABC):
         self.numbers = numbers
 
     @abstractmethod
-    def law(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting) -> RoundLaw:
-        """The exact law of one round from every scheme state."""
+    def law(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting, *,
+            tables: Tables | None = None) -> RoundLaw:
+        """The exact law of one round from every scheme state (``tables``: a token-wise
+        rule's :meth:`tables` on (P, Q), where the caller holds them)."""
 
     @abstractmethod
     def play(self, P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, setting: Setting,
-             rng: np.random.Generator) -> RoundSample:
-        """One round for every chain, from scheme states ``state`` (n,)."""
+             rng: np.random.Generator, *, tables: Tables | None = None) -> RoundSample:
+        """One round for every chain, from scheme states ``state`` (n,) (``tables`` as
+        :meth:`law`'s)."""
 
     @abstractmethod
     def footprint(self, size: int, support: int, gamma: int, setting: Setting,
@@ -175,14 +235,21 @@ class VerificationScheme(ABC):
         """What :meth:`law` and one :meth:`play` of ``chains`` chains cost."""
 
     def tables(self, P: ArrayLike, Q: ArrayLike, knobs: Knobs) -> Tables | None:
-        """A token-wise rule's (accept, reject) tables; None for a whole-draft rule."""
+        """A token-wise rule's (accept, reject) tables, built on each call; None for a
+        whole-draft rule."""
+        return None
+
+    def accepts(self, p: ArrayLike, q: ArrayLike, knobs: Knobs) -> FloatArray | None:
+        """A token-wise rule's accept table on rows p, q (..., V) of any shape (a trace's
+        per-position rows, not a square table): accept[..., x]; None for a whole-draft rule."""
         return None
 
     def limit(self, vocab: int, knobs: Knobs) -> str | None:
         """Why the rule cannot run exactly on ``vocab`` tokens with these knobs, or None."""
         return None
 
-    def refusal(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting) -> str | None:
+    def refusal(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting, *,
+                tables: Tables | None = None) -> str | None:
         """Why :meth:`law` and :meth:`play` would stop on these tables, or None."""
         return None
 

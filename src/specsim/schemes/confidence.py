@@ -28,7 +28,7 @@ from specsim.schemes import tokenwise
 from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
 
-__all__ = ["KNOBS", "check", "footprint", "law", "play", "stop_table"]
+__all__ = ["KNOBS", "check", "footprint", "law", "play", "stop", "stop_table"]
 
 KNOBS: Knobs = {"threshold": None}  # required, no default
 
@@ -49,18 +49,23 @@ def stop_table(Q: ArrayLike, threshold: float) -> FloatArray:
     return (np.asarray(Q, dtype=np.float64) < threshold).astype(np.float64)
 
 
+def stop(Q: ArrayLike, knobs: Knobs | None) -> FloatArray:
+    """The stop table (:func:`stop_table`) at the threshold of valid ``knobs``, on rows Q
+    (..., V) of any shape."""
+    return stop_table(Q, check(knobs))
+
+
 def law(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, gamma: int,
         knobs: Knobs | None) -> RoundLaw:
     """Exact law of one round of the token-wise rule (accept, reject) whose drafting stops at
     the first draft with q(x) < threshold, or after γ drafts."""
-    return tokenwise.law(P, Q, accept, reject, gamma, stop_table(Q, check(knobs)))
+    return tokenwise.law(P, Q, accept, reject, gamma, stop(Q, knobs))
 
 
 def play(P: ArrayLike, Q: ArrayLike, accept: ArrayLike, reject: ArrayLike, state: ArrayLike,
          gamma: int, knobs: Knobs | None, rng: np.random.Generator) -> RoundSample:
     """One such round for n chains from contexts ``state`` (n,) (:func:`tokenwise.play`)."""
-    return tokenwise.play(P, Q, accept, reject, state, gamma, rng,
-                          stop_table(Q, check(knobs)))
+    return tokenwise.play(P, Q, accept, reject, state, gamma, rng, stop(Q, knobs))
 
 
 def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,

@@ -74,7 +74,8 @@ from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, LawSize, RoundSample
 
 __all__ = ["BOUND_BREAKPOINTS", "KNOBS", "MAX_PATHS", "Multichain", "Solution", "bound",
-           "check", "footprint", "law", "path_bound", "play", "solve", "table_refusal"]
+           "check", "draft_cost", "footprint", "law", "path_bound", "play", "solve",
+           "table_refusal"]
 
 KNOBS: Knobs = {"c": None}  # required: the draft cost it is optimal for
 
@@ -89,14 +90,21 @@ def path_bound(size: int, gamma: int) -> float:
     return float(sum(float(size) ** (d + 1) for d in range(gamma + 1)))
 
 
-def check(knobs: Knobs | None, gamma: int, size: int) -> float:
-    """The draft cost c of valid ``knobs`` ({"c": c}, 0 < c <= 10) for a cap γ on S =
-    ``size`` contexts (dense rows), or a one-line ValueError (also when the exact solution may
-    be too large)."""
+def draft_cost(knobs: Knobs | None) -> float:
+    """The draft cost c of valid ``knobs`` ({"c": c}, 0 < c <= 10), or a one-line
+    ValueError: what the policy is optimal for, on tables or on any other model."""
     c = tokenwise.check_knobs("optimal", knobs, KNOBS)["c"]
     if isinstance(c, bool) or not isinstance(c, (int, float)) or not (
             math.isfinite(c) and 0 < c <= 10):
         raise ValueError(f"optimal knob 'c' must be a number in (0, 10], got c={c!r}")
+    return float(c)
+
+
+def check(knobs: Knobs | None, gamma: int, size: int) -> float:
+    """The draft cost c of valid ``knobs`` ({"c": c}, 0 < c <= 10) for a cap γ on S =
+    ``size`` contexts (dense rows), or a one-line ValueError (also when the exact solution may
+    be too large)."""
+    c = draft_cost(knobs)
     bound = path_bound(size, check_gamma(gamma))
     if bound > MAX_PATHS:
         raise ValueError(f"gamma={gamma}: the optimal policy's exact solution may meet "

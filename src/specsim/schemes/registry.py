@@ -9,11 +9,10 @@ records it; callers never branch on a scheme's or a policy's name.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar, Final
+from typing import ClassVar, Final
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,13 +38,14 @@ from specsim.schemes.base import (
     DraftLength,
     DraftModule,
     Knobs,
+    Schedule,
     Setting,
     Tables,
     VerificationScheme,
     WindowLaw,
 )
-from specsim.schemes.law import FloatArray, LawSize, RoundSample
-from specsim.verify import RULES, KnobSpec
+from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
+from specsim.verify import RULES, KnobSpec, acceptance_probability
 
 __all__ = ["POLICIES", "SCHEMES", "SCHEME_RULES", "PolicySpec", "TokenwiseRule",
            "WholeDraftRule"]
@@ -74,9 +74,25 @@ def _heuristic_start(context: int, gamma: int, size: int) -> int:
     return int(heuristic.start_state(context, gamma, size))
 
 
+class _HeuristicSchedule:
+    """``heuristic``'s draft lengths 1..cap and its step (:func:`heuristic.next_length`)."""
+
+    @staticmethod
+    def lengths(gamma: int, knobs: Knobs, /) -> tuple[int, ...]:
+        return tuple(range(1, heuristic.check(knobs, 1) + 1))
+
+    @staticmethod
+    def next_length(g: ArrayLike, all_accepted: ArrayLike, knobs: Knobs, /) -> IntArray:
+        return heuristic.next_length(g, all_accepted, heuristic.check(knobs, 1))
+
+
+_SCHEDULE: Schedule = _HeuristicSchedule()
+
+
 @dataclass(frozen=True)
 class PolicySpec:
-    """A draft-length policy: how many tokens each round drafts, and how it plays."""
+    """A draft-length policy: how many tokens each round drafts, and how it plays; ``legend``
+    its short label at a start γ with its knobs (default ``<name> γ=<γ>``, :meth:`label`)."""
 
     name: str
     meaning: str
@@ -84,6 +100,20 @@ class PolicySpec:
     knobs: tuple[KnobSpec, ...] = ()
     source: str = ""
     study_c: str | None = None  # a knob that takes the study's c values unless knobs list it
+    legend: Callable[[int, Knobs], str] | None = None
+
+    def label(self, gamma: int, knobs: Knobs) -> str:
+        """A legend label: ``fixed γ=20``, ``confidence 0.4, γ≤20``, ``heuristic from γ=5``
+        (its cap when not the default), ``optimal, γ≤8``."""
+        return f"{self.name} γ={gamma}" if self.legend is None else self.legend(gamma, knobs)
+
+
+_CAP = KnobSpec("cap", "largest draft length the schedule reaches", 1, 256, 64, integer=True)
+
+
+def _heuristic_legend(gamma: int, knobs: Knobs) -> str:
+    cap = int(knobs["cap"])
+    return f"heuristic from γ={gamma}" + ("" if cap == int(_CAP.default) else f", cap {cap}")
 
 
 POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
@@ -91,65 +121,70 @@ POLICIES: Final[Mapping[str, PolicySpec]] = MappingProxyType({
         _Fixed(), local=True)),
     "confidence": PolicySpec(
         "confidence", "draft up to gamma tokens; stop after a draft token whose draft "
-        "probability is below the threshold", DraftLength(confidence, local=True),
+        "probability is below the threshold", DraftLength(confidence, local=True,
+                                                          stop=confidence.stop),
         (KnobSpec("threshold", "stop when q(x) of the drafted x falls below it", 0.0, 1.0, 0.4,
                   neutral=0.0),),
-        "Hugging Face transformers, assistant_confidence_threshold (ConfidenceCriteria)"),
+        "Hugging Face transformers, assistant_confidence_threshold (ConfidenceCriteria)",
+        legend=lambda gamma, knobs: f"confidence {knobs['threshold']:g}, γ≤{gamma}"),
     "heuristic": PolicySpec(
         "heuristic", "start at gamma; +2 after a round accepting every draft, -1 otherwise, "
-        "never below 1 nor above cap", DraftLength(heuristic, start=_heuristic_start),
-        (KnobSpec("cap", "largest draft length the schedule reaches", 1, 256, 64,
-                  integer=True),),
-        "Hugging Face transformers, num_assistant_tokens_schedule='heuristic'"),
+        "never below 1 nor above cap", DraftLength(heuristic, start=_heuristic_start,
+                                                    schedule=_SCHEDULE),
+        (_CAP,), "Hugging Face transformers, num_assistant_tokens_schedule='heuristic'",
+        legend=_heuristic_legend),
     "optimal": PolicySpec(
         "optimal", "the exact optimal stopping rule of drafting for draft cost c (at most "
         "gamma drafts): draft on while the probability that every draft so far is accepted "
         "stays above a threshold of the last draft and the drafts left",
-        DraftLength(optimal, refusal=optimal.table_refusal),
+        DraftLength(optimal, refusal=optimal.table_refusal, cost=optimal.draft_cost),
         (KnobSpec("c", "the draft cost the policy is optimal for (default: each c of the "
                   "study)", 0.0, 10.0, 0.05, low_open=True),),
         "SpecDec++ (arXiv 2405.19715): draft length as an MDP, solved exactly on tables",
-        study_c="c"),
+        study_c="c", legend=lambda gamma, knobs: f"optimal, γ≤{gamma}"),  # one row per c
 })
 
 
 class TokenwiseRule(VerificationScheme):
     """A token-wise rule: its (accept, reject) tables from (P, Q, knobs), played by the
-    setting's draft-length policy (:data:`POLICIES`). The tables of the last (P, Q, knobs)
-    are kept, so a job's rounds on the same arrays build them once."""
+    setting's draft-length policy (:data:`POLICIES`); ``accepts`` builds the accept table
+    alone on rows of any shape (default: the tables' first). A caller playing many rounds on
+    one (P, Q) passes the tables it built once (``tables=``)."""
 
     tokenwise: ClassVar[bool] = True
 
     def __init__(self, name: str,
-                 tables: Callable[[FloatArray, FloatArray, Knobs], Tables]) -> None:
+                 tables: Callable[[FloatArray, FloatArray, Knobs], Tables],
+                 accepts: Callable[[FloatArray, FloatArray, Knobs], FloatArray] | None = None
+                 ) -> None:
         super().__init__(name)
         self._build = tables
-        self._last: tuple[weakref.ref[Any], weakref.ref[Any], Knobs, Tables] | None = None
+        self._accepts = accepts
 
     def tables(self, P: ArrayLike, Q: ArrayLike, knobs: Knobs) -> Tables:
-        """The rule's tables on (P, Q): built once for the same two arrays and knobs (held
-        by weak reference: a later array at the same address is never taken for them)."""
-        last = self._last
-        if last is not None and last[0]() is P and last[1]() is Q and last[2] == knobs:
-            return last[3]
-        out = self._build(np.asarray(P, dtype=np.float64), np.asarray(Q, dtype=np.float64),
-                          knobs)
-        if isinstance(P, np.ndarray) and isinstance(Q, np.ndarray):
-            self._last = (weakref.ref(P), weakref.ref(Q), dict(knobs), out)
-        return out
+        """The rule's tables on (P, Q), built on each call."""
+        return self._build(np.asarray(P, dtype=np.float64), np.asarray(Q, dtype=np.float64),
+                           knobs)
 
-    def _of(self, P: ArrayLike, Q: ArrayLike, setting: Setting) -> tuple[Tables, DraftLength,
-                                                                          Knobs]:
-        return (self.tables(P, Q, dict(setting.rule_knobs)), POLICIES[setting.policy].plays,
-                dict(setting.policy_knobs))
+    def accepts(self, p: ArrayLike, q: ArrayLike, knobs: Knobs) -> FloatArray:
+        if self._accepts is None:
+            return self.tables(p, q, knobs)[0]
+        return self._accepts(np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64),
+                             knobs)
 
-    def law(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting) -> RoundLaw:
-        (accept, reject), policy, knobs = self._of(P, Q, setting)
+    def _of(self, P: ArrayLike, Q: ArrayLike, setting: Setting,
+            tables: Tables | None) -> tuple[Tables, DraftLength, Knobs]:
+        return (self.tables(P, Q, dict(setting.rule_knobs)) if tables is None else tables,
+                POLICIES[setting.policy].plays, dict(setting.policy_knobs))
+
+    def law(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting, *,
+            tables: Tables | None = None) -> RoundLaw:
+        (accept, reject), policy, knobs = self._of(P, Q, setting, tables)
         return policy.module.law(P, Q, accept, reject, gamma, knobs)
 
     def play(self, P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, setting: Setting,
-             rng: np.random.Generator) -> RoundSample:
-        (accept, reject), policy, knobs = self._of(P, Q, setting)
+             rng: np.random.Generator, *, tables: Tables | None = None) -> RoundSample:
+        (accept, reject), policy, knobs = self._of(P, Q, setting, tables)
         return policy.module.play(P, Q, accept, reject, state, gamma, knobs, rng)
 
     def footprint(self, size: int, support: int, gamma: int, setting: Setting,
@@ -162,12 +197,13 @@ class TokenwiseRule(VerificationScheme):
         return LawSize(out.states, None if out.law is None else out.law.plus(tables),
                        out.play.plus(tables), out.refused)
 
-    def refusal(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting) -> str | None:
+    def refusal(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting, *,
+                tables: Tables | None = None) -> str | None:
         policy = POLICIES[setting.policy].plays
         if policy.refusal is None:
             return None
-        accept, reject = self.tables(P, Q, dict(setting.rule_knobs))
-        return policy.refusal(P, Q, accept, reject, gamma, dict(setting.policy_knobs))
+        (accept, reject), _, knobs = self._of(P, Q, setting, tables)
+        return policy.refusal(P, Q, accept, reject, gamma, knobs)
 
     def refuses(self, setting: Setting) -> bool:
         return POLICIES[setting.policy].plays.refusal is not None
@@ -199,11 +235,12 @@ class WholeDraftRule(VerificationScheme):
         self.window = window
         self._limit = limit
 
-    def law(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting) -> RoundLaw:
+    def law(self, P: ArrayLike, Q: ArrayLike, gamma: int, setting: Setting, *,
+            tables: Tables | None = None) -> RoundLaw:
         return self.module.law(P, Q, gamma, dict(setting.rule_knobs))
 
     def play(self, P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, setting: Setting,
-             rng: np.random.Generator) -> RoundSample:
+             rng: np.random.Generator, *, tables: Tables | None = None) -> RoundSample:
         return self.module.play(P, Q, state, gamma, dict(setting.rule_knobs), rng)
 
     def footprint(self, size: int, support: int, gamma: int, setting: Setting,
@@ -218,6 +255,12 @@ def _correct(P: FloatArray, Q: FloatArray, knobs: Knobs) -> Tables:
     return tokenwise.correct_tables(P, Q)
 
 
+def _correct_accepts(p: FloatArray, q: FloatArray, knobs: Knobs) -> FloatArray:
+    """[L] Alg. 1's accept table min(1, p/q) on rows of any shape (:func:`_correct` checks
+    square tables first; the numbers are the same)."""
+    return acceptance_probability(p, q)
+
+
 @dataclass(frozen=True)
 class _Window:
     """A module's own ``window_law``, ``window_cells`` and ``window_seconds``."""
@@ -230,7 +273,7 @@ class _Window:
 
 
 _SCHEMES: dict[str, VerificationScheme] = {
-    "correct": TokenwiseRule("correct", _correct),
+    "correct": TokenwiseRule("correct", _correct, _correct_accepts),
     "lenient": TokenwiseRule("lenient", lenient.tables),
     "typical": TokenwiseRule("typical", typical.tables),
     "block": WholeDraftRule("block", block, window=_Window(

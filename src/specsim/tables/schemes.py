@@ -118,21 +118,6 @@ def schemes(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     return sort_rows(df[cols], ["study", *KEYS])
 
 
-def _policy_label(row: pd.Series) -> str:
-    """A short legend label: ``fixed γ=20``, ``confidence 0.4, γ≤20``, ``heuristic from γ=5``
-    (its cap when not the default), ``optimal, γ≤8``."""
-    g = int(row["gamma"])
-    if row["policy"] == "confidence":
-        return f"confidence {row['threshold']:g}, γ≤{g}"
-    if row["policy"] == "optimal":
-        return f"optimal, γ≤{g}"  # one row per c, each optimal for its own c
-    if row["policy"] == "heuristic":
-        cap = int(row["cap"])
-        default = int(POLICIES["heuristic"].knobs[0].default)
-        return f"heuristic from γ={g}" + ("" if cap == default else f", cap {cap}")
-    return f"{row['policy']} γ={g}"
-
-
 def _fixed_curve(grid: Grid, model: str, alpha: float | None, temperature: float,
                  gammas: np.ndarray) -> np.ndarray:
     """Exact long-run tokens per target call of Algorithm 1 at each fixed γ, by the model
@@ -152,7 +137,8 @@ def _against_optimal(grid: Grid, out: pd.DataFrame) -> None:
     longest draft (:func:`specsim.schemes.optimal.bound`, from the model's tables; empty for a
     family without one, :attr:`specsim.families.Family.optimal_bound`: a trace)."""
     key = ["model", "alpha", "temperature", "c"]
-    opt = out[out["policy"] == "optimal"].sort_values("gamma", kind="stable")
+    optimal_rows = [p in POLICIES and POLICIES[p].plays.cost is not None for p in out["policy"]]
+    opt = out[optimal_rows].sort_values("gamma", kind="stable")
     best = opt.groupby(key, dropna=False, sort=False).tail(1)
 
     def of(r: pd.Series) -> tuple:
@@ -190,12 +176,13 @@ def _against_optimal(grid: Grid, out: pd.DataFrame) -> None:
 def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     df = _points(grid, points)
     df = df[df["rule"] == "correct"]
+    by_id = {p.point_id: p for p in grid.points}
     rows = []
     group_keys = ["study", "model", "alpha", "temperature"]
     gammas = np.arange(1, GAMMA_MAX + 1)
     curves: dict[tuple[str, float | None, float], np.ndarray] = {}  # studies share models
     for (study, model, alpha, temp), sub in df.groupby(group_keys, dropna=False, sort=True):
-        if set(sub["policy"]) <= {"fixed"}:
+        if all(POLICIES[p].plays.fixed for p in sub["policy"]):
             continue
         a = None if pd.isna(alpha) else float(alpha)
         curve_key = (str(model), a, float(temp))
@@ -215,12 +202,16 @@ def schemes_policies(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
                                 "longest_draft": int(gammas[best]),
                                 "best_fixed_capped_speedup_exact": speed[best]})
             for _, row in sub.iterrows():
-                if pd.notna(row["c"]) and not np.isclose(row["c"], c, rtol=1e-12, atol=0):
+                scheme = by_id[row["point_id"]].scheme
+                assert scheme is not None  # a schemes study's point
+                own = scheme.optimal_cost
+                if own is not None and not np.isclose(own, c, rtol=1e-12, atol=0):
                     continue  # a policy optimal for another draft cost: its row is at that c
                 est, lo, hi, ex = _speedup(row, c)
-                longest = int(row["cap"]) if pd.notna(row["cap"]) else int(row["gamma"])
+                longest = max(scheme.draft_lengths(int(row["gamma"])))
                 capped = speed[:longest].max()  # the best fixed γ <= this policy's longest draft
-                label = _policy_label(row)
+                label = POLICIES[scheme.policy].label(int(row["gamma"]),
+                                                      dict(scheme.policy_knobs))
                 rows.append(base | {"c": c, "policy": row["policy"], "gamma": int(row["gamma"]),
                                     "scheme": label,
                                     "threshold": row["threshold"], "cap": row["cap"],
@@ -335,7 +326,8 @@ def cost_batch(grid: Grid, points: pd.DataFrame) -> pd.DataFrame:
     if not cfg["models"]:
         return pd.DataFrame(columns=COST_COLUMNS)
     df = _points(grid, points)
-    df = df[(df["policy"] == "fixed") & df["alpha"].isna() & (df["temperature"] == 1.0)]
+    fixed = np.asarray([POLICIES[p].plays.fixed for p in df["policy"]], dtype=bool)
+    df = df[fixed & df["alpha"].isna() & (df["temperature"] == 1.0)]
     df = df.loc[np.asarray([_width(r) > 1 and pd.notna(r["tokens_stationary"])
                             for _, r in df.iterrows()], dtype=bool)]
     shaped = np.asarray([_is_shape(r) for _, r in df.iterrows()], dtype=bool)

@@ -46,13 +46,10 @@ import numpy as np
 from specsim.engine import run_chains
 from specsim.sampling import FloatArray, GuidedRows, IntArray
 from specsim.schemes import Scheme
-from specsim.schemes.confidence import stop_table
-from specsim.schemes.heuristic import next_length
 from specsim.traces.format import Trace
 from specsim.traces.frozen import dense_rows, window_positions, window_rows
 from specsim.traces.optimal import solve
 from specsim.traces.positional import truncate
-from specsim.verify import acceptance_probability
 
 __all__ = ["MAX_WINDOW_SECONDS", "SAMPLE_STARTS", "WINDOW_CHUNK", "ScheduleLaws", "SchemeRates",
            "check_work", "rates", "schedule_laws", "simulate", "tokenwise_laws", "tokenwise_rows",
@@ -75,18 +72,14 @@ def _rows(trace: Trace, rows: Rows | None) -> Rows:
 def tokenwise_rows(trace: Trace, scheme: Scheme,
                    rows: Rows | None = None) -> tuple[FloatArray, FloatArray, FloatArray]:
     """(q, accept, stop) on every position's dense rows (N, W+1) (``rows``: those rows, if
-    the caller holds them): the draft's law, the rule's accept table and the confidence
-    policy's stop table (zeros under other policies)."""
+    the caller holds them): the draft's law, the rule's accept table
+    (:meth:`specsim.schemes.Scheme.accepts`) and the policy's stop table where its stop reads
+    the drafted token (:meth:`specsim.schemes.Scheme.stop_table`; zeros otherwise)."""
     p, q = _rows(trace, rows)
-    if scheme.rule == "correct":
-        accept = acceptance_probability(p, q)
-    else:
-        tables = scheme.tables(p, q)
-        assert tables is not None  # a token-wise rule
-        accept = tables[0]
-    threshold = dict(scheme.policy_knobs).get("threshold")
-    stop = np.zeros_like(q) if threshold is None else stop_table(q, float(threshold))
-    return q, accept, stop
+    accept = scheme.accepts(p, q)
+    assert accept is not None  # a token-wise rule
+    stop = scheme.stop_table(q)
+    return q, accept, np.zeros_like(q) if stop is None else stop
 
 
 def tokenwise_laws(go: FloatArray, halt: FloatArray, doc_start: IntArray, gamma: int,
@@ -189,13 +182,14 @@ class ScheduleLaws:
     """Per-start round laws of a scheme on a trace, one set per draft length the policy can be
     at: ``gammas[k]`` is state k's draft length, ``emitted[k]`` (N, gammas[k]+2) and
     ``drafted[k]`` (N,) its laws; ``first`` the state a document starts in; ``after(k, full)``
-    the next state after a round that did (not) accept every draft."""
+    the next state after a round that did (not) accept every draft (``step``: the policy's
+    next draft length, :meth:`specsim.schemes.Scheme.next_length`; None: one draft length)."""
 
     gammas: tuple[int, ...]
     emitted: tuple[FloatArray, ...]
     drafted: FloatArray  # (K, N)
     first: int
-    cap: int  # heuristic's cap (0: one fixed draft length)
+    step: Callable[[IntArray, IntArray], IntArray] | None
     rows: tuple[FloatArray, FloatArray, FloatArray] | None  # token-wise: (q, accept, stop)
     thresholds: FloatArray | None = None  # optimal: draft at s, k left, iff π >= t[k, s]
 
@@ -205,13 +199,13 @@ class ScheduleLaws:
                    thresholds: FloatArray | None = None) -> ScheduleLaws:
         """The laws of a policy with one draft length γ: ``emitted`` (N, γ+2), ``drafted``
         (N,)."""
-        return cls((gamma,), (emitted,), drafted[None, :], 0, 0, rows, thresholds)
+        return cls((gamma,), (emitted,), drafted[None, :], 0, None, rows, thresholds)
 
     def after(self, k: IntArray, full: IntArray) -> IntArray:
-        if not self.cap:
+        if self.step is None:
             return np.zeros_like(np.asarray(k))
-        g = np.asarray(self.gammas)[k]
-        return next_length(g, full, self.cap) - 1
+        gammas = np.asarray(self.gammas)
+        return np.searchsorted(gammas, self.step(gammas[k], full)).astype(np.intp)
 
 
 def window_laws_of(scheme: Scheme) -> bool:
@@ -232,17 +226,18 @@ def schedule_laws(trace: Trace, scheme: Scheme, gamma: int,
         return ScheduleLaws.one_length(gamma, emitted, drafted)
     rows = tokenwise_rows(trace, scheme, dense)
     q, accept, stop = rows
-    if scheme.policy == "optimal":  # its stop depends on π, not on the drafted token alone
-        sol = solve(q, accept, trace.doc_start, gamma, float(dict(scheme.policy_knobs)["c"]))
+    c = scheme.optimal_cost
+    if c is not None:  # its stop depends on π, not on the drafted token alone
+        sol = solve(q, accept, trace.doc_start, gamma, c)
         return ScheduleLaws.one_length(gamma, sol.emitted, sol.drafted, rows, sol.thresholds)
     go = (q * accept * (1.0 - stop)).sum(axis=1)
     halt = (q * accept * stop).sum(axis=1)
     cont = (q * (1.0 - stop)).sum(axis=1)
-    cap = int(dict(scheme.policy_knobs).get("cap", 0)) if scheme.policy == "heuristic" else 0
-    gammas = tuple(range(1, cap + 1)) if cap else (gamma,)
+    gammas = scheme.draft_lengths(gamma)
     laws = [tokenwise_laws(go, halt, trace.doc_start, g, cont) for g in gammas]
+    step = scheme.next_length if len(gammas) > 1 else None
     return ScheduleLaws(gammas, tuple(e for e, _ in laws), np.stack([d for _, d in laws]),
-                        gamma - 1 if cap else 0, cap, rows)
+                        gammas.index(gamma), step, rows)
 
 
 def traverse_schedule(laws: ScheduleLaws, doc_start: IntArray) -> tuple[FloatArray, FloatArray]:

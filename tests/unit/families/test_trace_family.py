@@ -21,6 +21,7 @@ from specsim.families import family_of, model_identity
 from specsim.job import describe
 from specsim.measures import measure_of
 from specsim.schemes import Scheme
+from specsim.schemes.heuristic import next_length
 from specsim.traces import positional
 from specsim.traces import schemes as ts
 from specsim.traces.format import write_trace
@@ -77,8 +78,9 @@ def test_traversal_dp_matches_brute_force_enumeration(gamma: int, cap: int, stop
     doc_start = np.array([0, T])
     gammas = tuple(range(1, cap + 1)) if cap else (gamma,)
     laws = [ts.tokenwise_laws(go, halt, doc_start, g, cont) for g in gammas]
+    step = (lambda g, full: next_length(g, full, cap)) if cap else None
     sched = ts.ScheduleLaws(gammas, tuple(e for e, _ in laws), np.stack([d for _, d in laws]),
-                            gamma - 1 if cap else 0, cap, None)
+                            gamma - 1 if cap else 0, step, None)
     r = ts.rates(sched, doc_start)
     calls, drafts, _ = brute_force(go, halt, cont, gamma, cap)
     assert r.calls[0] == pytest.approx(calls, rel=1e-12)
@@ -95,7 +97,7 @@ def test_one_draft_length_schedule_is_the_positional_traverse() -> None:
     for g in (1, 2, 5):
         law = positional.positional_law(beta, tr.doc_start, g)
         e, d = ts.tokenwise_laws(beta, np.zeros_like(beta), tr.doc_start, g)
-        sched = ts.ScheduleLaws((g,), (e,), d[None, :], 0, 0, None)
+        sched = ts.ScheduleLaws((g,), (e,), d[None, :], 0, None, None)
         calls, visits = ts.traverse_schedule(sched, tr.doc_start)
         np.testing.assert_allclose(e, law.emitted, atol=1e-15)
         np.testing.assert_allclose(calls, law.calls, rtol=1e-13)
@@ -436,7 +438,7 @@ def test_trace_rates_agree_with_the_token_wise_and_scheme_laws() -> None:
         [tree_law(*chain_of_rows(p[at[i]], q[at[i]])[:2], par).tokens[-1]
          for i in range(at.shape[0])]),
         np.array([0.0, 2.0, 5.0, 6.0])))  # levels of 2, 3 and 1 nodes
-    want = ts.rates(ts.ScheduleLaws((3,), (per_start[0],), per_start[1][None, :], 0, 0, None),
+    want = ts.rates(ts.ScheduleLaws((3,), (per_start[0],), per_start[1][None, :], 0, None, None),
                     tr.doc_start).tokens_per_call
     assert rates.tree(par) == pytest.approx(want, rel=1e-12)
     # Sequoia's vector: each position's RRS acceptance after j rejections, by multi_draft.rrs
