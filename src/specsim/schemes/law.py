@@ -1,13 +1,15 @@
 """The data a verification scheme's round hands back, and the checks of its rows.
 
 :class:`RoundSample` (one round of n chains), :class:`LawSize` (what a scheme's law and play
-cost) and the validated position-indexed rows of a ``window_law``
-(:func:`checked_windows`, :func:`indexed_windows`). The interface every scheme meets -- ``law``,
-``play``, ``footprint`` and the optional ``window_law`` -- is :mod:`specsim.schemes.base`.
+cost) and the validated position-indexed rows of a ``window_law`` (:func:`checked_windows`,
+:func:`indexed_windows`) or any two arrays of rows (:func:`checked_pair`). The interface every
+scheme meets -- ``law``, ``play``, ``footprint`` and the optional ``window_law`` -- is
+:mod:`specsim.schemes.base`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -18,9 +20,10 @@ from specsim.resources import Footprint
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
+BoolArray = NDArray[np.bool_]
 
-__all__ = ["ROW_SUM_TOL", "LawSize", "RoundSample", "checked_rows", "checked_windows",
-           "indexed_windows"]
+__all__ = ["ROW_SUM_TOL", "BoolArray", "LawSize", "RoundSample", "checked_pair", "checked_rows",
+           "checked_windows", "indexed_windows"]
 
 ROW_SUM_TOL = 1e-9
 
@@ -33,16 +36,8 @@ def checked_windows(p: object, q: object, gamma: int,
     if at is not None:
         rows_p, rows_q, idx = indexed_windows(p, q, gamma, at)
         return rows_p[idx], rows_q[idx]
-    out = []
-    for name, t in (("p", p), ("q", q)):
-        a = np.asarray(t, dtype=np.float64)
-        if a.ndim != 3 or a.shape[1] != gamma + 1 or a.shape[2] == 0:
-            raise ValueError(f"{name} must be (n, gamma+1, V) = (n, {gamma + 1}, V) rows, got "
-                             f"shape {a.shape}")
-        out.append(checked_rows(name, a))
-    if out[0].shape != out[1].shape:
-        raise ValueError(f"p and q shapes differ: {out[0].shape} vs {out[1].shape}")
-    return out[0], out[1]
+    return checked_pair(("p", p), ("q", q), f"(n, gamma+1, V) = (n, {gamma + 1}, V) rows",
+                        lambda a: a.ndim == 3 and a.shape[1] == gamma + 1 and a.shape[2] > 0)
 
 
 def indexed_windows(p: object, q: object, gamma: int,
@@ -55,20 +50,30 @@ def indexed_windows(p: object, q: object, gamma: int,
         n, _, v = p.shape
         return (p.reshape(-1, v), q.reshape(-1, v),
                 np.arange(n * (gamma + 1), dtype=np.intp).reshape(n, gamma + 1))
-    out = []
-    for name, t in (("p", p), ("q", q)):
-        a = np.asarray(t, dtype=np.float64)
-        if a.ndim != 2 or a.shape[1] == 0:
-            raise ValueError(f"{name} must be (R, V) rows with at, got shape {a.shape}")
-        out.append(checked_rows(name, a))
-    if out[0].shape != out[1].shape:
-        raise ValueError(f"p and q shapes differ: {out[0].shape} vs {out[1].shape}")
+    rows_p, rows_q = checked_pair(("p", p), ("q", q), "(R, V) rows with at",
+                                  lambda a: a.ndim == 2 and a.shape[1] > 0)
     idx = np.asarray(at)
     if idx.ndim != 2 or idx.shape[1] != gamma + 1 or not np.issubdtype(idx.dtype, np.integer) \
-            or ((idx < 0) | (idx >= out[0].shape[0])).any():
+            or ((idx < 0) | (idx >= rows_p.shape[0])).any():
         raise ValueError(f"at must be (n, gamma+1) = (n, {gamma + 1}) row indices in "
-                         f"[0, {out[0].shape[0]}), got shape {idx.shape}")
-    return out[0], out[1], idx.astype(np.intp, copy=False)
+                         f"[0, {rows_p.shape[0]}), got shape {idx.shape}")
+    return rows_p, rows_q, idx.astype(np.intp, copy=False)
+
+
+def checked_pair(first: tuple[str, object], second: tuple[str, object], want: str,
+                 fits: Callable[[FloatArray], bool]) -> tuple[FloatArray, FloatArray]:
+    """Two (name, array) of distribution rows (:func:`checked_rows`) of one shape that
+    ``fits``, as floats; ValueError naming the array otherwise (it ``must be <want>``)."""
+    out = []
+    for name, t in (first, second):
+        a = np.asarray(t, dtype=np.float64)
+        if not fits(a):
+            raise ValueError(f"{name} must be {want}, got shape {a.shape}")
+        out.append(checked_rows(name, a))
+    if out[0].shape != out[1].shape:
+        raise ValueError(f"{first[0]} and {second[0]} shapes differ: {out[0].shape} vs "
+                         f"{out[1].shape}")
+    return out[0], out[1]
 
 
 def checked_rows(name: str, rows: FloatArray) -> FloatArray:

@@ -45,22 +45,14 @@ from typing import Final, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
 from specsim.schemes.base import Knobs
-from specsim.schemes.law import FloatArray, LawSize, RoundSample
-from specsim.schemes.survivors import (
-    BUDGET,
-    Kernel,
-    checked_drafts,
-    checked_state,
-    checked_tables,
-)
+from specsim.schemes.law import BoolArray, FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.survivors import BUDGET, Kernel, checked_drafts
 from specsim.verify import accept, residual
 
-__all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "residuals", "rrs", "sequence_law",
-           "window_law", "window_seconds"]
+__all__ = ["BUDGET", "KNOBS", "footprint", "law", "play", "residuals", "rrs", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
 
@@ -135,11 +127,8 @@ def _window_step(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, Floa
 # the exact law of an MSS round ([M] §4) by the forward DP of :mod:`.survivors` (refusing
 # (S k)^2 > budget cells), and of the sequence it emits
 RULE: Final = survivors.Rule("multi_draft", _kernel, window_step=_window_step)
-law: Final = RULE.law
+law: Final = RULE.law  # its window law is RULE's (the registry's ``window``)
 sequence_law: Final = RULE.sequence_law
-window_law: Final = RULE.window_law
-window_seconds: Final = RULE.window_seconds
-window_cells: Final = RULE.window_cells
 
 
 def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
@@ -149,31 +138,19 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
     Loops over depth and candidate index only. Uniforms per round: k γ for the drafts, k γ
     for the tests (drawn whether or not a test happens), γ for the rejection tokens, 1 bonus.
     """
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft")
-    size = P.shape[0]
-    s = checked_state(state, size)
-    n = s.size
+    P, Q, s, g, k = survivors.checked_round(P, Q, state, gamma, knobs, "multi_draft")
+    size, n = P.shape[0], s.size
     res = residuals(P, Q, k)
-    draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
     draw_r = TableSampler.of(res.reshape((k + 1) * size, size))
-    x = survivors.draft_paths(draw_q, s, k, g, rng)
-    tokens = np.full((n, g + 1), -1, dtype=np.intp)
-    n_emitted = np.zeros(n, dtype=np.intp)
-    cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
-    for i in range(g):
-        rejected = np.zeros(n, dtype=np.intp)  # RRS steps so far: which residual r_j is held
-        taken = np.full(n, -1, dtype=np.intp)
-        for d in range(k):
-            test = live & alive[:, d] & (taken < 0)
-            y = x[:, d, i]
-            ok = test & accept(rng.random(n), res[rejected, cur, y], Q[cur, y])
-            taken = np.where(ok, y, taken)
-            rejected += test & ~ok
-        stopped = live & (taken < 0)
-        out = np.where(stopped, draw_r(rejected * size + cur, rng.random(n)), taken)
-        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, stopped, alive, x[:, :, i])
-    return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
+
+    def depth(cur: IntArray, live: BoolArray, alive: BoolArray, y: IntArray,
+              rng: np.random.Generator) -> tuple[IntArray, BoolArray]:
+        taken, rejected = survivors.first_accepted(  # the j-th test holds r_j
+            live, alive, y, lambda u, t, j: accept(u, res[j, cur, t], Q[cur, t]), rng)
+        ended = live & (taken < 0)
+        return np.where(ended, draw_r(rejected * size + cur, rng.random(n)), taken), ended
+
+    return survivors.play_depths(P, Q, s, g, k, depth, rng)
 
 
 def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
@@ -184,17 +161,12 @@ def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
     (S, S, S) pair law by einsum -- γ (S, S k) x (S k, S k) products. A round holds the
     residuals' samplers (built by the first call, :meth:`TableSampler.of`), k γ drafts per chain."""
     k = checked_drafts(knobs or {}, "multi_draft")
-    sk, s2 = float(size * k), float(size) ** 2
-    law_fp = None
-    if sk * sk <= BUDGET:
-        cells = 2 * sk * sk + (3 * k * k + 3 * (k + 1)) * s2 + 4 * size * sk \
-            + 3 * s2 * k + 2.0 * size**3
-        law_fp = Footprint(cells, 2 * gamma * size * sk * sk + 2 * s2 * size * k,
-                           what=f"multi_draft exact law ({k} drafts on {size} states)")
-    n = float(chains)
+    sk, s2, n = float(size * k), float(size) ** 2, float(chains)
+    law = (2 * sk * sk + (3 * k * k + 3 * (k + 1)) * s2 + 4 * size * sk + 3 * s2 * k
+           + 2.0 * size**3, survivors.law_work(size, k, gamma))
     samplers = (TableSampler.cells((k + 1) * size, size), TableSampler.work((k + 1) * size, size)
                 + 2 * TableSampler.work(size, size))  # built by every call
-    play = Footprint(2 * (k + 1) * s2 + samplers[0] + 3 * n * k * gamma + 2 * n * (gamma + 1)
-                     + 12 * n, samplers[1] + 10 * n * gamma * (6 * k + 10),
-                     what=f"simulation ({chains} chains at once)")
-    return LawSize(size, law_fp, play)
+    return survivors.law_size("multi_draft", size, k, chains, law if sk * sk <= BUDGET else None,
+                              (2 * (k + 1) * s2 + samplers[0] + 3 * n * k * gamma
+                               + 2 * n * (gamma + 1) + 12 * n,
+                               samplers[1] + 10 * n * gamma * (6 * k + 10)))

@@ -61,8 +61,8 @@ from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
 from specsim.schemes.base import Knobs
-from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
-from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables
+from specsim.schemes.law import BoolArray, FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.survivors import Kernel, checked_drafts
 
 __all__ = ["LP_TOL", "MAX_MULTISETS", "CouplingLP", "coupling", "coupling_lp", "footprint",
            "law", "limit", "optimal_acceptance", "play", "sequence_law", "solve_coupling",
@@ -261,9 +261,7 @@ def _build(P: FloatArray, Q: FloatArray,
 
 
 def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
-    why = limit(int((Q > 0).sum(axis=1).max()), {"drafts": k})
-    if why is not None:
-        raise ValueError(why)
+    survivors.refuse_beyond(limit, Q, k)
     key = (P.tobytes(), Q.tobytes(), k)
     return _CACHE[key][0] if key in _CACHE else _couplings(P, Q, k, table=False)[0]
 
@@ -272,11 +270,8 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
 # limit, not by DP cells), and of the sequence it emits
 RULE: Final = survivors.Rule("multi_draft_optimal", _kernel, capped=False,  # 3 LPs per m
                              row_seconds=lambda v, k: 1.8e-2 * k)
-law: Final = RULE.law
+law: Final = RULE.law  # its window law is RULE's (the registry's ``window``)
 sequence_law: Final = RULE.sequence_law
-window_law: Final = RULE.window_law
-window_seconds: Final = RULE.window_seconds
-window_cells: Final = RULE.window_cells
 
 
 def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
@@ -284,31 +279,25 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
     """One round for n chains at once: at every depth the survivors' tokens as a multiset,
     looked up in the coupling's table, one draw of (accepted token | reject), the residual on a
     reject. Uniforms per round: k γ drafts, γ couplings, γ residual tokens, 1 bonus."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft_optimal")
-    size = P.shape[0]
-    s = checked_state(state, size)
+    P, Q, s, g, k = survivors.checked_round(P, Q, state, gamma, knobs, "multi_draft_optimal")
+    size, n = P.shape[0], s.size
     _kernel(P, Q, k)  # the vocabulary limit
     _, draw_w, keys, draw_r = _build(P, Q, k)
     base = size + 1
-    n = s.size
-    draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
-    x = survivors.draft_paths(draw_q, s, k, g, rng)
-    tokens = np.full((n, g + 1), -1, dtype=np.intp)
-    n_emitted = np.zeros(n, dtype=np.intp)
-    cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
     powers = base ** np.arange(k, dtype=np.int64)
-    for i in range(g):
+
+    def depth(cur: IntArray, live: BoolArray, alive: BoolArray, y: IntArray,
+              rng: np.random.Generator) -> tuple[IntArray, BoolArray]:
         m = np.maximum(alive.sum(axis=1), 1)
-        digits = np.sort(np.where(alive, x[:, :, i], size), axis=1).astype(np.int64)
+        digits = np.sort(np.where(alive, y, size), axis=1).astype(np.int64)
         code = cur.astype(np.int64) * base**k + digits @ powers
         row = np.minimum(np.searchsorted(keys, code), keys.size - 1)
         outcome = draw_w(row, rng.random(n))
         rejected = live & (outcome == size)
         taken = np.where(live & ~rejected, outcome, -1)
-        out = np.where(rejected, draw_r(cur * k + m - 1, rng.random(n)), taken)
-        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, rejected, alive, x[:, :, i])
-    return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
+        return np.where(rejected, draw_r(cur * k + m - 1, rng.random(n)), taken), rejected
+
+    return survivors.play_depths(P, Q, s, g, k, depth, rng)
 
 
 def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
@@ -335,7 +324,7 @@ def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
     if limit(support, {"drafts": k}) is None:
         law_fp = built.then(samplers.plus(Footprint(
             3 * sk * sk + 2 * s2 * k + 4 * size * sk + 2.0 * size**3,
-            2 * gamma * size * sk * sk + 2 * s2 * size * k))).named(
+            survivors.law_work(size, k, gamma)))).named(
             f"multi_draft_optimal exact law ({k} drafts on {size} states)")
     n = float(chains)
     play_fp = Footprint(2 * sk * sk + 3 * n * k * gamma

@@ -35,12 +35,11 @@ from typing import Final, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
 from specsim.schemes.base import Knobs
 from specsim.schemes.law import FloatArray, IntArray, LawSize, RoundSample
-from specsim.schemes.survivors import Kernel, checked_drafts, checked_state, checked_tables
+from specsim.schemes.survivors import Kernel, checked_drafts
 from specsim.verify import accept, residual
 
 __all__ = ["MAX_TUPLES", "footprint", "law", "limit", "play", "sequence_law"]
@@ -86,9 +85,7 @@ def _first_depth(p: FloatArray, q: FloatArray, m: int) -> tuple[FloatArray, floa
 
 
 def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
-    why = limit(int((Q > 0).sum(axis=1).max()), {"drafts": k})
-    if why is not None:
-        raise ValueError(why)
+    survivors.refuse_beyond(limit, Q, k)
     size, v = P.shape  # rows may be any contexts (a trace's)
     trans, stop = np.zeros((size, k, v, k)), np.zeros((size, k))
     final = np.zeros((size, k, v))
@@ -105,11 +102,8 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
 RULE: Final = survivors.Rule(  # a row enumerates Σ_m V!/(V-m)! ordered tuples, ~3 µs each
     "multi_draft_wor", _kernel, capped=False,
     row_seconds=lambda v, k: 3e-6 * sum(perm(v, m) for m in range(1, k + 1)))
-law: Final = RULE.law
+law: Final = RULE.law  # its window law is RULE's (the registry's ``window``)
 sequence_law: Final = RULE.sequence_law
-window_law: Final = RULE.window_law
-window_seconds: Final = RULE.window_seconds
-window_cells: Final = RULE.window_cells
 
 
 def _pick(rows: FloatArray, u: FloatArray) -> IntArray:
@@ -125,14 +119,9 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
     replacement on them ((n, V) rows per chain: the vocabulary limit keeps V small), then
     Algorithm 1 on the one surviving draft. Uniforms per round: k γ drafts, k tests, 1
     residual token at depth 0, 2 per later depth, 1 bonus."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "multi_draft_wor")
-    size = P.shape[0]
-    s = checked_state(state, size)
+    P, Q, s, g, k = survivors.checked_round(P, Q, state, gamma, knobs, "multi_draft_wor")
     n = s.size
-    why = limit(int((Q > 0).sum(axis=1).max()), {"drafts": k})
-    if why is not None:
-        raise ValueError(why)
+    survivors.refuse_beyond(limit, Q, k)
     draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
     draw_r = TableSampler.of(residual(P, Q))
     chains = np.arange(n)
@@ -174,17 +163,11 @@ def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
     samplers."""
     k = checked_drafts(knobs or {}, "multi_draft_wor")
     tuples = float(sum(perm(support, min(m, support)) for m in range(1, k + 1)))
-    sk, s2 = float(size * k), float(size) ** 2
-    law_fp = None
-    if limit(support, {"drafts": k}) is None:
-        law_fp = Footprint(3 * sk * sk + 2 * s2 * k + 4 * size * sk + 2.0 * size**3,
-                           2 * gamma * size * sk * sk + 2 * s2 * size * k
-                           + 3e2 * size * k * tuples * (support + 10),
-                           what=f"multi_draft_wor exact law ({k} drafts on {size} states)")
-    n = float(chains)
-    play_fp = Footprint(TableSampler.cells(size, size) + 3 * s2 + 8 * n * size
-                        + 3 * n * k * gamma + 2 * n * (gamma + 1) + 14 * n,
-                        3 * TableSampler.work(size, size) + 40 * n * k * size
-                        + 10 * n * gamma * (4 * k + 16),
-                        what=f"simulation ({chains} chains at once)")
-    return LawSize(size, law_fp, play_fp)
+    sk, s2, n = float(size * k), float(size) ** 2, float(chains)
+    law = (3 * sk * sk + 2 * s2 * k + 4 * size * sk + 2.0 * size**3,
+           survivors.law_work(size, k, gamma) + 3e2 * size * k * tuples * (support + 10))
+    return survivors.law_size(
+        "multi_draft_wor", size, k, chains, law if limit(support, {"drafts": k}) is None else None,
+        (TableSampler.cells(size, size) + 3 * s2 + 8 * n * size + 3 * n * k * gamma
+         + 2 * n * (gamma + 1) + 14 * n,
+         3 * TableSampler.work(size, size) + 40 * n * k * size + 10 * n * gamma * (4 * k + 16)))

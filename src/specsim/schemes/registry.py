@@ -261,23 +261,11 @@ def _correct_accepts(p: FloatArray, q: FloatArray, knobs: Knobs) -> FloatArray:
     return acceptance_probability(p, q)
 
 
-@dataclass(frozen=True)
-class _Window:
-    """A module's own ``window_law``, ``window_cells`` and ``window_seconds``."""
-
-    window_law: Callable[[ArrayLike, ArrayLike, int, Knobs, ArrayLike | None],
-                         tuple[FloatArray, FloatArray]]
-    window_cells: Callable[[int, int, int, Knobs], float]
-    window_seconds: Callable[[int, int, int, Knobs, tuple[FloatArray, FloatArray] | None],
-                             float | None]
-
-
 _SCHEMES: dict[str, VerificationScheme] = {
     "correct": TokenwiseRule("correct", _correct, _correct_accepts),
     "lenient": TokenwiseRule("lenient", lenient.tables),
     "typical": TokenwiseRule("typical", typical.tables),
-    "block": WholeDraftRule("block", block, window=_Window(
-        block.window_law, block.window_cells, block.window_seconds)),
+    "block": WholeDraftRule("block", block, window=block),
     "multi_draft": WholeDraftRule("multi_draft", multi_draft, window=multi_draft.RULE),
     "spectr": WholeDraftRule("spectr", spectr, window=spectr.RULE),
     "multi_draft_optimal": WholeDraftRule("multi_draft_optimal", multi_draft_optimal,
@@ -286,10 +274,8 @@ _SCHEMES: dict[str, VerificationScheme] = {
                                           numbers=2),  # 2: the coupling pinned by tie weights
     "multi_draft_wor": WholeDraftRule("multi_draft_wor", multi_draft_wor,
                                       window=multi_draft_wor.RULE, limit=multi_draft_wor.limit),
-    "tree": WholeDraftRule("tree", tree, window=_Window(
-        tree.window_law, tree.window_cells, tree.window_seconds)),
-    "traversal": WholeDraftRule("traversal", traversal, window=_Window(
-        traversal.window_law, traversal.window_cells, traversal.window_seconds)),
+    "tree": WholeDraftRule("tree", tree, window=tree),
+    "traversal": WholeDraftRule("traversal", traversal, window=traversal),
 }
 SCHEMES: Final[Mapping[str, VerificationScheme]] = MappingProxyType(_SCHEMES)
 #: The rules a ``schemes`` study plays: those whose :class:`~specsim.verify.RuleSpec` names a

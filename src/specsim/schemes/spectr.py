@@ -42,18 +42,11 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike
 
-from specsim.resources import Footprint
 from specsim.sampling import TableSampler
 from specsim.schemes import survivors
 from specsim.schemes.base import Knobs
-from specsim.schemes.law import FloatArray, LawSize, RoundSample
-from specsim.schemes.survivors import (
-    BUDGET,
-    Kernel,
-    checked_drafts,
-    checked_state,
-    checked_tables,
-)
+from specsim.schemes.law import BoolArray, FloatArray, IntArray, LawSize, RoundSample
+from specsim.schemes.survivors import BUDGET, Kernel, checked_drafts
 from specsim.verify import accept
 
 __all__ = ["BUDGET", "division_factor", "footprint", "law", "play", "selection",
@@ -113,11 +106,8 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
 # (S k)^2 > budget cells), and of the sequence it emits
 RULE: Final = survivors.Rule("spectr", _kernel,  # K-SEQ's bisection per m, its (j, x, y) loops
                              row_seconds=lambda v, k: 5e-7 * v * k + 5e-8 * v * k**3)
-law: Final = RULE.law
+law: Final = RULE.law  # its window law is RULE's (the registry's ``window``)
 sequence_law: Final = RULE.sequence_law
-window_law: Final = RULE.window_law
-window_seconds: Final = RULE.window_seconds
-window_cells: Final = RULE.window_cells
 
 
 _PLAYED: dict[tuple[bytes, int], tuple[FloatArray, FloatArray]] = {}
@@ -147,32 +137,21 @@ def play(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
     """One SpecTr round for n chains at once from contexts ``state`` (n,): K-SEQ at every
     depth on the survivors, in draft-index order. Uniforms per round: k γ for the drafts, k γ
     for the tests (drawn whether or not a test happens), γ for the residual tokens, 1 bonus."""
-    P, Q, g = checked_tables(P, Q, gamma)
-    k = checked_drafts(knobs, "spectr")
-    size = P.shape[0]
-    s = checked_state(state, size)
-    n = s.size
+    P, Q, s, g, k = survivors.checked_round(P, Q, state, gamma, knobs, "spectr")
+    size, n = P.shape[0], s.size
     rho, res = _played_selection(P, Q, k)
-    draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
     draw_r = TableSampler.of(res.reshape(k * size, size))
-    x = survivors.draft_paths(draw_q, s, k, g, rng)
-    tokens = np.full((n, g + 1), -1, dtype=np.intp)
-    n_emitted = np.zeros(n, dtype=np.intp)
-    cur, live, alive = s.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
-    for i in range(g):
-        m = alive.sum(axis=1)  # >= 1 on live chains
-        r = rho[np.maximum(m, 1) - 1, cur]
-        taken = np.full(n, -1, dtype=np.intp)
-        for d in range(k):
-            test = live & alive[:, d] & (taken < 0)
-            y = x[:, d, i]
-            ok = test & accept(rng.random(n), P[cur, y] / r, Q[cur, y])
-            taken = np.where(ok, y, taken)
-        stopped = live & (taken < 0)
-        out = np.where(stopped, draw_r((np.maximum(m, 1) - 1) * size + cur, rng.random(n)),
-                       taken)
-        survivors.emit_depth(tokens, n_emitted, cur, live, i, out, stopped, alive, x[:, :, i])
-    return survivors.finish_round(tokens, n_emitted, cur, live, g, draw_p, rng, k * g)
+
+    def depth(cur: IntArray, live: BoolArray, alive: BoolArray, y: IntArray,
+              rng: np.random.Generator) -> tuple[IntArray, BoolArray]:
+        m = np.maximum(alive.sum(axis=1), 1)  # the survivors of live chains
+        r = rho[m - 1, cur]
+        taken, _ = survivors.first_accepted(
+            live, alive, y, lambda u, t, j: accept(u, P[cur, t] / r, Q[cur, t]), rng)
+        ended = live & (taken < 0)
+        return np.where(ended, draw_r((m - 1) * size + cur, rng.random(n)), taken), ended
+
+    return survivors.play_depths(P, Q, s, g, k, depth, rng)
 
 
 def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
@@ -182,18 +161,13 @@ def footprint(size: int, support: int, gamma: int, knobs: Knobs | None,
     (S, S) tables), the O(k^3) binomial sums, the carried (S, S k) law, the (S, S, S) pair law;
     a round holds the residuals' samplers and k γ drafts per chain."""
     k = checked_drafts(knobs or {}, "spectr")
-    sk, s2 = float(size * k), float(size) ** 2
-    law_fp = None
-    if sk * sk <= BUDGET:
-        cells = 2 * sk * sk + 12 * k * s2 + 4 * size * sk + 3 * s2 * k + 2.0 * size**3
-        law_fp = Footprint(cells, 2 * gamma * size * sk * sk + 2 * s2 * size * k
-                           + 4 * _BISECTIONS * k * s2 + 6 * k**3 * s2,
-                           what=f"spectr exact law ({k} drafts on {size} states)")
-    n = float(chains)
+    sk, s2, n = float(size * k), float(size) ** 2, float(chains)
+    law = (2 * sk * sk + 12 * k * s2 + 4 * size * sk + 3 * s2 * k + 2.0 * size**3,
+           survivors.law_work(size, k, gamma) + 4 * _BISECTIONS * k * s2 + 6 * k**3 * s2)
     samplers = (TableSampler.cells(k * size, size), TableSampler.work(k * size, size)
                 + 2 * TableSampler.work(size, size))
-    play_fp = Footprint(6 * k * s2 + samplers[0] + 3 * n * k * gamma + 2 * n * (gamma + 1)
-                        + 14 * n, samplers[1] + 4 * _BISECTIONS * k * s2
-                        + 10 * n * gamma * (6 * k + 12),
-                        what=f"simulation ({chains} chains at once)")
-    return LawSize(size, law_fp, play_fp)
+    return survivors.law_size("spectr", size, k, chains, law if sk * sk <= BUDGET else None,
+                              (6 * k * s2 + samplers[0] + 3 * n * k * gamma
+                               + 2 * n * (gamma + 1) + 14 * n,
+                               samplers[1] + 4 * _BISECTIONS * k * s2
+                               + 10 * n * gamma * (6 * k + 12)))

@@ -10,9 +10,12 @@ is drawn from P(.|c). A rule is then its :class:`Kernel`: for every (c, m) the l
 (accepted token, survivors) and of the rejection token; this module turns a kernel into the
 exact law of a round (:func:`round_law`, forward DP over depths, O(γ S^3 k^2)) and into the
 law of the emitted sequence from one start (:func:`sequence_law`); a rule module's ``law`` and
-``sequence_law`` (the contract of :mod:`.base`) are those of its :class:`Rule`. The rounds its
-``play`` samples share their steps too: the drafts (:func:`draft_paths`), each depth's emitted
-token (:func:`emit_depth`) and the bonus token (:func:`finish_round`).
+``sequence_law`` (the contract of :mod:`.base`) are those of its :class:`Rule`, its
+``footprint`` counts the DP by :func:`law_work` and is named by :func:`law_size`. The rounds its
+``play`` samples share their steps too: the checked inputs (:func:`checked_round`), the drafts
+(:func:`draft_paths`), the depth loop (:func:`play_depths`: the rule gives one depth's
+verification), the candidates tested in draft-index order (:func:`first_accepted`), each
+depth's emitted token (:func:`emit_depth`) and the bonus token (:func:`finish_round`).
 """
 
 from __future__ import annotations
@@ -23,14 +26,25 @@ from numbers import Integral
 from typing import Final
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from specsim.exact import RoundLaw
+from specsim.resources import Footprint
+from specsim.sampling import TableSampler
 from specsim.schemes.base import Knobs
-from specsim.schemes.law import FloatArray, IntArray, RoundSample, checked_rows, indexed_windows
+from specsim.schemes.law import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    LawSize,
+    RoundSample,
+    checked_pair,
+    indexed_windows,
+)
 
-__all__ = ["BUDGET", "Kernel", "Rule", "checked_drafts", "checked_state", "checked_tables",
-           "draft_paths", "emit_depth", "finish_round", "round_law", "sequence_law"]
+__all__ = ["BUDGET", "Kernel", "Rule", "checked_drafts", "checked_round", "checked_state",
+           "checked_tables", "draft_paths", "emit_depth", "finish_round", "first_accepted",
+           "law_size", "law_work", "play_depths", "refuse_beyond", "round_law", "sequence_law"]
 
 KNOBS: Final = ("drafts",)
 BUDGET: Final = 2**22  # cells of the DP's (context, survivors) transition, of a sequence's paths
@@ -52,17 +66,11 @@ def checked_drafts(knobs: Knobs, rule: str) -> int:
 
 def checked_tables(P: ArrayLike, Q: ArrayLike, gamma: int) -> tuple[FloatArray, FloatArray, int]:
     """Validated float tables (S, S) and γ."""
-    out = []
-    for name, t in (("P", P), ("Q", Q)):
-        a = np.asarray(t, dtype=np.float64)
-        if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
-            raise ValueError(f"{name} must be a square (S, S) table, got shape {a.shape}")
-        out.append(checked_rows(name, a))
-    if out[0].shape != out[1].shape:
-        raise ValueError(f"P and Q shapes differ: {out[0].shape} vs {out[1].shape}")
+    P, Q = checked_pair(("P", P), ("Q", Q), "a square (S, S) table",
+                        lambda a: a.ndim == 2 and a.shape[0] == a.shape[1] and a.shape[0] > 0)
     if isinstance(gamma, bool) or not isinstance(gamma, Integral) or gamma < 1:
         raise ValueError(f"gamma must be an integer >= 1, got {gamma!r}")
-    return out[0], out[1], int(gamma)
+    return P, Q, int(gamma)
 
 
 def checked_state(state: ArrayLike, size: int) -> IntArray:
@@ -71,6 +79,39 @@ def checked_state(state: ArrayLike, size: int) -> IntArray:
     if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
         raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
     return s.astype(np.intp)
+
+
+def checked_round(P: ArrayLike, Q: ArrayLike, state: ArrayLike, gamma: int, knobs: Knobs,
+                  rule: str) -> tuple[FloatArray, FloatArray, IntArray, int, int]:
+    """A k-draft ``play``'s inputs, validated in this order: tables (S, S) and γ, k
+    (``rule`` names the knobs' refusal), scheme states (n,): (P, Q, state, γ, k)."""
+    P, Q, g = checked_tables(P, Q, gamma)
+    k = checked_drafts(knobs, rule)
+    return P, Q, checked_state(state, P.shape[0]), g, k
+
+
+def refuse_beyond(limit: Callable[[int, Knobs], str | None], Q: FloatArray, k: int) -> None:
+    """ValueError in ``limit``'s words when k drafts on the widest row of Q (its count of
+    positive entries) are beyond a rule's vocabulary limit."""
+    why = limit(int((Q > 0).sum(axis=1).max()), {"drafts": k})
+    if why is not None:
+        raise ValueError(why)
+
+
+def law_work(size: int, k: int, gamma: int) -> float:
+    """Operations of :func:`round_law` on S = ``size`` contexts and k drafts: γ
+    (S, S k) x (S k, S k) products and the (S, S, S) pair law by einsum."""
+    sk, s2 = float(size * k), float(size) ** 2
+    return 2 * gamma * size * sk * sk + 2 * s2 * size * k
+
+
+def law_size(rule: str, size: int, k: int, chains: int, law: tuple[float, float] | None,
+             play: tuple[float, float]) -> LawSize:
+    """A k-draft rule's ``footprint``: the (cells, operations) of its law (None where ``law``
+    refuses) and of one ``play`` of ``chains`` chains, each named."""
+    return LawSize(size, None if law is None else Footprint(
+        *law, what=f"{rule} exact law ({k} drafts on {size} states)"),
+        Footprint(*play, what=f"simulation ({chains} chains at once)"))
 
 
 @dataclass(frozen=True)
@@ -263,6 +304,52 @@ class Rule:
         return P, g, self.kernel(P, Q, k)
 
 
+#: one depth of a ``play`` (:func:`play_depths`): (cur, live, alive, drafts, rng) -> (out, ended)
+Depth = Callable[[IntArray, BoolArray, BoolArray, IntArray, np.random.Generator],
+                 tuple[IntArray, BoolArray]]
+
+
+def play_depths(P: FloatArray, Q: FloatArray, start: IntArray, gamma: int, k: int, depth: Depth,
+                rng: np.random.Generator) -> RoundSample:
+    """One round of k i.i.d. draft paths for n chains from contexts ``start`` (n,): the drafts
+    (:func:`draft_paths`), then at each depth i < γ the rule's ``depth(cur, live, alive,
+    drafts, rng)`` -- from the chains' contexts ``cur``, which are still ``live``, their
+    survivors ``alive`` (n, k) and the drafts' depth-i tokens (n, k): the token each chain
+    emits and whether it is the rule's own (the round ends) -- (:func:`emit_depth`), then the
+    bonus token (:func:`finish_round`); k γ drafted tokens per chain."""
+    n = start.size
+    draw_q, draw_p = TableSampler.of(Q), TableSampler.of(P)
+    x = draft_paths(draw_q, start, k, gamma, rng)
+    tokens = np.full((n, gamma + 1), -1, dtype=np.intp)
+    n_emitted = np.zeros(n, dtype=np.intp)
+    cur, live, alive = start.copy(), np.ones(n, dtype=bool), np.ones((n, k), dtype=bool)
+    for i in range(gamma):
+        out, ended = depth(cur, live, alive, x[:, :, i], rng)
+        emit_depth(tokens, n_emitted, cur, live, i, out, ended, alive, x[:, :, i])
+    return finish_round(tokens, n_emitted, cur, live, gamma, draw_p, rng, k * gamma)
+
+
+def first_accepted(live: BoolArray, present: BoolArray, tokens: IntArray,
+                   test: Callable[[FloatArray, IntArray, IntArray], BoolArray],
+                   rng: np.random.Generator,
+                   labels: IntArray | None = None) -> tuple[IntArray, IntArray]:
+    """Candidates tested one at a time in column order until one passes (recursive rejection
+    sampling, [M] §4; K-SEQ): on ``live`` chains each candidate token of ``tokens`` (n, k)
+    that is ``present`` (n, k) meets ``test(u, y, j)`` (u uniforms (n,), y the column's
+    tokens, j the rejections so far) while none passed. Returns the passing candidate's
+    ``labels`` entry (default: its token; -1 where none passed) and the rejections. One
+    uniform per chain and column, drawn whether or not a test happens."""
+    n = live.size
+    rejected = np.zeros(n, dtype=np.intp)
+    taken = np.full(n, -1, dtype=np.intp)
+    for d in range(tokens.shape[1]):
+        on = live & present[:, d] & (taken < 0)
+        ok = on & test(rng.random(n), tokens[:, d], rejected)
+        taken = np.where(ok, tokens[:, d] if labels is None else labels[:, d], taken)
+        rejected += on & ~ok
+    return taken, rejected
+
+
 def draft_paths(draw_q: Callable[[IntArray, FloatArray], IntArray], start: IntArray, k: int,
                 gamma: int, rng: np.random.Generator) -> IntArray:
     """k independent order-1 Markov draft paths of length γ per chain from contexts ``start``
@@ -276,9 +363,9 @@ def draft_paths(draw_q: Callable[[IntArray, FloatArray], IntArray], start: IntAr
     return x
 
 
-def emit_depth(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: NDArray[np.bool_],
-               i: int, out: IntArray, ended: NDArray[np.bool_],
-               alive: NDArray[np.bool_] | None = None, drafts: IntArray | None = None) -> None:
+def emit_depth(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: BoolArray,
+               i: int, out: IntArray, ended: BoolArray,
+               alive: BoolArray | None = None, drafts: IntArray | None = None) -> None:
     """The step at depth i every multi-draft ``play`` shares, in place: chains still ``live``
     emit ``out`` (n,) as their i-th token and move their context ``cur`` to it; with the
     survivors ``alive`` (n, k) and the drafts' depth-i tokens ``drafts`` (n, k), only the
@@ -292,7 +379,7 @@ def emit_depth(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: NDArr
     live &= ~ended
 
 
-def finish_round(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: NDArray[np.bool_],
+def finish_round(tokens: IntArray, n_emitted: IntArray, cur: IntArray, live: BoolArray,
                  gamma: int,
                  draw_p: Callable[[IntArray, FloatArray], IntArray], rng: np.random.Generator,
                  drafted: int) -> RoundSample:

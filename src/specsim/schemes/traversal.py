@@ -66,7 +66,8 @@ from specsim.schemes.traversal_play import play
 from specsim.schemes.tree import branches, checked_shape, draft_cells, drafted_through, parents_of
 
 __all__ = ["BUDGET", "CHUNK_CELLS", "INTERNAL_COST", "SECONDS_PER_ENTRY", "footprint", "law",
-           "play", "positional_cost", "positional_law"]
+           "play", "positional_cost", "positional_law", "window_cells", "window_law",
+           "window_seconds"]
 
 RULE: Final = "traversal"
 BUDGET: Final = 2**26  # cell-rows (cells x S) the exact law may visit: ~1 s, ~1 GB at most

@@ -267,15 +267,10 @@ def play_tree(P: ArrayLike, Q: ArrayLike, state: ArrayLike, parents: ArrayLike,
     n_emitted = np.zeros(n, dtype=np.intp)
     node, cur, live = np.full(n, n_nodes, dtype=np.intp), s.copy(), np.ones(n, dtype=bool)
     for d in range(depth + 1):
-        rejected = np.zeros(n, dtype=np.intp)
-        taken = np.full(n, -1, dtype=np.intp)
-        for j in range(k):
-            child = t.children[node, j]
-            test = live & (child >= 0) & (taken < 0)
-            y = tok[rows, np.maximum(child, 0)]
-            ok = test & accept(rng.random(n), res[rejected, cur, y], Q[cur, y])
-            taken = np.where(ok, child, taken)
-            rejected += test & ~ok
+        kids = t.children[node]  # (n, k): the current node's children, -1 padded
+        taken, rejected = survivors.first_accepted(  # RRS on the children's tokens
+            live, kids >= 0, tok[rows[:, None], np.maximum(kids, 0)],
+            lambda u, y, j: accept(u, res[j, cur, y], Q[cur, y]), rng, labels=kids)
         stopped = live & (taken < 0)
         drawn = draw_r(rejected * size + cur, rng.random(n))
         out = np.where(stopped, drawn, tok[rows, np.maximum(taken, 0)])
@@ -292,9 +287,7 @@ def draft_tree(Q: FloatArray, state: ArrayLike, parents: ArrayLike,
     Uniforms: N per chain, one breadth-first level at a time (rng.random(n b) per level)."""
     t = _tree(parents)
     size, n_nodes = Q.shape[0], t.nodes
-    s = np.asarray(state)
-    if s.ndim != 1 or not np.issubdtype(s.dtype, np.integer) or ((s < 0) | (s >= size)).any():
-        raise ValueError(f"state must be a 1-D integer array of contexts in [0, {size})")
+    s = survivors.checked_state(state, size)
     draw_q = TableSampler.of(Q)
     par = np.asarray(parents, dtype=np.intp)
     tok = np.empty((s.size, n_nodes + 1), dtype=np.intp)
