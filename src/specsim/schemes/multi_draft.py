@@ -124,10 +124,9 @@ def _window_step(P: FloatArray, Q: FloatArray, k: int) -> tuple[FloatArray, Floa
     return go, reach[1:].T.copy()
 
 
-# the exact law of an MSS round ([M] §4) by the forward DP of :mod:`.survivors` (refusing
-# (S k)^2 > budget cells), and of the sequence it emits
+# MSS ([M] §4) on the chain of :mod:`.survivors`: the round's law, sequence law and window law
 RULE: Final = survivors.Rule("multi_draft", _kernel, window_step=_window_step)
-law: Final = RULE.law  # its window law is RULE's (the registry's ``window``)
+law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
 
 

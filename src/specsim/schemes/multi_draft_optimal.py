@@ -266,11 +266,10 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     return _CACHE[key][0] if key in _CACHE else _couplings(P, Q, k, table=False)[0]
 
 
-# the exact law of a round by the forward DP of :mod:`.survivors` (bounded by the vocabulary
-# limit, not by DP cells), and of the sequence it emits
+# the couplings on the chain of :mod:`.survivors` (bounded by the vocabulary limit, not DP cells)
 RULE: Final = survivors.Rule("multi_draft_optimal", _kernel, capped=False,  # 3 LPs per m
                              row_seconds=lambda v, k: 1.8e-2 * k)
-law: Final = RULE.law  # its window law is RULE's (the registry's ``window``)
+law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
 
 

@@ -97,12 +97,11 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     return Kernel(trans=trans, stop=stop, final=final)
 
 
-# the exact law of a round by the forward DP of :mod:`.survivors` (bounded by the vocabulary
-# limit, not by DP cells), and of the sequence it emits
+# RSD-C on the chain of :mod:`.survivors` (bounded by the vocabulary limit, not by DP cells)
 RULE: Final = survivors.Rule(  # a row enumerates Σ_m V!/(V-m)! ordered tuples, ~3 µs each
     "multi_draft_wor", _kernel, capped=False,
     row_seconds=lambda v, k: 3e-6 * sum(perm(v, m) for m in range(1, k + 1)))
-law: Final = RULE.law  # its window law is RULE's (the registry's ``window``)
+law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
 
 

@@ -102,11 +102,10 @@ def _kernel(P: FloatArray, Q: FloatArray, k: int) -> Kernel:
     return Kernel(trans=trans, stop=stop, final=np.moveaxis(res, 0, 1).copy())
 
 
-# the exact law of a SpecTr round by the forward DP of :mod:`.survivors` (refusing
-# (S k)^2 > budget cells), and of the sequence it emits
+# K-SEQ on the chain of :mod:`.survivors`: the round's law, sequence law and window law
 RULE: Final = survivors.Rule("spectr", _kernel,  # K-SEQ's bisection per m, its (j, x, y) loops
                              row_seconds=lambda v, k: 5e-7 * v * k + 5e-8 * v * k**3)
-law: Final = RULE.law  # its window law is RULE's (the registry's ``window``)
+law: Final = RULE.law
 sequence_law: Final = RULE.sequence_law
 
 

@@ -215,3 +215,31 @@ def test_window_step_is_the_kernel_summed_over_tokens_to_the_bit(k: int) -> None
     kern = multi_draft._kernel(p, q, k)
     np.testing.assert_array_equal(go, kern.trans.sum(axis=2))
     np.testing.assert_array_equal(stop, kern.stop)
+
+
+def test_first_accepted_tests_present_candidates_in_order_until_one_passes() -> None:
+    """The shared test loop of multi_draft, spectr and tree (:func:`survivors.first_accepted`):
+    on live chains the present candidates are tested in column order, the first that passes
+    is taken (its label), the tests failed before it are counted, and one uniform per chain
+    and column is drawn whether or not a test happens."""
+    from specsim.schemes.survivors import first_accepted
+
+    tokens = np.array([[4, 5, 6], [4, 5, 6], [4, 5, 6], [4, 5, 6]])
+    present = np.array([[True, True, True], [False, True, True], [True, True, True],
+                        [True, False, True]])
+    live = np.array([True, True, True, False])
+    seen: list[tuple[int, list[int]]] = []
+
+    def test(u: np.ndarray, y: np.ndarray, j: np.ndarray) -> np.ndarray:
+        seen.append((int(y[0]), j.tolist()))
+        return y == np.array([5, 4, 7, 4])  # chain 0 passes 5, chain 1 never 4, 2 never
+    rng = np.random.default_rng(3)
+    taken, rejected = first_accepted(live, present, tokens, test, rng,
+                                     labels=tokens * 10)
+    assert taken.tolist() == [50, -1, -1, -1]
+    assert rejected.tolist() == [1, 2, 3, 0]
+    # the rejections each test saw: before column 0, 1, 2
+    assert seen == [(4, [0, 0, 0, 0]), (5, [1, 0, 1, 0]), (6, [1, 1, 2, 0])]
+    fresh = np.random.default_rng(3)
+    fresh.random((3, 4))
+    assert rng.random() == fresh.random()  # 3 columns x 4 chains of uniforms, no more
