@@ -100,14 +100,15 @@ def load_grid(config: Any, schema_path: str | Path) -> Grid:
     asks for: the grid every rule works from."""
     from specsim import work
 
-    grid = build_grid(validate_config(config, schema_path))
-    if config.get("realtext") is not None:
+    config = validate_config(config, schema_path)
+    if config.get("realtext") is not None:  # before the grid: its trace models read it
         from specsim.realtext_settings import check_section
         try:
             check_section(config["realtext"])
         except ValueError as err:  # most name the key within the section
             named = str(err).split(".", 1)[0] in config["realtext"]
             raise ConfigError(f"realtext{'.' if named else ': '}{err}") from None
+    grid = build_grid(config)
     work.check(grid)
     return grid
 

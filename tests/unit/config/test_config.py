@@ -44,3 +44,13 @@ def test_default_and_tiny_configs_are_valid() -> None:
         assert len({p.point_id for p in grid.points}) == len(grid.points)
 
 
+
+
+def test_a_bad_realtext_section_is_refused_before_its_trace_models_read_it() -> None:
+    """The default config's trace models size themselves from the realtext section: a
+    cross-field error there is one config error naming the section, not a traceback from
+    the model that read it first."""
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config["realtext"]["model"]["target_order"] = 2  # below the draft orders 1-4
+    with pytest.raises(ConfigError, match=r"^realtext: draft orders .*target_order"):
+        load_grid(config, SCHEMA)
