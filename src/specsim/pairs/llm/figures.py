@@ -1,4 +1,5 @@
-"""The LLM figures, drawn from the tables in results/llm/ (PDF + PNG, specsim.figures' style).
+"""The transformers backend's own figures, drawn from the tables in results/llm/ (PDF + PNG,
+specsim.figures' style); the pair_accept figure both backends draw is :mod:`specsim.pairs.figures`'.
 
 Each is declared in :mod:`specsim.outputs.llm` (name, caption, the step drawing it); its builder
 takes ``read``, which gives a declared table by name (:func:`specsim.figures.draw_stage_figures`).
@@ -6,15 +7,14 @@ takes ``read``, which gives a declared table by name (:func:`specsim.figures.dra
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from specsim.pairs.figures import Read, legend_entries
+
 if TYPE_CHECKING:
     import pandas as pd
-
-Read = Callable[[str], "pd.DataFrame"]  # a declared table by name
 
 
 def _quartiles(ax: Any, x: Any, g: pd.DataFrame, column: str, colour: str) -> None:
@@ -144,42 +144,6 @@ def figure_assisted(read: Read) -> Any:
     return fig
 
 
-def figure_pair_accept(read: Read) -> Any:
-    """Tokens per target call per γ, one panel per pair: the trace's positional prediction
-    (line, 95% band) and the measurement of each engine (points, 95% bars)."""
-    import matplotlib.pyplot as plt
-
-    from specsim.figures.style import WIDE
-
-    t = read("llm_pair_accept")
-    pairs = list(dict.fromkeys(t["pair"]))
-    fig, axes = plt.subplots(1, len(pairs), figsize=(WIDE, 2.6), squeeze=False)
-    for ax, name in zip(axes[0], pairs, strict=True):
-        g = t[t["pair"] == name]
-        pred = g.drop_duplicates("gamma").sort_values("gamma")
-        ax.plot(pred["gamma"], pred["tokens_predicted"], "-", color="k", label="trace")
-        ax.fill_between(pred["gamma"], pred["tokens_predicted_ci_low"],
-                        pred["tokens_predicted_ci_high"], color="0.8")
-        ax.plot(pred["gamma"], pred["tokens_eq1_mean_alpha"], ":", color="0.4",
-                label="Eq. 1 at mean α")
-        for j, (engine, e) in enumerate(g.groupby("engine", sort=False)):
-            x = e["gamma"] + (j - 0.5) * 0.08
-            ax.errorbar(x, e["tokens_measured"], yerr=[
-                e["tokens_measured"] - e["tokens_measured_ci_low"],
-                e["tokens_measured_ci_high"] - e["tokens_measured"]], fmt="os"[j % 2],
-                color=f"C{j}", ms=3, capsize=2, label=f"measured, {engine}")
-        ax.set_title(f"{name} (mean α {g['alpha_mean'].iloc[0]:.2f})")
-        ax.set_xlabel("draft length γ")
-        ax.set_xticks(sorted(g["gamma"].unique()))
-    axes[0][0].set_ylabel("tokens per target call")
-    seen: dict[str, Any] = {}
-    for ax in axes[0]:  # every engine's points, whichever panel has them
-        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            seen.setdefault(label, h)
-    axes[0][0].legend(list(seen.values()), list(seen), loc="upper left")
-    return fig
-
-
 def figure_speedup_explained(read: Read) -> Any:
     """Top: measured speedup (median, quartiles) beside Thm 3.8 and the cost model, per pair.
     Bottom: the measured speedup of specsim's loop as a product of factors, in log2: the ideal
@@ -228,11 +192,7 @@ def figure_speedup_explained(read: Read) -> Any:
         bottom.set_title(f"{spec['engine'].iloc[0]}: log2 factors")
     axes[0][0].set_ylabel("speedup over the target alone")
     axes[1][0].set_ylabel("log2 factor")
-    seen: dict[str, Any] = {}
-    for ax in axes[0]:  # every engine's line, whichever panel has it
-        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            seen.setdefault(label, h)
-    axes[0][0].legend(list(seen.values()), list(seen), loc="best")
+    axes[0][0].legend(*legend_entries(axes[0]), loc="best")  # every engine's line, once
     handles, labels = axes[1][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
     return fig

@@ -1,4 +1,5 @@
-"""The real-text figures, drawn from the tables (PDF + PNG, the house style of specsim.figures).
+"""The n-gram backend's own figures, drawn from the tables (PDF + PNG, the house style of
+specsim.figures); the pair_accept figure both backends draw is :mod:`specsim.pairs.figures`'.
 
 Each is declared in :mod:`specsim.outputs.realtext` (name, caption, the step drawing it); its
 builder takes ``read``, which gives a declared table by name
@@ -6,39 +7,18 @@ builder takes ``read``, which gives a declared table by name
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from specsim.pairs.figures import Read, log2_gamma_axis, plain, plain_minor
+
 if TYPE_CHECKING:
     import pandas as pd
-
-Read = Callable[[str], "pd.DataFrame"]  # a declared table by name
 
 
 def _orders_legend(ax: Any, **kw: Any) -> None:
     ax.legend(title="draft order", title_fontsize=6.5, **kw)
-
-
-def _plain(v: float, _pos: Any = None) -> str:
-    return f"{v:g}"
-
-
-def _plain_minor(v: float, _pos: Any = None) -> str:
-    """Label the 2s and 5s of a log axis' minor ticks only."""
-    return f"{v:g}" if f"{v:g}".lstrip("0.")[:1] in ("2", "5") else ""
-
-
-def _log2_gamma_axis(ax: Any, gammas: Any) -> None:
-    """log2 x axis with the γ values as plain tick labels (no mathtext: faster PDFs)."""
-    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
-
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(set(gammas))))
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("draft length γ")
 
 
 def figure_beta(read: Read) -> Any:
@@ -74,12 +54,12 @@ def figure_tokens(read: Read) -> Any:
         ax.plot(g["gamma"], g["tokens_closed_form"], color=f"C{i}", lw=0.9)
         gap.errorbar(g["gamma"], g["jensen_gap"], yerr=err[::-1], fmt="o-", color=f"C{i}",
                      label=f"{k}")
-    _log2_gamma_axis(ax, df["gamma"])
+    log2_gamma_axis(ax, df["gamma"])
     ax.set_ylabel("characters per target call")
     ax.set_title("observed (95% CI) and Eq. 1 at mean β (lines)")
     _orders_legend(ax, loc="upper left")
     gap.axhline(0, color="0.4", lw=0.6)
-    _log2_gamma_axis(gap, df["gamma"])
+    log2_gamma_axis(gap, df["gamma"])
     gap.set_ylabel("Eq. 1 at mean β − observed")
     gap.set_title("Jensen's gap on real text")
     _orders_legend(gap, loc="upper left")
@@ -132,10 +112,10 @@ def figure_costs(read: Read) -> Any:
             sp.plot(g["gamma"], g["speedup_thm38"], "--", color=colour, lw=0.8)
             sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=colour, lw=1.0)
         sp.axhline(1, color="0.3", lw=0.6)
-        _log2_gamma_axis(sp, sub["gamma"])
+        log2_gamma_axis(sp, sub["gamma"])
         sp.set_yscale("log")
-        sp.yaxis.set_major_formatter(FuncFormatter(_plain))
-        sp.yaxis.set_minor_formatter(FuncFormatter(_plain_minor))
+        sp.yaxis.set_major_formatter(FuncFormatter(plain))
+        sp.yaxis.set_minor_formatter(FuncFormatter(plain_minor))
         sp.set_ylabel("speedup over the target alone")
         cs = ", ".join(f"{c:.2f}" for c in steps[steps["batch"] == b].sort_values(
             "draft_order")["c"])
@@ -149,44 +129,6 @@ def figure_costs(read: Read) -> Any:
                "timing unreliable (repeats disagree)"]
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
-    return fig
-
-
-def figure_pair_accept(read: Read) -> Any:
-    """Predicted (positional model on the trace, band: 95% CI) vs measured (points, 95% CI)
-    tokens per call against γ per pair, and their paired relative difference."""
-    import matplotlib.pyplot as plt
-
-    from specsim.figures.style import WIDE
-
-    df = read("pair_accept")
-    fig, (ax, diff) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
-    pairs = list(dict.fromkeys(df["pair"]))
-    for i, pair in enumerate(pairs):
-        g = df[df["pair"] == pair]
-        colour = f"C{i}"
-        ax.fill_between(g["gamma"], g["tokens_predicted_ci_low"], g["tokens_predicted_ci_high"],
-                        color=colour, alpha=0.25, lw=0)
-        ax.plot(g["gamma"], g["tokens_predicted"], color=colour, lw=1.0)
-        mid = g["tokens_measured"]
-        ax.errorbar(g["gamma"], mid, yerr=[mid - g["tokens_measured_ci_low"],
-                                           g["tokens_measured_ci_high"] - mid],
-                    fmt="o", ms=3, color=colour, label=pair)
-        shift = 1.0 + 0.04 * (i - (len(pairs) - 1) / 2)  # side by side on the log axis
-        rel = g["relative_difference"] * 100
-        scale = 100 / g["tokens_measured"]
-        diff.errorbar(g["gamma"] * shift, rel,
-                      yerr=[rel - g["difference_ci_low"] * scale,
-                            g["difference_ci_high"] * scale - rel],
-                      fmt="o-", ms=3, lw=0.8, color=colour, label=pair)
-    _log2_gamma_axis(ax, df["gamma"])
-    ax.set_ylabel("characters per target call")
-    ax.set_title("predicted (line, band: 95% CI) and measured (points)")
-    ax.legend(loc="upper left", title="pair", title_fontsize=6.5)
-    diff.axhline(0, color="0.4", lw=0.6)
-    _log2_gamma_axis(diff, df["gamma"])
-    diff.set_ylabel("(predicted − measured) / measured, %")
-    diff.set_title("paired difference (95% CI over prompts)")
     return fig
 
 
