@@ -11,6 +11,7 @@ import pandas as pd
 
 from specsim import exact, stats, timing
 from specsim.ngram import context_ids
+from specsim.pairs import speedup
 from specsim.pairs.llm.drafts import CachedLM, ModelDraft, NGramDraft, sample
 from specsim.pairs.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.pairs.llm.lab import IntArray, Lab
@@ -133,19 +134,6 @@ def verify_cost_table(lab: Lab) -> pd.DataFrame:
     return df
 
 
-def break_even_alpha(gamma: int, cost: float) -> float:
-    """Smallest α whose Eq. 1 tokens per round pay for a round costing ``cost`` target calls
-    (γ c + T(γ+1)/T(1)); Thm 3.8's own break-even is ``cost`` = γ c + 1. NaN if even α = 1
-    (γ+1 tokens per round) does not pay."""
-    if cost >= gamma + 1:
-        return float("nan")
-    lo, hi = 0.0, 1.0
-    for _ in range(60):  # Eq. 1 increases in α from 1 to γ+1
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if exact.expected_tokens(mid, gamma) < cost else (lo, mid)
-    return 0.5 * (lo + hi)
-
-
 def speculative_table(lab: Lab, costs: pd.DataFrame, alphas: pd.DataFrame) -> pd.DataFrame:
     """Plain target sampling vs [L] Alg. 1 per (draft, γ), same prompts and token count.
 
@@ -220,9 +208,9 @@ def speculative_table(lab: Lab, costs: pd.DataFrame, alphas: pd.DataFrame) -> pd
                                                                       per_token(key))),
                 "reliable": per_call("plain").reliable and per_call(key).reliable,
                 "speedup_thm38": float(exact.walltime_improvement(min(alpha, 1 - 1e-12), g, c)),
-                "speedup_cost_model": (tokens / calls) / (g * c + t_verify),
-                "alpha_break_even_thm38": break_even_alpha(g, g * c + 1.0),
-                "alpha_break_even_measured": break_even_alpha(g, g * c + t_verify),
+                "speedup_cost_model": float(speedup.cost_model(tokens / calls, g, c, t_verify)),
+                "alpha_break_even_thm38": float(speedup.break_even_alpha(g, c)),
+                "alpha_break_even_measured": float(speedup.break_even_alpha(g, c, t_verify)),
                 "target_share": sum(x.target_seconds for x in gens) / sum(x.seconds for x in gens),
             })
     return pd.DataFrame(rows)
