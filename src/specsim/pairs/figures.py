@@ -44,6 +44,36 @@ def log2_gamma_axis(ax: Any, gammas: Iterable[float]) -> None:
     ax.set_xlabel("draft length γ")
 
 
+def timed(ax: Any, x: Any, g: pd.DataFrame, column: str, marker: str, colour: str,
+          label: str | None = None, line: str = "-") -> None:
+    """A timed quantity (:func:`specsim.timing.columns`): its median (joined by ``line``), its
+    quartiles as error bars, and the medians whose repeats disagree (``reliable`` false) as
+    hollow markers."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    y = g[column].to_numpy(dtype=float)
+    err = [y - g[f"{column}_q25"].to_numpy(dtype=float),
+           g[f"{column}_q75"].to_numpy(dtype=float) - y]
+    ax.errorbar(x, y, yerr=err, fmt=line or "none", color=colour, lw=1.0, elinewidth=0.8,
+                capsize=2)
+    bad = ~g["reliable"].astype(bool).to_numpy()
+    ax.plot(x[~bad], y[~bad], marker, color=colour, ms=5, ls="none")
+    if label is not None:
+        ax.plot([], [], marker + line, color=colour, ms=5, lw=1.0, label=label)
+    ax.plot(x[bad], y[bad], marker, mfc="white", mec=colour, ms=5, ls="none")
+
+
+def draw_speedup(ax: Any, x: Any, g: pd.DataFrame, marker: str, colour: str,
+                 label: str | None = None, line: str = "-") -> None:
+    """A measured speedup (:func:`timed`) beside Thm 3.8's (dashed) and the cost model's
+    (dotted, :mod:`specsim.pairs.speedup`): columns ``speedup_measured`` (with quartiles and
+    ``reliable``), ``speedup_thm38``, ``speedup_cost_model``."""
+    timed(ax, x, g, "speedup_measured", marker, colour, label, line)
+    ax.plot(x, g["speedup_thm38"], "--", color=colour, lw=0.8)
+    ax.plot(x, g["speedup_cost_model"], ":", color=colour, lw=1.0)
+
+
 def legend_entries(axes: Iterable[Any]) -> tuple[list[Any], list[str]]:
     """(handles, labels) of every labelled artist of ``axes``, each label once (the first
     panel that has it): one legend for panels that share their series."""

@@ -80,3 +80,24 @@ def test_each_backend_declares_the_one_drawing_over_its_own_table() -> None:
         fig = f.build()(table)
         assert read == [name] and fig.axes[0].get_ylabel() == f"{unit} per target call"
         plt.close(fig)
+
+
+def test_a_speedup_is_drawn_with_its_quartiles_its_theory_and_its_unreliable_medians_hollow(
+        ) -> None:
+    g = pd.DataFrame({"gamma": [1, 2, 4], "speedup_measured": [1.2, 1.5, 1.1],
+                      "speedup_measured_q25": [1.1, 1.4, 1.0],
+                      "speedup_measured_q75": [1.3, 1.7, 1.2], "reliable": [True, False, True],
+                      "speedup_thm38": [1.3, 1.6, 1.4], "speedup_cost_model": [1.25, 1.5, 1.2]})
+    fig, ax = plt.subplots()
+    figures.draw_speedup(ax, g["gamma"], g, "o", "C0", label="measured")
+    (bars,) = ax.containers
+    low, high = (seg[:, 1] for seg in np.stack([s for s in bars.lines[2][0].get_segments()],
+                                               axis=1))
+    np.testing.assert_allclose(low, g["speedup_measured_q25"])
+    np.testing.assert_allclose(high, g["speedup_measured_q75"])
+    hollow = [line for line in ax.lines if line.get_markerfacecolor() == "white"]
+    assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [2.0]
+    styles = {line.get_linestyle(): list(line.get_ydata()) for line in ax.lines}
+    assert styles["--"] == [1.3, 1.6, 1.4] and styles[":"] == [1.25, 1.5, 1.2]
+    assert [t.get_text() for t in ax.legend().get_texts()] == ["measured"]
+    plt.close(fig)

@@ -12,7 +12,8 @@ import pandas as pd
 from specsim import exact, stats, timing
 from specsim.ngram import context_ids
 from specsim.pairs import speedup
-from specsim.pairs.llm.drafts import CachedLM, ModelDraft, NGramDraft, sample
+from specsim.pairs.llm.backend import TransformersBackend
+from specsim.pairs.llm.drafts import CachedLM, ModelDraft, NGramDraft
 from specsim.pairs.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.pairs.llm.lab import IntArray, Lab
 from specsim.pairs.llm.loading import VOCAB, token_tensor
@@ -94,29 +95,23 @@ def _context(lab: Lab) -> tuple[list[int], list[int]]:
 
 
 def verify_cost_table(lab: Lab) -> pd.DataFrame:
-    """T(k): wall time of a KV-cached call on k new positions after a real context, for the
-    target and every model draft; draft steps of the n-gram drafts; c = draft step / T(1) of
-    the target. Every call is timed in ONE interleaved measurement (:func:`specsim.timing.
-    measure`: medians over ``cost_repeats`` repeats, quartiles, verdict, load); ratios to the
-    target's T(1) are paired per repeat."""
+    """T(k): wall time of one KV-cached target call verifying k positions after a real context,
+    and of one draft step of every draft (its row there and a token drawn from it): the pair
+    backend's callables (:meth:`.backend.TransformersBackend.target_call`, ``draft_step``);
+    c = draft step / T(1) of the target. Every call is timed in ONE interleaved measurement
+    (:func:`specsim.timing.measure`: medians over ``cost_repeats`` repeats, quartiles, verdict,
+    load); ratios to the target's T(1) are paired per repeat."""
     s = lab.s
     ctx, more = _context(lab)
-
-    def cached_call(model: Any, k: int) -> Callable[[int], None]:
-        lm = CachedLM(model)
-        lm.next_logits(ctx, 1)
-
-        def call(r: int) -> None:
-            lm.next_logits(ctx + more[:k], k)
-            lm.keep(len(ctx))
-        return call
-
+    prompt = [ctx + more[:1]]  # its last token pending: a call on k positions feeds more[:k]
+    tokens = np.array([more[1:]], dtype=np.int64)
     ks = list(range(1, s.cost_max_positions + 1))
-    fns = {f"target k={k}": cached_call(lab.model, k) for k in ks}
+    target = TransformersBackend(lab.model, ModelDraft("target", lab.model))
+    chains = target.chains(prompt, 1)
+    fns = {f"target k={k}": target.target_call(chains, tokens[:, : k - 1]) for k in ks}
     for name in lab.draft_names():
-        d = lab.draft(name)
-        fns[name] = (cached_call(d.lm.model, 1) if isinstance(d, ModelDraft) else
-                     lambda r, d=d: sample(d.probs(ctx), 0.5))
+        backend = TransformersBackend(lab.model, lab.draft(name))
+        fns[name] = backend.draft_step(backend.chains(prompt, 1), np.array([0.5]))
     tm = timing.measure(fns, s.cost_repeats)
     rows: list[dict[str, Any]] = []
     for k in ks:

@@ -7,23 +7,11 @@ takes ``read``, which gives a declared table by name (:func:`specsim.figures.dra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from specsim.pairs.figures import Read, legend_entries
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-def _quartiles(ax: Any, x: Any, g: pd.DataFrame, column: str, colour: str) -> None:
-    """Error bars from a timed column's quartiles over its repeats (``specsim.timing``), where
-    the table has them."""
-    if f"{column}_q25" in g:
-        ax.errorbar(x, g[column], yerr=[g[column] - g[f"{column}_q25"],
-                                        g[f"{column}_q75"] - g[column]],
-                    fmt="none", color=colour, lw=0.8, capsize=2)
+from specsim.pairs.figures import Read, draw_speedup, legend_entries
 
 
 def figure_costs(read: Read) -> Any:
@@ -52,11 +40,7 @@ def figure_costs(read: Read) -> Any:
     ax.legend(loc="upper left")
     for i, (name, g) in enumerate(spec.groupby("draft", sort=False)):
         col = f"C{i}"
-        sp.plot(g["gamma"], g["speedup_measured"], "o-", color=col,
-                label=f"{name} (c = {g['c'].iloc[0]:.2f})")
-        _quartiles(sp, g["gamma"], g, "speedup_measured", col)
-        sp.plot(g["gamma"], g["speedup_thm38"], "--", color=col, lw=0.8)
-        sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=col, lw=1.0)
+        draw_speedup(sp, g["gamma"], g, "o", col, f"{name} (c = {g['c'].iloc[0]:.2f})")
     sp.axhline(1, color="0.3", lw=0.6)
     sp.set_xlabel("draft length γ")
     sp.set_xticks(sorted(spec["gamma"].unique()))
@@ -118,10 +102,7 @@ def figure_assisted(read: Read) -> Any:
             tc.plot(x, g["tokens_per_call"], mk + style, color=col, label=label)
             tc.plot(x, g["tokens_eq1"], mk + "--", color=col, mfc="none", lw=0.8)
             ts.plot(x, g["tokens_per_second"], mk + style, color=col, label=label)
-            sp.plot(x, g["speedup_measured"], mk + style, color=col, label=label)
-            _quartiles(sp, x, g, "speedup_measured", col)
-            sp.plot(x, g["speedup_thm38"], "--", color=col, lw=0.8)
-            sp.plot(x, g["speedup_cost_model"], ":", color=col, lw=1.0)
+            draw_speedup(sp, x, g, mk, col, label, style)
     for lib, col in (("specsim", "C0"), ("transformers", "C1")):
         if lib in plain.index:
             ts.axhline(plain.loc[lib, "tokens_per_second"], color=col, ls=":", lw=1.0,

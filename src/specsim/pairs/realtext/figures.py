@@ -7,14 +7,11 @@ builder takes ``read``, which gives a declared table by name
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from specsim.pairs.figures import Read, log2_gamma_axis, plain, plain_minor
-
-if TYPE_CHECKING:
-    import pandas as pd
+from specsim.pairs.figures import Read, draw_speedup, log2_gamma_axis, plain, plain_minor, timed
 
 
 def _orders_legend(ax: Any, **kw: Any) -> None:
@@ -66,22 +63,6 @@ def figure_tokens(read: Read) -> Any:
     return fig
 
 
-def _spread(ax: Any, x: pd.Series, g: pd.DataFrame, name: str, marker: str, colour: str,
-            label: str | None = None) -> None:
-    """A timed quantity: its median joined by a line, its quartiles as error bars, and the
-    repeats the timing marked unreliable (:mod:`specsim.timing`) as hollow markers."""
-    y = g[name].to_numpy(dtype=float)
-    lo = y - g[f"{name}_q25"].to_numpy(dtype=float)
-    hi = g[f"{name}_q75"].to_numpy(dtype=float) - y
-    x = np.asarray(x)
-    ax.errorbar(x, y, yerr=[lo, hi], fmt="-", color=colour, lw=1.0, elinewidth=0.8, capsize=2)
-    bad = ~g["reliable"].astype(bool).to_numpy()
-    ax.plot(x[~bad], y[~bad], marker, color=colour, ms=5, ls="none")
-    if label is not None:
-        ax.plot([], [], marker + "-", color=colour, ms=5, lw=1.0, label=label)
-    ax.plot(x[bad], y[bad], marker, mfc="white", mec=colour, ms=5, ls="none")
-
-
 def figure_costs(read: Read) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -96,8 +77,8 @@ def figure_costs(read: Read) -> Any:
     kmax = int(df["positions"].max())
     ax.plot([1, kmax], [1, kmax], color="0.6", ls="--", lw=0.8, label="proportional to k")
     for j, (b, g) in enumerate(df[df["measure"] == "target_call"].groupby("batch")):
-        _spread(ax, g["positions"], g, "ratio", "os"[j % 2], "k" if j else "0.45",
-                f"batch {b}")
+        timed(ax, g["positions"], g, "ratio", "os"[j % 2], "k" if j else "0.45",
+              f"batch {b}")
     ax.set_xlabel("positions verified in one target call, k")
     ax.set_ylabel("T(k) / T(1)")
     ax.set_title("cost of verifying k positions\n(target call, order 5)")
@@ -108,9 +89,7 @@ def figure_costs(read: Read) -> Any:
         sub = spec[spec["batch"] == b]
         for i, (_, g) in enumerate(sub.groupby("draft_order")):
             colour = f"C{i}"
-            _spread(sp, g["gamma"], g, "speedup_measured", "o", colour)
-            sp.plot(g["gamma"], g["speedup_thm38"], "--", color=colour, lw=0.8)
-            sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=colour, lw=1.0)
+            draw_speedup(sp, g["gamma"], g, "o", colour)
         sp.axhline(1, color="0.3", lw=0.6)
         log2_gamma_axis(sp, sub["gamma"])
         sp.set_yscale("log")
