@@ -41,15 +41,6 @@ def _doc(d: int, rng: np.random.Generator, length: int = 9) -> Trace:
 
 
 # --- always: no torch needed ------------------------------------------------------------------
-def test_temper_is_softmax_of_logits_over_t() -> None:
-    rng = np.random.default_rng(0)
-    logits = rng.normal(size=(3, 7))
-    p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
-    for t in (0.5, 1.0, 2.0):
-        want = np.exp(logits / t) / np.exp(logits / t).sum(1, keepdims=True)
-        assert np.allclose(record.temper(p, t), want, atol=1e-12)
-
-
 def test_paired_difference_is_zero_for_equal_denominators_and_covers_a_shift() -> None:
     rng = np.random.default_rng(1)
     num = np.full(20, 32.0)

@@ -37,13 +37,14 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
+from specsim.models.maths import temper
 from specsim.pairs.recording import record_key, record_traces
 from specsim.sampling import FloatArray, sample_rows
 from specsim.seeds import seed_for
 from specsim.traces.format import Trace, concat_traces, from_full_rows, trace_meta
 
 __all__ = ["ForwardRows", "Rows", "StepRows", "document_trace", "document_traces", "record",
-           "record_pair", "sample_documents", "temper"]
+           "record_pair", "sample_documents"]
 
 
 class Rows(Protocol):
@@ -105,17 +106,6 @@ class StepRows:
     def batch_rows(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]
                    ) -> list[FloatArray]:
         return [self.rows(s, k) for s, k in zip(seqs, starts, strict=True)]
-
-
-def temper(rows: FloatArray, temperature: float) -> FloatArray:
-    """Rows at ``temperature``: p^(1/T) renormalised (softmax of logits / T)."""
-    if temperature == 1.0:
-        return rows
-    with np.errstate(divide="ignore"):
-        logp = np.log(rows) / temperature
-    logp -= logp.max(axis=1, keepdims=True)
-    out = np.exp(logp)
-    return np.asarray(out / out.sum(axis=1, keepdims=True), dtype=np.float64)
 
 
 def _pad(rows: FloatArray, width: int) -> FloatArray:
