@@ -1,4 +1,4 @@
-"""The pair stage's figures that both backends draw, and the axis and legend helpers of both
+"""The pair stage's figures that both backends draw, and the axis and timing helpers of both
 backends' own figures (PDF + PNG, the house style of :mod:`specsim.figures`).
 
 A figure is declared in :mod:`specsim.outputs.realtext` or :mod:`specsim.outputs.llm_pairs`
@@ -72,16 +72,6 @@ def draw_speedup(ax: Any, x: Any, g: pd.DataFrame, marker: str, colour: str,
     timed(ax, x, g, "speedup_measured", marker, colour, label, line)
     ax.plot(x, g["speedup_thm38"], "--", color=colour, lw=0.8)
     ax.plot(x, g["speedup_cost_model"], ":", color=colour, lw=1.0)
-
-
-def legend_entries(axes: Iterable[Any]) -> tuple[list[Any], list[str]]:
-    """(handles, labels) of every labelled artist of ``axes``, each label once (the first
-    panel that has it): one legend for panels that share their series."""
-    seen: dict[str, Any] = {}
-    for ax in axes:
-        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            seen.setdefault(label, h)
-    return list(seen.values()), list(seen)
 
 
 def figure_pair_accept(read: Read) -> Any:

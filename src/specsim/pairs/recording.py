@@ -1,19 +1,14 @@
 """Recording traces resumably: the one writer both backends' recorders use.
 
-A recording writes one trace file per pair (``paths``; the n-grams record several pairs from
-one text, transformers one), its documents made a batch at a time by the backend (``make``).
-Each finished batch of each pair is written atomically to ``<trace>.parts/`` as a trace file
-of its own whose metadata carry the recording's key -- the digest of everything that shapes
-the documents (settings, seed, the inputs' digests: :func:`record_key`) -- and the batch's
-first document. A rerun, after a kill, reuses every part whose key matches (for every pair)
-and records only the documents no part holds, in batches of consecutive documents; a part of
-other settings is not reused. The parts are combined into the traces (written atomically) and
-removed at the end, so a resumed run writes the file an uninterrupted one writes whenever a
-document does not depend on the batch it is made in.
-
-One recording at a time: a second recorder of the same traces is refused, naming the first's
-pid (:func:`exclusive`); nothing that is not a trace sits where one is written
-(:func:`make_room`). Errors name the command-line flag of the output (``flag``).
+A recording writes one trace file per pair (``paths``: the n-grams record several pairs from one
+text, transformers one), the backend making the documents a batch at a time (``make``). Each
+finished batch of each pair goes atomically to ``<trace>.parts/`` as a trace file whose metadata
+carry the recording's key (:func:`record_key`: the digest of everything that shapes the
+documents) and its first document. A rerun after a kill reuses every part of its key that every
+pair has, and records the other documents in batches of consecutive ones; at the end the parts
+are combined into the traces (written atomically) and removed. A lock refuses a second recorder
+of the same traces (:func:`exclusive`), and nothing but a trace may sit where one is written
+(:func:`make_room`); errors name the output's command-line flag (``flag``).
 """
 
 from __future__ import annotations

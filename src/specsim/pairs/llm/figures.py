@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from specsim.pairs.figures import Read, draw_speedup, legend_entries
+from specsim.pairs.figures import Read, draw_speedup
 
 
 def figure_costs(read: Read) -> Any:
@@ -173,7 +173,11 @@ def figure_speedup_explained(read: Read) -> Any:
         bottom.set_title(f"{spec['engine'].iloc[0]}: log2 factors")
     axes[0][0].set_ylabel("speedup over the target alone")
     axes[1][0].set_ylabel("log2 factor")
-    axes[0][0].legend(*legend_entries(axes[0]), loc="best")  # every engine's line, once
+    seen: dict[str, Any] = {}
+    for ax in axes[0]:  # every engine's line, whichever panel has it
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, h)
+    axes[0][0].legend(list(seen.values()), list(seen), loc="best")
     handles, labels = axes[1][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
     return fig

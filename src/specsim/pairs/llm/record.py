@@ -31,7 +31,7 @@ that run a model.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -43,7 +43,7 @@ from specsim.sampling import FloatArray, sample_rows
 from specsim.seeds import seed_for
 from specsim.traces.format import Trace, concat_traces, from_full_rows, trace_meta
 
-__all__ = ["ForwardRows", "Rows", "StepRows", "document_trace", "document_traces", "record",
+__all__ = ["ForwardRows", "Rows", "StepRows", "document_trace", "document_traces",
            "record_pair", "sample_documents"]
 
 
@@ -186,45 +186,31 @@ def document_trace(target: Any, draft: Rows, prompt: Sequence[int], length: int,
     return document_traces(target, draft, [prompt], length, top_k, temperature, [rng], meta)[0]
 
 
-def record(out: str | Path,
-           make_documents: Callable[[list[int], list[np.random.Generator]], list[Trace]],
-           documents: int, meta: dict[str, Any], seed: int, settings: dict[str, Any],
-           progress: TextIO | None = sys.stderr, batch: int = 1) -> Trace:
-    """Record ``documents`` documents into the trace file ``out``, ``batch`` at a time
-    (``make_documents(ds, rngs)``: the traces of documents ``ds``, document ``ds[i]`` drawing
-    from ``rngs[i]``, seeded by (``seed``, ``ds[i]``) alone), resumably (module docstring);
-    returns the trace written. ``settings``: everything that decides the documents."""
-    pair = str(meta.get("pair", out))
-
-    def make(ds: list[int]) -> dict[str, Trace]:
-        rngs = [np.random.default_rng(seed_for(seed, "record", d)) for d in ds]
-        docs = make_documents(ds, rngs)
-        return {pair: concat_traces(docs, {**meta, "vocab": max(t.vocab for t in docs)})}
-
-    def say(line: str) -> None:
-        if progress is not None:
-            print(line, file=progress, flush=True)
-
-    key = record_key({**settings, "seed": seed, "documents": documents})
-    return record_traces({pair: Path(out)}, make, documents, batch, key, {pair: meta},
-                         flag="--out", say=say).traces[pair]
-
-
 def record_pair(out: str | Path, target: Any, draft: Rows, prompts: Sequence[Sequence[int]],
                 *, length: int, top_k: int, temperature: float, seed: int,
                 meta: dict[str, Any], progress: TextIO | None = sys.stderr,
                 batch: int = 1) -> Trace:
     """A trace of (``target``, ``draft``) over one document per prompt, ``batch`` documents
-    per forward pass; ``meta`` holds at least ``pair`` and ``vocab`` (the target's vocabulary
-    size), and whatever else decides the rows (the device and dtype)."""
+    per forward pass, resumably (module docstring); document d draws its uniforms from a
+    generator seeded by (``seed``, d) alone. ``meta`` holds at least ``pair`` and ``vocab``
+    (the target's vocabulary size), and whatever else decides the rows (device, dtype)."""
     rest = {k: v for k, v in meta.items() if k not in ("pair", "vocab", "documents")}
     full = trace_meta(pair=meta["pair"], vocab=meta["vocab"], documents=len(prompts), **rest,
                       temperature=temperature, top_k=top_k, length=length)
+    pair = str(full["pair"])
 
-    def make(ds: list[int], rngs: list[np.random.Generator]) -> list[Trace]:
-        return document_traces(target, draft, [prompts[d] for d in ds], length, top_k,
+    def make(ds: list[int]) -> dict[str, Trace]:
+        rngs = [np.random.default_rng(seed_for(seed, "record", d)) for d in ds]
+        docs = document_traces(target, draft, [prompts[d] for d in ds], length, top_k,
                                temperature, rngs, full)
+        return {pair: concat_traces(docs, {**full, "vocab": max(t.vocab for t in docs)})}
 
-    settings = {k: v for k, v in full.items() if k != "documents"}
-    settings["prompts"] = [list(map(int, p)) for p in prompts]
-    return record(out, make, len(prompts), full, seed, settings, progress, batch)
+    def say(line: str) -> None:
+        if progress is not None:
+            print(line, file=progress, flush=True)
+
+    shaping = {k: v for k, v in full.items() if k != "documents"}
+    key = record_key({**shaping, "prompts": [list(map(int, p)) for p in prompts], "seed": seed,
+                      "documents": len(prompts)})
+    return record_traces({pair: Path(out)}, make, len(prompts), batch, key, {pair: full},
+                         flag="--out", say=say).traces[pair]
