@@ -225,7 +225,6 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     from specsim.acceptance import cli as advise
     from specsim.configcheck import add_parser as add_check_config_parser
     from specsim.integrity import add_parser as add_verify_parser
-    from specsim.pairs.llm.record_cli import add_parser as add_record_hf  # `specsim record hf`
     from specsim.pairs.stages import STAGES
     from specsim.record_cli import add_parser as add_record_parser
     from specsim.stage_cli import add_stage_parser
@@ -235,7 +234,7 @@ def build_parser(full: bool = True) -> tuple[_Parser, dict[str, _Parser]]:
     for add in (add_verify_parser, add_check_config_parser, advise.add_parser):
         add(sub)
     runfiles.add_parsers(sub, _grid)
-    add_record_parser(sub, kinds=(add_record_hf,))
+    add_record_parser(sub)
     return parser, dict(sub.choices)
 
 

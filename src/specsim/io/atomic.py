@@ -109,7 +109,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.close(fd)
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
-        seal = None if is_sidecar(dest) else sidecar_text(dest, _file_sha256(tmp))
+        seal = None if is_sidecar(dest) else sidecar_text(dest, file_sha256(tmp))
         os.replace(tmp, dest)
         if seal is not None:
             write_text(checksum_path(dest), seal)
@@ -156,7 +156,8 @@ def sidecar_text(path: str | os.PathLike[str], digest: str) -> str:
     return f"{digest}  {Path(path).name}\n"
 
 
-def _file_sha256(path: str | os.PathLike[str]) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 (hex) of a file's bytes, read in chunks."""
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
@@ -167,7 +168,7 @@ def write_checksum(path: str | os.PathLike[str], data: bytes) -> None:
 
 def seal(path: str | os.PathLike[str]) -> None:
     """Write the sidecar of a file another program wrote (``make report``: Snakemake's report)."""
-    write_text(checksum_path(path), sidecar_text(path, _file_sha256(path)))
+    write_text(checksum_path(path), sidecar_text(path, file_sha256(path)))
 
 
 def check_sidecar(path: str | os.PathLike[str], data: bytes | None = None) -> None:
@@ -180,7 +181,7 @@ def check_sidecar(path: str | os.PathLike[str], data: bytes | None = None) -> No
         if each.exists() and not each.is_file():  # a FIFO would block the read: never open it
             raise IntegrityError(f"{path}: {each.name} is not a regular file; {fix}")
     try:
-        digest = hashlib.sha256(data).hexdigest() if data is not None else _file_sha256(path)
+        digest = hashlib.sha256(data).hexdigest() if data is not None else file_sha256(path)
         want = sidecar_text(path, digest).encode()
         with open(side, "rb") as fh:  # never more than a sidecar's length (+1: too long)
             recorded = fh.read(len(want) + 1)

@@ -352,7 +352,8 @@ FIGURES = (
             "pass. Middle: the measured T(k)/T(1) of a target call verifying k positions, beside "
             "the roofline's and proportional-to-k costs. Right: the measured wall-clock speedup "
             "of speculative sampling (Leviathan Alg. 1 with KV caches) over plain target sampling "
-            "per draft and draft length γ (solid), Thm 3.8 with the measured draft cost c "
+            "per draft and draft length γ (solid: the median over prompts, bars its quartiles, "
+            "hollow where the timing is unreliable), Thm 3.8 with the measured draft cost c "
             "(dashed; it assumes T(γ+1) = T(1)) and Eq. 1 over γc + T(γ+1)/T(1) (dotted). "
             "Verification is not free here: from k = 2 PyTorch switches from a matrix-vector to a "
             "matrix-matrix kernel that streams the weights slower, so no draft pays.")),
@@ -384,7 +385,8 @@ FIGURES = (
             "the full distribution, from the same held-out prompts. Left: tokens per target call "
             "(target calls counted with a forward hook) against Eq. 1 at the measured α. Middle: "
             "tokens per second, with plain sampling by each library (dotted). Right: speedup over "
-            "plain sampling by the same library, measured, Thm 3.8 at the measured α and draft "
+            "plain sampling by the same library, measured (median, quartiles; hollow where the "
+            "timing is unreliable), Thm 3.8 at the measured α and draft "
             "cost c (dashed, which assumes T(γ+1) = T(1)) and with the measured T(γ+1)/T(1) "
             "(dotted). Wall-clock timings on a shared machine: not deterministic. Table: "
             "``results/llm/assisted.csv``.")),

@@ -187,7 +187,7 @@ FIGURES = (
     Figure(
         "llm_pair_accept", needs=None, step="llm:pairs",
         reads=("llm_pair_accept",),
-        builder="specsim.pairs.llm.figures:figure_pair_accept",
+        builder="specsim.pairs.figures:figure_llm_pair_accept",
         caption=(
             "Your model pair, predicted then measured: for each SmolLM2-135M pair the tier traces "
             "(the target with its int8, skip-layer and n-gram drafts), tokens per target call "
@@ -196,7 +196,10 @@ FIGURES = (
             "the trace's documents) beside tokens per target call measured by speculative "
             "generation with the same models from the same prompts (specsim's loop, and "
             "transformers' assisted generation at a fixed γ for the model drafts), each with its "
-            "95% CI over prompts. Covered: the paired bootstrap CI of the difference contains 0. "
+            "95% CI over prompts (one marker an engine); dotted: Eq. 1 at the trace's mean α (in "
+            "the legend). Right: the paired difference (predicted − measured) / measured with "
+            "its 95% CI over the shared prompts; covered: that CI contains 0. The same drawing "
+            "as the n-gram pairs' pair_accept figure (one schema, specsim.pairs.accept). "
             "Table: ``results/llm/pair_accept.csv``.")),
     Figure(
         "llm_speedup_explained", needs=None, step="llm:pairs",

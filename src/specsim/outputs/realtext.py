@@ -352,17 +352,18 @@ FIGURES = (
     Figure(
         "pair_accept", needs=None, step="realtext:figures",
         reads=("pair_accept",),
-        builder="specsim.pairs.realtext.figures:figure_pair_accept",
+        builder="specsim.pairs.figures:figure_pair_accept",
         caption=(
             "Your model pair, predicted vs measured: for each character n-gram pair (order-5 "
             "target, draft of order k), characters per target call against the draft length γ. "
             "Lines and bands: the positional model on the pair's trace (text the target generated "
-            "from held-out prompts; exact given the trace, 95% bootstrap CI over its documents). "
-            "Points: speculative generation with the same models from the same prompts, each "
-            "chain run until it has emitted as many characters as a document holds (95% bootstrap "
-            "CI over prompts). Right: the paired difference (predicted − measured) / measured "
-            "with its 95% CI over the shared prompts; a CI that contains 0 means the prediction "
-            "holds to within what the budget resolves (results/tables/pair_accept.csv).")),
+            "from held-out prompts; exact given the trace, 95% bootstrap CI over its documents); "
+            "dotted: Eq. 1 at the trace's mean α (in the legend). Points: speculative generation "
+            "with the same models from the same prompts, each chain run until it has emitted as "
+            "many characters as a document holds (95% bootstrap CI over prompts). Right: the "
+            "paired difference (predicted − measured) / measured with its 95% CI over the shared "
+            "prompts; a CI that contains 0 means the prediction holds to within what the budget "
+            "resolves (results/tables/pair_accept.csv).")),
     Figure(
         "engine_schedule", needs=None, step="realtext:engine",
         reads=("engine_schedule",),

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from specsim.costs import SEQUENTIAL, ConstantCost
+from specsim.stats import alpha_from_tokens
 
 #: The factors' columns, in the order they multiply (module docstring).
 FACTORS = ("factor_ideal", "factor_alpha", "factor_draft", "factor_verify", "factor_other")
@@ -40,6 +41,16 @@ def cost_model(tokens: ArrayLike, gamma: ArrayLike, c: float, verify: ArrayLike)
 def break_even(tokens: ArrayLike, gamma: ArrayLike, verify: ArrayLike = 1.0) -> Any:
     """The draft cost c below which γ gains, (tokens − T(γ+1)/T(1)) / γ (Thm 3.8: verify 1)."""
     return (np.asarray(tokens) - np.asarray(verify)) / np.asarray(gamma)
+
+
+def break_even_alpha(gamma: ArrayLike, c: float, verify: ArrayLike = 1.0) -> Any:
+    """The α below which γ loses: Eq. 1's tokens at α pay for a round of γ c + T(γ+1)/T(1)
+    target calls (Thm 3.8: verify 1), by :func:`specsim.stats.alpha_from_tokens`; NaN where
+    even α = 1 (γ + 1 tokens a round) does not pay."""
+    g = np.asarray(gamma)
+    cost = ConstantCost(c).draft(g, 1, SEQUENTIAL) + np.asarray(verify)
+    alpha = np.vectorize(lambda k, t: float(alpha_from_tokens(t, int(k))))(g, cost)
+    return np.where(cost >= g + 1, np.nan, alpha)[()]
 
 
 def factors(tokens: float, gamma: int, c: float, verify: float, measured: float

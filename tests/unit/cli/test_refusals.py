@@ -46,7 +46,7 @@ def test_record_hf_without_network_or_cache_is_one_line(
     torch and transformers taken as installed (they are looked for first)."""
     import importlib.util
 
-    from specsim.pairs.llm.record_cli import unreachable
+    from specsim.pairs.llm.hub import unreachable
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: object() if m in (

@@ -540,3 +540,12 @@ def test_prop_iid_pairs_row_stochastic(seed, temperature, draft, sigma, noise) -
                      np.random.default_rng(seed), (7, 2))
     assert_row_stochastic(p, 1e-12)
     assert_row_stochastic(q, 1e-12)
+
+
+def test_temper_is_softmax_of_logits_over_t() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 7))
+    p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    for t in (0.5, 1.0, 2.0):
+        want = np.exp(logits / t) / np.exp(logits / t).sum(1, keepdims=True)
+        assert np.allclose(temper(p, t), want, atol=1e-12)

@@ -97,13 +97,6 @@ def test_one_position_of_alg1_is_lossless_and_the_broken_rule_is_not() -> None:
             assert (g.p_value > mc.p_floor(2)) == is_lossless, (rule, r, g)
 
 
-def test_break_even_alpha() -> None:
-    a = experiments.break_even_alpha(4, 2.5)
-    assert abs(float(exact.expected_tokens(a, 4)) - 2.5) < 1e-9
-    assert np.isnan(experiments.break_even_alpha(2, 3.0))
-    assert experiments.break_even_alpha(1, 1.0) < 1e-12
-
-
 def test_prediction_over_rounds_is_eq1_and_thm38_at_constant_gamma() -> None:
     """The assisted table's theory: with every round drafting γ, Eq. 1 and Thm 3.8 exactly;
     a round that drafts nothing emits one token at the cost of one target call."""

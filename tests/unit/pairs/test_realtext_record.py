@@ -121,10 +121,10 @@ def test_a_killed_recording_resumes_from_its_parts(tmp_path: Path, model_file: P
     assert (first.recorded, first.reused) == (1, 0)
     assert not any(p.exists() for p in first.paths.values())
     parts = sorted((out / "ngram_o2.parquet.parts").iterdir())
-    assert [p.name for p in parts] == ["block-00000.parquet", "block-00000.parquet.sha256"]
+    assert [p.name for p in parts] == ["part-00000.parquet", "part-00000.parquet.sha256"]
     stamp = parts[0].stat().st_mtime_ns
     # a half-written part (a temporary file) is ignored; a part of other settings is redone
-    (out / "ngram_o2.parquet.parts" / ".block-00001.parquet.x.tmp").write_bytes(b"junk")
+    (out / "ngram_o2.parquet.parts" / ".part-00002.parquet.x.tmp").write_bytes(b"junk")
     resumed = run(s, model_file, out)
     assert (resumed.recorded, resumed.reused) == (2, 1)
     for pair in trace_pairs(s):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from specsim import cli, ngram
-from specsim.pairs.realtext import record
+from specsim.pairs import recording
 
 TINY = json.dumps({"model": {"target_order": 3, "draft_orders": [2]},
                    "trace": {"documents": 3, "length": 4, "top_k": 4}})
@@ -155,7 +155,8 @@ def test_a_second_recorder_of_the_same_pair_is_refused(
               "--out-dir", str(out)]
     import os
 
-    with record.exclusive(out / "ngram_o2.parquet"):  # the first recorder, still writing
+    # the first recorder, still writing
+    with recording.exclusive(out / "ngram_o2.parquet", "--out-dir"):
         status, err = _record(capsys, *common)
         assert status == 1
         _one_line(err, "another recorder", f"pid {os.getpid()}", "ngram_o2.parquet")

@@ -45,3 +45,22 @@ def test_break_even_is_where_the_speedup_is_one() -> None:
             vi = np.broadcast_to(v, gammas.shape)[i]
             assert speedup.cost_model(tokens[i], g, c[i] * 0.99, vi) > 1.0
             assert speedup.cost_model(tokens[i], g, c[i] * 1.01, vi) < 1.0
+
+
+@given(alpha=st.floats(0.05, 0.95), gamma=st.integers(1, 8), verify=st.floats(1.0, 2.0))
+def test_break_even_alpha_is_where_eq1_pays_for_the_round(alpha: float, gamma: int,
+                                                          verify: float) -> None:
+    # the c at which a draft of this α just breaks even: Eq. 1's tokens = γ c + verify
+    c = (float(exact.expected_tokens(alpha, gamma)) - verify) / gamma
+    if c <= 0:
+        return
+    assert speedup.break_even_alpha(gamma, c, verify) == pytest.approx(alpha, abs=1e-9)
+    assert float(speedup.cost_model(exact.expected_tokens(alpha, gamma), gamma, c, verify)) \
+        == pytest.approx(1.0, rel=1e-12)
+
+
+def test_break_even_alpha_is_nan_where_even_alpha_one_does_not_pay() -> None:
+    assert np.isnan(speedup.break_even_alpha(2, 1.0))  # 2c + 1 = 3 = γ + 1 tokens: no α pays
+    assert np.isnan(speedup.break_even_alpha(4, 0.1, float("nan")))  # T(γ+1) not timed
+    got = speedup.break_even_alpha(np.array([1, 2]), 0.0)  # free drafts: every α > 0 pays
+    np.testing.assert_array_equal(got, [0.0, 0.0])

@@ -11,7 +11,9 @@ import pandas as pd
 
 from specsim import exact, stats, timing
 from specsim.ngram import context_ids
-from specsim.pairs.llm.drafts import CachedLM, ModelDraft, NGramDraft, sample
+from specsim.pairs import speedup
+from specsim.pairs.llm.backend import TransformersBackend
+from specsim.pairs.llm.drafts import CachedLM, ModelDraft, NGramDraft
 from specsim.pairs.llm.generation import Generation, plain_generate, speculative_generate
 from specsim.pairs.llm.lab import IntArray, Lab
 from specsim.pairs.llm.loading import VOCAB, token_tensor
@@ -93,29 +95,23 @@ def _context(lab: Lab) -> tuple[list[int], list[int]]:
 
 
 def verify_cost_table(lab: Lab) -> pd.DataFrame:
-    """T(k): wall time of a KV-cached call on k new positions after a real context, for the
-    target and every model draft; draft steps of the n-gram drafts; c = draft step / T(1) of
-    the target. Every call is timed in ONE interleaved measurement (:func:`specsim.timing.
-    measure`: medians over ``cost_repeats`` repeats, quartiles, verdict, load); ratios to the
-    target's T(1) are paired per repeat."""
+    """T(k): wall time of one KV-cached target call verifying k positions after a real context,
+    and of one draft step of every draft (its row there and a token drawn from it): the pair
+    backend's callables (:meth:`.backend.TransformersBackend.target_call`, ``draft_step``);
+    c = draft step / T(1) of the target. Every call is timed in ONE interleaved measurement
+    (:func:`specsim.timing.measure`: medians over ``cost_repeats`` repeats, quartiles, verdict,
+    load); ratios to the target's T(1) are paired per repeat."""
     s = lab.s
     ctx, more = _context(lab)
-
-    def cached_call(model: Any, k: int) -> Callable[[int], None]:
-        lm = CachedLM(model)
-        lm.next_logits(ctx, 1)
-
-        def call(r: int) -> None:
-            lm.next_logits(ctx + more[:k], k)
-            lm.keep(len(ctx))
-        return call
-
+    prompt = [ctx + more[:1]]  # its last token pending: a call on k positions feeds more[:k]
+    tokens = np.array([more[1:]], dtype=np.int64)
     ks = list(range(1, s.cost_max_positions + 1))
-    fns = {f"target k={k}": cached_call(lab.model, k) for k in ks}
+    target = TransformersBackend(lab.model, ModelDraft("target", lab.model))
+    chains = target.chains(prompt, 1)
+    fns = {f"target k={k}": target.target_call(chains, tokens[:, : k - 1]) for k in ks}
     for name in lab.draft_names():
-        d = lab.draft(name)
-        fns[name] = (cached_call(d.lm.model, 1) if isinstance(d, ModelDraft) else
-                     lambda r, d=d: sample(d.probs(ctx), 0.5))
+        backend = TransformersBackend(lab.model, lab.draft(name))
+        fns[name] = backend.draft_step(backend.chains(prompt, 1), np.array([0.5]))
     tm = timing.measure(fns, s.cost_repeats)
     rows: list[dict[str, Any]] = []
     for k in ks:
@@ -131,19 +127,6 @@ def verify_cost_table(lab: Lab) -> pd.DataFrame:
     for key, value in tm.load.columns().items():
         df[key] = value
     return df
-
-
-def break_even_alpha(gamma: int, cost: float) -> float:
-    """Smallest α whose Eq. 1 tokens per round pay for a round costing ``cost`` target calls
-    (γ c + T(γ+1)/T(1)); Thm 3.8's own break-even is ``cost`` = γ c + 1. NaN if even α = 1
-    (γ+1 tokens per round) does not pay."""
-    if cost >= gamma + 1:
-        return float("nan")
-    lo, hi = 0.0, 1.0
-    for _ in range(60):  # Eq. 1 increases in α from 1 to γ+1
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if exact.expected_tokens(mid, gamma) < cost else (lo, mid)
-    return 0.5 * (lo + hi)
 
 
 def speculative_table(lab: Lab, costs: pd.DataFrame, alphas: pd.DataFrame) -> pd.DataFrame:
@@ -220,9 +203,9 @@ def speculative_table(lab: Lab, costs: pd.DataFrame, alphas: pd.DataFrame) -> pd
                                                                       per_token(key))),
                 "reliable": per_call("plain").reliable and per_call(key).reliable,
                 "speedup_thm38": float(exact.walltime_improvement(min(alpha, 1 - 1e-12), g, c)),
-                "speedup_cost_model": (tokens / calls) / (g * c + t_verify),
-                "alpha_break_even_thm38": break_even_alpha(g, g * c + 1.0),
-                "alpha_break_even_measured": break_even_alpha(g, g * c + t_verify),
+                "speedup_cost_model": float(speedup.cost_model(tokens / calls, g, c, t_verify)),
+                "alpha_break_even_thm38": float(speedup.break_even_alpha(g, c)),
+                "alpha_break_even_measured": float(speedup.break_even_alpha(g, c, t_verify)),
                 "target_share": sum(x.target_seconds for x in gens) / sum(x.seconds for x in gens),
             })
     return pd.DataFrame(rows)

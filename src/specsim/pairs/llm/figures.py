@@ -1,4 +1,5 @@
-"""The LLM figures, drawn from the tables in results/llm/ (PDF + PNG, specsim.figures' style).
+"""The transformers backend's own figures, drawn from the tables in results/llm/ (PDF + PNG,
+specsim.figures' style); the pair_accept figure both backends draw is :mod:`specsim.pairs.figures`'.
 
 Each is declared in :mod:`specsim.outputs.llm` (name, caption, the step drawing it); its builder
 takes ``read``, which gives a declared table by name (:func:`specsim.figures.draw_stage_figures`).
@@ -6,24 +7,11 @@ takes ``read``, which gives a declared table by name (:func:`specsim.figures.dra
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-Read = Callable[[str], "pd.DataFrame"]  # a declared table by name
-
-
-def _quartiles(ax: Any, x: Any, g: pd.DataFrame, column: str, colour: str) -> None:
-    """Error bars from a timed column's quartiles over its repeats (``specsim.timing``), where
-    the table has them."""
-    if f"{column}_q25" in g:
-        ax.errorbar(x, g[column], yerr=[g[column] - g[f"{column}_q25"],
-                                        g[f"{column}_q75"] - g[column]],
-                    fmt="none", color=colour, lw=0.8, capsize=2)
+from specsim.pairs.figures import Read, draw_speedup
 
 
 def figure_costs(read: Read) -> Any:
@@ -52,11 +40,7 @@ def figure_costs(read: Read) -> Any:
     ax.legend(loc="upper left")
     for i, (name, g) in enumerate(spec.groupby("draft", sort=False)):
         col = f"C{i}"
-        sp.plot(g["gamma"], g["speedup_measured"], "o-", color=col,
-                label=f"{name} (c = {g['c'].iloc[0]:.2f})")
-        _quartiles(sp, g["gamma"], g, "speedup_measured", col)
-        sp.plot(g["gamma"], g["speedup_thm38"], "--", color=col, lw=0.8)
-        sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=col, lw=1.0)
+        draw_speedup(sp, g["gamma"], g, "o", col, f"{name} (c = {g['c'].iloc[0]:.2f})")
     sp.axhline(1, color="0.3", lw=0.6)
     sp.set_xlabel("draft length γ")
     sp.set_xticks(sorted(spec["gamma"].unique()))
@@ -118,10 +102,7 @@ def figure_assisted(read: Read) -> Any:
             tc.plot(x, g["tokens_per_call"], mk + style, color=col, label=label)
             tc.plot(x, g["tokens_eq1"], mk + "--", color=col, mfc="none", lw=0.8)
             ts.plot(x, g["tokens_per_second"], mk + style, color=col, label=label)
-            sp.plot(x, g["speedup_measured"], mk + style, color=col, label=label)
-            _quartiles(sp, x, g, "speedup_measured", col)
-            sp.plot(x, g["speedup_thm38"], "--", color=col, lw=0.8)
-            sp.plot(x, g["speedup_cost_model"], ":", color=col, lw=1.0)
+            draw_speedup(sp, x, g, mk, col, label, style)
     for lib, col in (("specsim", "C0"), ("transformers", "C1")):
         if lib in plain.index:
             ts.axhline(plain.loc[lib, "tokens_per_second"], color=col, ls=":", lw=1.0,
@@ -141,42 +122,6 @@ def figure_assisted(read: Read) -> Any:
     ts.legend(loc="lower right")
     sp.set_ylabel("speedup over the same library alone")
     sp.set_title("measured, Thm 3.8 (--),\nwith measured T(γ+1)/T(1) (:)")
-    return fig
-
-
-def figure_pair_accept(read: Read) -> Any:
-    """Tokens per target call per γ, one panel per pair: the trace's positional prediction
-    (line, 95% band) and the measurement of each engine (points, 95% bars)."""
-    import matplotlib.pyplot as plt
-
-    from specsim.figures.style import WIDE
-
-    t = read("llm_pair_accept")
-    pairs = list(dict.fromkeys(t["pair"]))
-    fig, axes = plt.subplots(1, len(pairs), figsize=(WIDE, 2.6), squeeze=False)
-    for ax, name in zip(axes[0], pairs, strict=True):
-        g = t[t["pair"] == name]
-        pred = g.drop_duplicates("gamma").sort_values("gamma")
-        ax.plot(pred["gamma"], pred["tokens_predicted"], "-", color="k", label="trace")
-        ax.fill_between(pred["gamma"], pred["tokens_predicted_ci_low"],
-                        pred["tokens_predicted_ci_high"], color="0.8")
-        ax.plot(pred["gamma"], pred["tokens_eq1_mean_alpha"], ":", color="0.4",
-                label="Eq. 1 at mean α")
-        for j, (engine, e) in enumerate(g.groupby("engine", sort=False)):
-            x = e["gamma"] + (j - 0.5) * 0.08
-            ax.errorbar(x, e["tokens_measured"], yerr=[
-                e["tokens_measured"] - e["tokens_measured_ci_low"],
-                e["tokens_measured_ci_high"] - e["tokens_measured"]], fmt="os"[j % 2],
-                color=f"C{j}", ms=3, capsize=2, label=f"measured, {engine}")
-        ax.set_title(f"{name} (mean α {g['alpha_mean'].iloc[0]:.2f})")
-        ax.set_xlabel("draft length γ")
-        ax.set_xticks(sorted(g["gamma"].unique()))
-    axes[0][0].set_ylabel("tokens per target call")
-    seen: dict[str, Any] = {}
-    for ax in axes[0]:  # every engine's points, whichever panel has them
-        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            seen.setdefault(label, h)
-    axes[0][0].legend(list(seen.values()), list(seen), loc="upper left")
     return fig
 
 

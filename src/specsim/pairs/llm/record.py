@@ -20,41 +20,31 @@ position in order, whatever batch it is in: batching changes a document's rows o
 floating-point rounding (matrix products of another shape), and its tokens only if a uniform
 falls within that rounding of a CDF step.
 
-Resumable: each finished document is written (atomically, as a one-document trace file) to
-``<out>.parts/``; a rerun skips the documents found there, provided ``settings.json`` in that
-directory matches this run's (else the stale parts are discarded). A resumed run writes the
-same file as an uninterrupted one. The final file is written atomically, then the parts are
-removed. Progress: one line on stderr per batch. torch is imported only inside the functions
+Resumable (:mod:`specsim.pairs.recording`, the writer both backends use): each finished batch
+is written atomically to ``<out>.parts/`` with the key of everything that decides its documents;
+a rerun reuses the parts of its own key and records the rest, and writes the same file as an
+uninterrupted run. The final file is written atomically, then the parts are removed. Progress:
+one line on stderr per batch. torch is imported only inside the functions
 that run a model.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 import numpy as np
 
-from specsim import timing
+from specsim.models.maths import temper
+from specsim.pairs.recording import record_key, record_traces
 from specsim.sampling import FloatArray, sample_rows
 from specsim.seeds import seed_for
-from specsim.traces.format import (
-    Trace,
-    TraceFileError,
-    concat_traces,
-    from_full_rows,
-    read_trace,
-    trace_meta,
-    write_trace,
-)
+from specsim.traces.format import Trace, concat_traces, from_full_rows, trace_meta
 
-__all__ = ["ForwardRows", "Rows", "StepRows", "document_trace", "document_traces", "record",
-           "record_pair", "sample_documents", "temper"]
+__all__ = ["ForwardRows", "Rows", "StepRows", "document_trace", "document_traces",
+           "record_pair", "sample_documents"]
 
 
 class Rows(Protocol):
@@ -116,17 +106,6 @@ class StepRows:
     def batch_rows(self, seqs: Sequence[Sequence[int]], starts: Sequence[int]
                    ) -> list[FloatArray]:
         return [self.rows(s, k) for s, k in zip(seqs, starts, strict=True)]
-
-
-def temper(rows: FloatArray, temperature: float) -> FloatArray:
-    """Rows at ``temperature``: p^(1/T) renormalised (softmax of logits / T)."""
-    if temperature == 1.0:
-        return rows
-    with np.errstate(divide="ignore"):
-        logp = np.log(rows) / temperature
-    logp -= logp.max(axis=1, keepdims=True)
-    out = np.exp(logp)
-    return np.asarray(out / out.sum(axis=1, keepdims=True), dtype=np.float64)
 
 
 def _pad(rows: FloatArray, width: int) -> FloatArray:
@@ -207,79 +186,31 @@ def document_trace(target: Any, draft: Rows, prompt: Sequence[int], length: int,
     return document_traces(target, draft, [prompt], length, top_k, temperature, [rng], meta)[0]
 
 
-def record(out: str | Path,
-           make_documents: Callable[[list[int], list[np.random.Generator]], list[Trace]],
-           documents: int, meta: dict[str, Any], seed: int, settings: dict[str, Any],
-           progress: TextIO | None = sys.stderr, batch: int = 1) -> Trace:
-    """Record ``documents`` documents into the trace file ``out``, ``batch`` at a time
-    (``make_documents(ds, rngs)``: the traces of documents ``ds``, document ``ds[i]`` drawing
-    from ``rngs[i]``), resumably (module docstring); returns the trace written. ``settings``:
-    everything that decides the documents (kept in ``<out>.parts/settings.json``)."""
-    out = Path(out)
-    parts = Path(f"{out}.parts")
-    stamp = json.dumps({**settings, "seed": seed, "documents": documents}, sort_keys=True)
-    mark = parts / "settings.json"
-    if parts.is_dir() and (not mark.is_file() or mark.read_text() != stamp):
-        _say(progress, f"record: {parts} holds parts of other settings: discarded")
-        shutil.rmtree(parts)
-    parts.mkdir(parents=True, exist_ok=True)
-    if not mark.is_file():
-        from specsim.io import write_text
-
-        write_text(mark, stamp)
-    t0 = timing.clock()
-    done: dict[int, Trace] = {}
-    for d in range(documents):
-        path = parts / f"doc-{d:05d}.parquet"
-        if path.is_file():
-            with suppress(TraceFileError):  # killed mid-write cannot happen (atomic); damaged
-                done[d] = read_trace(path)
-    resumed = len(done)
-    todo = [d for d in range(documents) if d not in done]
-    for i in range(0, len(todo), batch):
-        ds = todo[i : i + batch]
-        rngs = [np.random.default_rng(seed_for(seed, "record", d)) for d in ds]
-        for d, part in zip(ds, make_documents(ds, rngs), strict=True):
-            write_trace(parts / f"doc-{d:05d}.parquet", part)
-            done[d] = part
-        _say(progress, f"record: {len(done)}/{documents} documents"
-             f"{f' ({resumed} resumed)' if resumed else ''}, "
-             f"{timing.clock() - t0:.1f} s")
-    if not todo:
-        _say(progress, f"record: {documents}/{documents} documents ({resumed} resumed)")
-    trace = concat_traces([done[d] for d in range(documents)],
-                          {**meta, "vocab": max(t.vocab for t in done.values())})
-    write_trace(out, trace)
-    shutil.rmtree(parts)
-    return trace
-
-
-def _say(progress: TextIO | None, line: str) -> None:
-    if progress is not None:
-        print(line, file=progress, flush=True)
-
-
 def record_pair(out: str | Path, target: Any, draft: Rows, prompts: Sequence[Sequence[int]],
                 *, length: int, top_k: int, temperature: float, seed: int,
                 meta: dict[str, Any], progress: TextIO | None = sys.stderr,
                 batch: int = 1) -> Trace:
     """A trace of (``target``, ``draft``) over one document per prompt, ``batch`` documents
-    per forward pass; ``meta`` holds at least ``pair`` and ``vocab`` (the target's vocabulary
-    size), and whatever else decides the rows (the device and dtype)."""
+    per forward pass, resumably (module docstring); document d draws its uniforms from a
+    generator seeded by (``seed``, d) alone. ``meta`` holds at least ``pair`` and ``vocab``
+    (the target's vocabulary size), and whatever else decides the rows (device, dtype)."""
     rest = {k: v for k, v in meta.items() if k not in ("pair", "vocab", "documents")}
     full = trace_meta(pair=meta["pair"], vocab=meta["vocab"], documents=len(prompts), **rest,
                       temperature=temperature, top_k=top_k, length=length)
+    pair = str(full["pair"])
 
-    def make(ds: list[int], rngs: list[np.random.Generator]) -> list[Trace]:
-        return document_traces(target, draft, [prompts[d] for d in ds], length, top_k,
+    def make(ds: list[int]) -> dict[str, Trace]:
+        rngs = [np.random.default_rng(seed_for(seed, "record", d)) for d in ds]
+        docs = document_traces(target, draft, [prompts[d] for d in ds], length, top_k,
                                temperature, rngs, full)
+        return {pair: concat_traces(docs, {**full, "vocab": max(t.vocab for t in docs)})}
 
-    settings = {k: v for k, v in full.items() if k != "documents"}
-    settings["prompts_sha256"] = _digest(prompts)
-    return record(out, make, len(prompts), full, seed, settings, progress, batch)
+    def say(line: str) -> None:
+        if progress is not None:
+            print(line, file=progress, flush=True)
 
-
-def _digest(prompts: Sequence[Sequence[int]]) -> str:
-    import hashlib
-
-    return hashlib.sha256(json.dumps([list(map(int, p)) for p in prompts]).encode()).hexdigest()
+    shaping = {k: v for k, v in full.items() if k != "documents"}
+    key = record_key({**shaping, "prompts": [list(map(int, p)) for p in prompts], "seed": seed,
+                      "documents": len(prompts)})
+    return record_traces({pair: Path(out)}, make, len(prompts), batch, key, {pair: full},
+                         flag="--out", say=say).traces[pair]

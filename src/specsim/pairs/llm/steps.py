@@ -154,11 +154,9 @@ def audit(s: Any, args: argparse.Namespace) -> Tables:
 
 
 def trace(s: Any, args: argparse.Namespace) -> Tables:
-    from specsim.pairs.llm.lab import Lab, load_token_corpus
     from specsim.pairs.llm.pairs import record_tier_pair
 
-    record_tier_pair(Lab(s, load_token_corpus(args.corpus), args.cache_dir), args.pair,
-                     args.out)
+    record_tier_pair(_lab(s, args), args.pair, args.out)
     return {}
 
 

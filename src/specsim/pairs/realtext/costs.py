@@ -17,6 +17,7 @@ import pandas as pd
 
 from specsim import exact, timing
 from specsim.ngram import Corpus, FloatArray, IntArray, NGramModel, context_ids
+from specsim.pairs import speedup
 from specsim.pairs.realtext.backend import NGramBackend
 from specsim.pairs.realtext.rounds import NGramPair, plain_step, spec_round
 from specsim.realtext_settings import Settings
@@ -88,16 +89,16 @@ def _costs_at_batch(model: NGramModel, corpus: Corpus, s: Settings, seed: int, b
             t_verify = (tm.ratio(f"T{g + 1}", "T1").median if g + 1 <= s.cost_max_positions
                         else np.nan)
             # per repeat: plain step over one round, times the tokens a round emits
-            speedup = timing.paired_ratio(tokens * np.asarray(tm["plain"].samples),
-                                          per_round.samples)
+            measured = timing.paired_ratio(tokens * np.asarray(tm["plain"].samples),
+                                           per_round.samples)
             rows.append(base | {
                 "measure": "speculative", "draft_order": order, "gamma": g,
                 "positions": g + 1, "c": c.median, "alpha": alpha,
                 "tokens_per_round": tokens,
                 "overhead": per_round.median / t1 - g * c.median - t_verify,
-                **timing.columns(seconds=per_round, ratio=ratio, speedup_measured=speedup),
+                **timing.columns(seconds=per_round, ratio=ratio, speedup_measured=measured),
                 "speedup_thm38": float(exact.walltime_improvement(alpha, g, c.median)),
-                "speedup_cost_model": tokens / (g * c.median + t_verify),
+                "speedup_cost_model": float(speedup.cost_model(tokens, g, c.median, t_verify)),
             })
     return pd.DataFrame(rows)
 

@@ -1,4 +1,5 @@
-"""The real-text figures, drawn from the tables (PDF + PNG, the house style of specsim.figures).
+"""The n-gram backend's own figures, drawn from the tables (PDF + PNG, the house style of
+specsim.figures); the pair_accept figure both backends draw is :mod:`specsim.pairs.figures`'.
 
 Each is declared in :mod:`specsim.outputs.realtext` (name, caption, the step drawing it); its
 builder takes ``read``, which gives a declared table by name
@@ -6,39 +7,15 @@ builder takes ``read``, which gives a declared table by name
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-Read = Callable[[str], "pd.DataFrame"]  # a declared table by name
+from specsim.pairs.figures import Read, draw_speedup, log2_gamma_axis, plain, plain_minor, timed
 
 
 def _orders_legend(ax: Any, **kw: Any) -> None:
     ax.legend(title="draft order", title_fontsize=6.5, **kw)
-
-
-def _plain(v: float, _pos: Any = None) -> str:
-    return f"{v:g}"
-
-
-def _plain_minor(v: float, _pos: Any = None) -> str:
-    """Label the 2s and 5s of a log axis' minor ticks only."""
-    return f"{v:g}" if f"{v:g}".lstrip("0.")[:1] in ("2", "5") else ""
-
-
-def _log2_gamma_axis(ax: Any, gammas: Any) -> None:
-    """log2 x axis with the γ values as plain tick labels (no mathtext: faster PDFs)."""
-    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
-
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(set(gammas))))
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("draft length γ")
 
 
 def figure_beta(read: Read) -> Any:
@@ -74,32 +51,16 @@ def figure_tokens(read: Read) -> Any:
         ax.plot(g["gamma"], g["tokens_closed_form"], color=f"C{i}", lw=0.9)
         gap.errorbar(g["gamma"], g["jensen_gap"], yerr=err[::-1], fmt="o-", color=f"C{i}",
                      label=f"{k}")
-    _log2_gamma_axis(ax, df["gamma"])
+    log2_gamma_axis(ax, df["gamma"])
     ax.set_ylabel("characters per target call")
     ax.set_title("observed (95% CI) and Eq. 1 at mean β (lines)")
     _orders_legend(ax, loc="upper left")
     gap.axhline(0, color="0.4", lw=0.6)
-    _log2_gamma_axis(gap, df["gamma"])
+    log2_gamma_axis(gap, df["gamma"])
     gap.set_ylabel("Eq. 1 at mean β − observed")
     gap.set_title("Jensen's gap on real text")
     _orders_legend(gap, loc="upper left")
     return fig
-
-
-def _spread(ax: Any, x: pd.Series, g: pd.DataFrame, name: str, marker: str, colour: str,
-            label: str | None = None) -> None:
-    """A timed quantity: its median joined by a line, its quartiles as error bars, and the
-    repeats the timing marked unreliable (:mod:`specsim.timing`) as hollow markers."""
-    y = g[name].to_numpy(dtype=float)
-    lo = y - g[f"{name}_q25"].to_numpy(dtype=float)
-    hi = g[f"{name}_q75"].to_numpy(dtype=float) - y
-    x = np.asarray(x)
-    ax.errorbar(x, y, yerr=[lo, hi], fmt="-", color=colour, lw=1.0, elinewidth=0.8, capsize=2)
-    bad = ~g["reliable"].astype(bool).to_numpy()
-    ax.plot(x[~bad], y[~bad], marker, color=colour, ms=5, ls="none")
-    if label is not None:
-        ax.plot([], [], marker + "-", color=colour, ms=5, lw=1.0, label=label)
-    ax.plot(x[bad], y[bad], marker, mfc="white", mec=colour, ms=5, ls="none")
 
 
 def figure_costs(read: Read) -> Any:
@@ -116,8 +77,8 @@ def figure_costs(read: Read) -> Any:
     kmax = int(df["positions"].max())
     ax.plot([1, kmax], [1, kmax], color="0.6", ls="--", lw=0.8, label="proportional to k")
     for j, (b, g) in enumerate(df[df["measure"] == "target_call"].groupby("batch")):
-        _spread(ax, g["positions"], g, "ratio", "os"[j % 2], "k" if j else "0.45",
-                f"batch {b}")
+        timed(ax, g["positions"], g, "ratio", "os"[j % 2], "k" if j else "0.45",
+              f"batch {b}")
     ax.set_xlabel("positions verified in one target call, k")
     ax.set_ylabel("T(k) / T(1)")
     ax.set_title("cost of verifying k positions\n(target call, order 5)")
@@ -128,14 +89,12 @@ def figure_costs(read: Read) -> Any:
         sub = spec[spec["batch"] == b]
         for i, (_, g) in enumerate(sub.groupby("draft_order")):
             colour = f"C{i}"
-            _spread(sp, g["gamma"], g, "speedup_measured", "o", colour)
-            sp.plot(g["gamma"], g["speedup_thm38"], "--", color=colour, lw=0.8)
-            sp.plot(g["gamma"], g["speedup_cost_model"], ":", color=colour, lw=1.0)
+            draw_speedup(sp, g["gamma"], g, "o", colour)
         sp.axhline(1, color="0.3", lw=0.6)
-        _log2_gamma_axis(sp, sub["gamma"])
+        log2_gamma_axis(sp, sub["gamma"])
         sp.set_yscale("log")
-        sp.yaxis.set_major_formatter(FuncFormatter(_plain))
-        sp.yaxis.set_minor_formatter(FuncFormatter(_plain_minor))
+        sp.yaxis.set_major_formatter(FuncFormatter(plain))
+        sp.yaxis.set_minor_formatter(FuncFormatter(plain_minor))
         sp.set_ylabel("speedup over the target alone")
         cs = ", ".join(f"{c:.2f}" for c in steps[steps["batch"] == b].sort_values(
             "draft_order")["c"])
@@ -149,44 +108,6 @@ def figure_costs(read: Read) -> Any:
                "timing unreliable (repeats disagree)"]
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
-    return fig
-
-
-def figure_pair_accept(read: Read) -> Any:
-    """Predicted (positional model on the trace, band: 95% CI) vs measured (points, 95% CI)
-    tokens per call against γ per pair, and their paired relative difference."""
-    import matplotlib.pyplot as plt
-
-    from specsim.figures.style import WIDE
-
-    df = read("pair_accept")
-    fig, (ax, diff) = plt.subplots(1, 2, figsize=(WIDE, 2.6))
-    pairs = list(dict.fromkeys(df["pair"]))
-    for i, pair in enumerate(pairs):
-        g = df[df["pair"] == pair]
-        colour = f"C{i}"
-        ax.fill_between(g["gamma"], g["tokens_predicted_ci_low"], g["tokens_predicted_ci_high"],
-                        color=colour, alpha=0.25, lw=0)
-        ax.plot(g["gamma"], g["tokens_predicted"], color=colour, lw=1.0)
-        mid = g["tokens_measured"]
-        ax.errorbar(g["gamma"], mid, yerr=[mid - g["tokens_measured_ci_low"],
-                                           g["tokens_measured_ci_high"] - mid],
-                    fmt="o", ms=3, color=colour, label=pair)
-        shift = 1.0 + 0.04 * (i - (len(pairs) - 1) / 2)  # side by side on the log axis
-        rel = g["relative_difference"] * 100
-        scale = 100 / g["tokens_measured"]
-        diff.errorbar(g["gamma"] * shift, rel,
-                      yerr=[rel - g["difference_ci_low"] * scale,
-                            g["difference_ci_high"] * scale - rel],
-                      fmt="o-", ms=3, lw=0.8, color=colour, label=pair)
-    _log2_gamma_axis(ax, df["gamma"])
-    ax.set_ylabel("characters per target call")
-    ax.set_title("predicted (line, band: 95% CI) and measured (points)")
-    ax.legend(loc="upper left", title="pair", title_fontsize=6.5)
-    diff.axhline(0, color="0.4", lw=0.6)
-    _log2_gamma_axis(diff, df["gamma"])
-    diff.set_ylabel("(predicted − measured) / measured, %")
-    diff.set_title("paired difference (95% CI over prompts)")
     return fig
 
 

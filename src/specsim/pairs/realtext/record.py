@@ -13,46 +13,31 @@ standardised at T before anything else (Leviathan §2.2; :func:`specsim.models.m
 T = 0 the one-hot argmax), the text is sampled from the tempered target with the same
 uniforms, and the traces go to :func:`specsim.realtext_settings.tempered_trace_path`.
 
-Resumable: documents are recorded in blocks (:func:`block_documents`); each block of each pair is a
-trace file of its own in ``<out>.parts/``, written atomically, and carries a key of everything
-that shapes it (settings, root seed, corpus and model digests). A run that was killed reuses
-every part whose key matches and records only the rest; the parts are combined into the trace
-and removed at the end.
+Resumable (:mod:`specsim.pairs.recording`, the writer both backends use): documents are recorded
+in blocks (:func:`block_documents`), each block of each pair a part file of its own that carries
+the key of everything that shapes it (settings, root seed, corpus and model digests); a run that
+was killed reuses every part whose key matches and records only the rest.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import json
-import os
-import shutil
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from specsim.errors import InputError
-from specsim.io.atomic import TEMPORARY_SUFFIX
+from specsim.io import file_sha256
 from specsim.models.maths import temper
 from specsim.ngram import Corpus, NGramModel, V, append, decode
 from specsim.pairs.realtext.rounds import prompts
+from specsim.pairs.recording import Recorded, record_key, record_traces
 from specsim.realtext_settings import Settings, tempered_trace_path, trace_pairs
 from specsim.sampling import sample_rows
 from specsim.seeds import seed_for
-from specsim.traces.format import (
-    Trace,
-    TraceFileError,
-    concat_traces,
-    from_full_rows,
-    read_trace,
-    trace_meta,
-    write_trace,
-)
+from specsim.traces.format import Trace, from_full_rows, trace_meta
 
 BLOCK = 64  # documents per part file (a resumed run loses at most one block per pair)
 #: Positions of one block at most (64 documents of the default 128 characters): longer
@@ -119,23 +104,6 @@ def record_block(model: NGramModel, s: Settings, start: np.ndarray, docs: np.nda
     return out
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """What a recording did: blocks recorded now and reused from an earlier run's parts."""
-
-    paths: dict[str, Path]
-    recorded: int
-    reused: int
-
-
-def _file_digest(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def pair_meta(s: Settings, corpus: Corpus, seed: int, start: np.ndarray,
               temperature: float = TEMPERATURE) -> dict[str, Any]:
     """The ``specsim.trace`` metadata of each pair's trace (``documents`` filled in later)."""
@@ -181,121 +149,16 @@ def record_ngram(model: NGramModel, model_path: str | Path, corpus: Corpus, s: S
     settings["trace"].pop("temperatures", None)  # which others are recorded shapes no trace
     shaping: dict[str, Any] = {
         "settings": {k: settings[k] for k in ("model", "trace")}, "seed": seed,
-        "corpus": corpus.sha256, "model": _file_digest(model_path),
-        "block": block_documents(s)}
+        "corpus": corpus.sha256, "model": file_sha256(model_path)}
     if temperature != TEMPERATURE:  # absent at 1.0: earlier runs' parts stay reusable
         shaping["temperature"] = temperature
-    key = hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
-    pairs = trace_pairs(s)
     paths = {pair: Path(out_dir) / Path(tempered_trace_path(pair, temperature)).name
-             for pair in pairs}
-    parts = {pair: path.with_name(path.name + ".parts") for pair, path in paths.items()}
-    with exclusive(paths[pairs[0]]):
-        _make_room(paths, parts)
-        return _record_blocks(model, s, seed, start, meta, key, paths, parts, temperature,
-                              stop_after, say)
+             for pair in trace_pairs(s)}
 
+    def make(docs: list[int]) -> dict[str, Trace]:
+        d = np.asarray(docs, dtype=np.int64)
+        return record_block(model, s, start[d], d, seed, meta, temperature)
 
-def _record_blocks(model: NGramModel, s: Settings, seed: int, start: np.ndarray,
-                   meta: dict[str, dict[str, Any]], key: str, paths: dict[str, Path],
-                   parts: dict[str, Path], temperature: float, stop_after: int | None,
-                   say: Callable[[str], None]) -> Recorded:
-    """:func:`record_ngram`'s blocks, then the traces combined from them (the lock held)."""
-    pairs = list(paths)
-    size = block_documents(s)
-    n_blocks = -(-s.trace_documents // size)
-    recorded = reused = 0
-    for b in range(n_blocks):
-        docs = np.arange(b * size, min((b + 1) * size, s.trace_documents))
-        files = {pair: parts[pair] / f"block-{b:05d}.parquet" for pair in pairs}
-        if all(_reusable(f, key, docs) for f in files.values()):
-            reused += 1
-            say(f"record: block {b + 1}/{n_blocks} (documents {docs[0]}-{docs[-1]}) reused")
-            continue
-        if stop_after is not None and recorded >= stop_after:
-            return Recorded(paths, recorded, reused)
-        block = record_block(model, s, start[docs], docs, seed, meta, temperature)
-        for pair, trace in block.items():
-            trace.meta.update(record_key=key, first_document=int(docs[0]))
-            write_trace(files[pair], trace)
-        recorded += 1
-        say(f"record: block {b + 1}/{n_blocks} (documents {docs[0]}-{docs[-1]}) recorded")
-    for pair in pairs:
-        blocks = [read_trace(parts[pair] / f"block-{b:05d}.parquet") for b in range(n_blocks)]
-        write_trace(paths[pair], concat_traces(blocks, meta[pair]))
-        shutil.rmtree(parts[pair])
-    return Recorded(paths, recorded, reused)
-
-
-def _make_room(paths: dict[str, Path], parts: dict[str, Path]) -> None:
-    """The traces' directory and each pair's parts directory exist, and nothing that is not a
-    trace file sits where one is written; InputError naming the path otherwise."""
-    for path in paths.values():
-        if path.is_dir():
-            raise InputError(f"{path} is a directory, where the trace is written; remove it "
-                             f"or give another --out-dir")
-    for d in parts.values():
-        if d.exists() and not d.is_dir():
-            raise InputError(f"{d} is a file, where the recorder keeps its finished blocks; "
-                             f"remove it")
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise InputError(f"--out-dir {d.parent}: cannot create {d.name} in it "
-                             f"({err.strerror or type(err).__name__}); give a writable "
-                             f"directory") from None
-
-
-@contextmanager
-def exclusive(path: Path) -> Iterator[None]:
-    """Hold the lock of the recording that writes ``path`` (``.<name>.lock.tmp`` beside it, a
-    temporary ``specsim verify`` skips): a second recorder of the same traces is refused,
-    naming the first one's pid, instead of both writing the same parts. The lock goes with
-    its holder (``flock``): a killed recorder leaves none that binds."""
-    lock = path.with_name(f".{path.name}.lock{TEMPORARY_SUFFIX}")
-    while True:
-        fd = _open_lock(lock)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise InputError(f"{path}: another recorder (pid {holder}) is writing this trace; "
-                             f"wait for it to finish (its finished blocks are kept) or stop "
-                             f"it: kill {holder}") from None
-        try:
-            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)  # its holder finished and removed it: take the lock afresh
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.unlink(lock)  # still held: whoever opened it before finds it gone, and retries
-        os.close(fd)
-
-
-def _open_lock(lock: Path) -> int:
-    try:
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as err:
-        raise InputError(f"--out-dir {lock.parent}: cannot write in it "
-                         f"({err.strerror or type(err).__name__}); give a writable "
-                         f"directory") from None
-
-
-def _reusable(path: Path, key: str, docs: np.ndarray) -> bool:
-    """A part file of an earlier run with this key and these documents (else: record again)."""
-    if not path.is_file():
-        return False
-    try:
-        meta = read_trace(path).meta
-    except TraceFileError:
-        return False
-    return bool(meta.get("record_key") == key and meta.get("first_document") == int(docs[0])
-                and meta.get("documents") == docs.size)
+    return record_traces(paths, make, s.trace_documents, block_documents(s),
+                         record_key(shaping), meta, flag="--out-dir", say=say,
+                         stop_after=stop_after)
