@@ -67,3 +67,10 @@ def test_the_workflow_marker_follows_the_folder(request: pytest.FixtureRequest) 
              if (item.get_closest_marker("workflow") is not None)
              != Path(str(item.fspath)).is_relative_to(WORKFLOW_TESTS)]
     assert not wrong, f"workflow marker not set by folder: {wrong[:5]}"
+
+
+def test_test_file_names_are_unique() -> None:
+    """pytest imports test modules by file name (no packages under tests/): two files of one
+    name in different folders stop the whole run at collection."""
+    names = [p.name for p in _test_files()]
+    assert not sorted({n for n in names if names.count(n) > 1})
