@@ -46,9 +46,14 @@ class RuleSpec:
     threads: int | str  # "all": every core of the run
     resources: dict[str, int]
     priority: int
-    constraints: dict[str, str]
+    values: dict[str, list[str]]  # wildcard -> the values its jobs take
     template: str  # the command, every file filled in; ``{wildcards.<name>[:q]}`` left
     local: bool
+
+    @property
+    def constraints(self) -> dict[str, str]:
+        """Each wildcard matches its values only (none: no job)."""
+        return {w: "|".join(map(re.escape, v)) or "(?!)" for w, v in self.values.items()}
 
     def command(self, wildcards: Any) -> str:
         """The job's command (the rule's ``params.command``: a parameter, so that a changed
@@ -128,7 +133,6 @@ def _rule(stage: Stage, step: Step, rule: Rule, settings: str,
     waits = [f for a in rule.after for f in _flat(_resolve(a, groups))]
     if read or waits:
         inputs["tables" if read and not waits else "after"] = sorted({*read, *waits})
-    values = {w: _flat(_resolve(g, groups)) for w, g in rule.wildcards.items()}
     return RuleSpec(
         name=name, input=inputs, output=outputs, figures=tuple(f.name for f in figures),
         html=html, pages=(), category=rule.category or stage.category,
@@ -138,7 +142,7 @@ def _rule(stage: Stage, step: Step, rule: Rule, settings: str,
         resources={"mem_mb": int(_resolve(str(rule.mem_mb), groups)),
                    "runtime": rule.runtime},
         priority=rule.priority,
-        constraints={w: "|".join(map(re.escape, v)) or "(?!)" for w, v in values.items()},
+        values={w: _flat(_resolve(g, groups)) for w, g in rule.wildcards.items()},
         template=" ".join(filter(None, [*command, rule.options])),
         local=rule.local)
 
@@ -153,7 +157,7 @@ def _pages(stage: Stage) -> RuleSpec | None:
         name=f"{stage.name}_tables_html", input={"tables": [table(n).path for n in names]},
         output={}, figures=(), html=None, pages=names, category="Tables",
         log=f"logs/{stage.name}/tables_html.log", benchmark="", threads=1, resources={},
-        priority=0, constraints={},
+        priority=0, values={},
         template=" ".join(["specsim html --tables-dir results/tables", *names]), local=False)
 
 
@@ -174,12 +178,11 @@ def stage_plan(stage: Stage, config: Mapping[str, Any]) -> Plan:
         for rule in step.rules:
             spec = _rule(stage, step, rule, settings[step.name], groups, config)
             rules.append(spec)
-            values = {w: _flat(_resolve(g, groups)) for w, g in rule.wildcards.items()}
             made = [*(f for v in spec.output.values() for f in _flat(v)),
                     *(spec.html[1:] if spec.html else ()),
                     *(f"results/figures/{f}.{ext}" for f in spec.figures
                       for ext in ("pdf", "png"))]
-            targets += [f for pattern in made for f in _expand(pattern, values)]
+            targets += [f for pattern in made for f in _expand(pattern, spec.values)]
     pages = _pages(stage)
     if pages is not None:
         rules.append(pages)
